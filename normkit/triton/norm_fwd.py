@@ -1,0 +1,109 @@
+"""The forward kernel of LayerNorm, RMSNorm and LayerNorm + clamped ReLU (with its packed bitmask).
+
+One kernel body; ``tl.constexpr`` switches pick the variant:
+
+- ``IS_RMS``: RMSNorm statistics (no mean) instead of LayerNorm's.
+- ``HAS_BIAS``, ``ZERO_CENTERED``: ``y = xhat * (w or 1 + w) [+ b]``.
+- ``CLAMP_MASK``: ``y = clamp(y, lower, upper)`` and write bit 1 where ``lower < y < upper``, 8 columns a byte.
+
+A program normalizes ``BLOCK_M`` rows. A row that fits in one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) is
+read once and kept in registers. A longer row is read in ``NUM_CHUNKS`` chunks twice: the first pass merges
+per-chunk mean and squared deviations (Chan's parallel variance, stable where sum-of-squares is not), the
+second normalizes and writes; the second read is mostly served by L2.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_shift_store(
+    xhat, rows64, row_ok, col0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
+    HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """Apply weight/bias (and the clamp + mask) to one ``[BLOCK_M, BLOCK_N]`` tile starting at column col0."""
+    cols = col0 + tl.arange(0, BLOCK_N)
+    col_ok = cols < N
+    ok = row_ok[:, None] & col_ok[None, :]
+    w = tl.load(W + cols, mask=col_ok, other=0.0).to(xhat.dtype)
+    if ZERO_CENTERED:
+        w += 1.0
+    y = xhat * w[None, :]
+    if HAS_BIAS:
+        y += tl.load(B + cols, mask=col_ok, other=0.0).to(xhat.dtype)[None, :]
+    if CLAMP_MASK:
+        y = tl.maximum(y, lower, propagate_nan=tl.PropagateNan.ALL)
+        y = tl.minimum(y, upper, propagate_nan=tl.PropagateNan.ALL)
+        keep = ((y > lower) & (y < upper) & ok).to(tl.int32)
+        bits = tl.reshape(keep, (BLOCK_M, BLOCK_N // 8, 8))
+        packed = tl.sum(bits << tl.arange(0, 8)[None, None, :], axis=2)
+        byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
+        byte_ok = row_ok[:, None] & (byte_cols < (N + 7) // 8)[None, :]
+        tl.store(MASK + rows64[:, None] * stride_mask + byte_cols[None, :], packed.to(tl.uint8), mask=byte_ok)
+    tl.store(Y + rows64[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=ok)
+
+
+@triton.jit
+def norm_fwd_kernel(
+    X, Y, W, B, MEAN, RSTD, MASK,
+    M, N, stride_x, stride_y, stride_mask, eps, lower, upper,
+    IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
+    ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr,
+):  # fmt: skip
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < M
+    rows64 = rows.to(tl.int64)  # 64-bit offsets: M * N may pass 2**31
+    x_rows = X + rows64[:, None] * stride_x
+    if NUM_CHUNKS == 1:
+        cols = tl.arange(0, BLOCK_N)
+        ok = row_ok[:, None] & (cols < N)[None, :]
+        x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0).to(ACC)
+        if IS_RMS:
+            rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / N + eps)
+            xhat = x * rstd[:, None]
+        else:
+            mean = tl.sum(x, axis=1) / N
+            centered = tl.where(ok, x - mean[:, None], 0.0)
+            rstd = 1.0 / tl.sqrt(tl.sum(centered * centered, axis=1) / N + eps)
+            xhat = centered * rstd[:, None]
+            tl.store(MEAN + rows, mean, mask=row_ok)
+        tl.store(RSTD + rows, rstd, mask=row_ok)
+        _scale_shift_store(
+            xhat, rows64, row_ok, 0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
+            HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, BLOCK_M, BLOCK_N,
+        )  # fmt: skip
+    else:
+        mean = tl.zeros([BLOCK_M], dtype=ACC)
+        sq = tl.zeros([BLOCK_M], dtype=ACC)  # RMS: sum of squares; LN: sum of squared deviations (M2)
+        for chunk in range(NUM_CHUNKS):
+            cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
+            ok = row_ok[:, None] & (cols < N)[None, :]
+            x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0).to(ACC)
+            if IS_RMS:
+                sq += tl.sum(x * x, axis=1)
+            else:
+                seen = chunk * BLOCK_N * 1.0  # every earlier chunk was full
+                n_chunk = tl.minimum(N - chunk * BLOCK_N, BLOCK_N) * 1.0
+                chunk_mean = tl.sum(x, axis=1) / n_chunk
+                d = tl.where(ok, x - chunk_mean[:, None], 0.0)
+                delta = chunk_mean - mean
+                total = seen + n_chunk
+                mean += delta * (n_chunk / total)
+                sq += tl.sum(d * d, axis=1) + delta * delta * (seen * n_chunk / total)
+        rstd = 1.0 / tl.sqrt(sq / N + eps)
+        tl.store(RSTD + rows, rstd, mask=row_ok)
+        if not IS_RMS:
+            tl.store(MEAN + rows, mean, mask=row_ok)
+        for chunk in range(NUM_CHUNKS):
+            cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
+            ok = row_ok[:, None] & (cols < N)[None, :]
+            x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0).to(ACC)
+            if IS_RMS:
+                xhat = x * rstd[:, None]
+            else:
+                xhat = (x - mean[:, None]) * rstd[:, None]
+            _scale_shift_store(
+                xhat, rows64, row_ok, chunk * BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
+                HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, BLOCK_M, BLOCK_N,
+            )  # fmt: skip

@@ -1,0 +1,133 @@
+"""Launchers: the six training-phase functions of the API over the two Triton kernels."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from .. import checks
+from ..bitmask import packed_width
+from . import config
+from .norm_bwd import norm_bwd_kernel, sum_partials_kernel
+from .norm_fwd import norm_fwd_kernel
+
+
+def _acc(x: torch.Tensor):
+    return (tl.float64, torch.float64) if x.dtype == torch.float64 else (tl.float32, torch.float32)
+
+
+def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
+    m, n = x.shape
+    acc_tl, acc_torch = _acc(x)
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    mean = torch.empty(m, dtype=acc_torch, device=x.device)
+    rstd = torch.empty(m, dtype=acc_torch, device=x.device)
+    mask = torch.empty((m, packed_width(n)), dtype=torch.uint8, device=x.device) if clamp else None
+    if m == 0:
+        return y, mean, rstd, mask
+    cfg = config.fwd_config(m, n)
+    lower, upper = clamp or (0.0, 0.0)
+    norm_fwd_kernel[(triton.cdiv(m, cfg.block_m),)](
+        x, y, weight, bias if bias is not None else weight, mean, rstd, mask if mask is not None else y,
+        m, n, x.stride(0), y.stride(0), mask.stride(0) if mask is not None else 0, float(eps),
+        float(lower), float(upper),
+        IS_RMS=is_rms, HAS_BIAS=bias is not None, ZERO_CENTERED=zero_centered_gamma, CLAMP_MASK=clamp is not None,
+        ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, num_warps=cfg.num_warps,
+    )  # fmt: skip
+    return y, mean, rstd, mask
+
+
+def _sum_partials(partial: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    g, n = partial.shape
+    out = torch.empty(n, dtype=dtype, device=partial.device)
+    block_n = min(256, max(16, triton.next_power_of_2(n)))
+    sum_partials_kernel[(triton.cdiv(n, block_n),)](
+        partial, out, g, n, BLOCK_G=16, BLOCK_N=block_n, ACC=_acc(partial)[0], num_warps=4
+    )
+    return out
+
+
+def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, has_dbias):
+    m, n = x.shape
+    acc_tl, acc_torch = _acc(x)
+    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    if m == 0:
+        dw = torch.zeros(n, dtype=weight.dtype, device=x.device)
+        return dx, dw, torch.zeros_like(dw) if has_dbias else None
+    cfg = config.bwd_config(m, n)
+    row_blocks = triton.cdiv(m, cfg.block_m)
+    programs = config.bwd_programs(x, row_blocks)
+    # The chunked path adds into its partial row, so it needs zeros; the one-tile path writes every element.
+    alloc = torch.zeros if cfg.num_chunks > 1 else torch.empty
+    dw_partial = alloc((programs, n), dtype=acc_torch, device=x.device)
+    db_partial = alloc((programs, n), dtype=acc_torch, device=x.device) if has_dbias else dw_partial
+    norm_bwd_kernel[(programs,)](
+        dy, x, weight, mean if mean is not None else rstd, rstd, mask if mask is not None else dx, dx,
+        dw_partial, db_partial,
+        m, n, dy.stride(0), x.stride(0), dx.stride(0), mask.stride(0) if mask is not None else 0,
+        programs, triton.cdiv(row_blocks, programs),
+        IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, HAS_MASK=mask is not None, HAS_DBIAS=has_dbias,
+        ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, num_warps=cfg.num_warps,
+    )  # fmt: skip
+    dw = _sum_partials(dw_partial, weight.dtype)
+    db = _sum_partials(db_partial, weight.dtype) if has_dbias else None
+    return dx, dw, db
+
+
+def _check_flags(**flags):
+    for name, value in flags.items():
+        checks.check_flag(name, value)
+
+
+def layer_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
+    """x ``[M, N]``, weight/bias ``[N]`` -> y ``[M, N]`` (x's dtype), mean ``[M]``, rstd ``[M]`` (float32)."""
+    checks.check_fwd_args(x, weight, bias, eps)
+    _check_flags(zero_centered_gamma=zero_centered_gamma)
+    y, mean, rstd, _ = _forward(x, weight, bias, eps, is_rms=False, zero_centered_gamma=zero_centered_gamma)
+    return y, mean, rstd
+
+
+def layer_norm_bwd(dy, x, weight, mean, rstd, zero_centered_gamma=False, has_dbias=True):
+    """dy, x ``[M, N]``, mean/rstd ``[M]`` -> dx ``[M, N]``, dw ``[N]``, db ``[N]`` or None."""
+    checks.check_bwd_args(dy, x, weight, mean, rstd)
+    _check_flags(zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias)
+    return _backward(
+        dy, x, weight, mean, rstd, None, is_rms=False, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias
+    )
+
+
+def layer_norm_clamped_relu_fwd(x, weight, bias, eps, lower=0.0, upper=6.0, zero_centered_gamma=False):
+    """LayerNorm then clamp to ``[lower, upper]``; the packed mask ``uint8 [M, ceil(N/8)]`` is written alongside."""
+    checks.check_fwd_args(x, weight, bias, eps)
+    checks.check_clamp_bounds(lower, upper)
+    _check_flags(zero_centered_gamma=zero_centered_gamma)
+    return _forward(
+        x, weight, bias, eps, is_rms=False, zero_centered_gamma=zero_centered_gamma, clamp=(lower, upper)
+    )
+
+
+def layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd, zero_centered_gamma=False, has_dbias=True):
+    """The LayerNorm backward of ``dy * mask``, the mask bits read inside the kernel."""
+    checks.check_bwd_args(dy, x, weight, mean, rstd, mask)
+    _check_flags(zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias)
+    return _backward(
+        dy, x, weight, mean, rstd, mask, is_rms=False, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias
+    )
+
+
+def rms_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
+    """x ``[M, N]``, weight/bias ``[N]`` -> y ``[M, N]`` (x's dtype), rstd ``[M]`` (float32)."""
+    checks.check_fwd_args(x, weight, bias, eps)
+    _check_flags(zero_centered_gamma=zero_centered_gamma)
+    y, _, rstd, _ = _forward(x, weight, bias, eps, is_rms=True, zero_centered_gamma=zero_centered_gamma)
+    return y, rstd
+
+
+def rms_norm_bwd(dy, x, weight, rstd, zero_centered_gamma=False, has_dbias=False):
+    """dy, x ``[M, N]``, rstd ``[M]`` -> dx ``[M, N]``, dw ``[N]``, db ``[N]`` or None."""
+    checks.check_bwd_args(dy, x, weight, None, rstd)
+    _check_flags(zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias)
+    return _backward(
+        dy, x, weight, None, rstd, None, is_rms=True, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias
+    )
