@@ -1,0 +1,231 @@
+"""The six training-phase functions of the API over cached cuDNN graphs.
+
+A graph is built once per key (op, flags, shapes, strides, dtypes, device, clip bounds) and reused; epsilon and
+the clip comparisons are passed by value at execution, so changing eps builds nothing. ``build_count()`` lets a
+test see that a second call with the same key builds nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import cudnn
+import torch
+
+from .. import checks
+from ..backends import cudnn_status
+from ..bitmask import packed_width
+from ..errors import BackendUnavailable
+from . import graphs
+from .graphs import as_nchw
+
+_cache: dict = {}
+_handles: dict = {}
+_lock = threading.Lock()
+_builds = 0
+
+
+def build_count() -> int:
+    """How many graphs this process has built (cache misses)."""
+    return _builds
+
+
+def clear_cache() -> None:
+    _cache.clear()
+
+
+def _require(recipe: str | None, x: torch.Tensor) -> None:
+    status = cudnn_status(recipe)
+    if status != "ok":
+        raise BackendUnavailable(f"cudnn backend: {status}")
+    if not x.is_cuda:
+        raise BackendUnavailable("cudnn backend: needs CUDA tensors; x is on cpu")
+    if x.dtype == torch.float64:
+        raise TypeError("x: the cudnn backend supports float32, float16 and bfloat16, got torch.float64")
+
+
+def _handle(device: torch.device):
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _handles:
+        with torch.cuda.device(index):
+            _handles[index] = cudnn.create_handle()
+    handle = _handles[index]
+    cudnn.set_stream(handle=handle, stream=torch.cuda.current_stream(index).cuda_stream)
+    return handle
+
+
+def _layout(*tensors) -> tuple:
+    return tuple((tuple(t.shape), tuple(t.stride()), t.dtype) if t is not None else None for t in tensors)
+
+
+def _cached(key, build):
+    global _builds
+    with _lock:
+        built = _cache.get(key)
+        if built is None:
+            built = _cache[key] = build()
+            _builds += 1
+    return built
+
+
+def _run(built: graphs.BuiltGraph, device, buffers: dict) -> None:
+    workspace = torch.empty(built.workspace_size, dtype=torch.uint8, device=device)
+    pack = {built.tensors[name]: buf for name, buf in buffers.items() if name in built.tensors}
+    built.graph.execute(pack, workspace, handle=_handle(device))
+
+
+def _host_scalar(value: float) -> torch.Tensor:
+    return torch.full((1, 1, 1, 1), float(value), dtype=torch.float32)
+
+
+def _check_mask_width(n: int) -> None:
+    # cuDNN packs the BOOLEAN tensor's bits back to back over the whole tensor; rows start on a byte only when
+    # N is a multiple of 8, which API.md's per-row layout needs.
+    if n % 8:
+        raise ValueError(f"x: the cudnn backend's ReLU bitmask needs N % 8 == 0 (got N={n}); use backend='triton'")
+
+
+def _zeros_bias(weight: torch.Tensor) -> torch.Tensor:
+    # cuDNN's layernorm node takes a bias; a missing one is a zero vector (N elements, cached per layout)
+    return _cached(("zero_bias", weight.shape[0], weight.dtype, weight.device), lambda: torch.zeros_like(weight))
+
+
+def _forward(x, weight, bias, eps, *, rms, zero_centered_gamma, clamp):
+    m, n = x.shape
+    stat = torch.empty(m, dtype=torch.float32, device=x.device)
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    mean = torch.empty_like(stat)
+    rstd = torch.empty_like(stat)
+    mask = torch.empty((m, packed_width(n)), dtype=torch.uint8, device=x.device) if clamp else None
+    if m == 0:
+        return y, mean, rstd, mask
+    if bias is None and not rms:
+        bias = _zeros_bias(weight)
+    x4, w4, b4 = as_nchw(x), as_nchw(weight), as_nchw(bias) if bias is not None else None
+    key = ("rms_fwd" if rms else "ln_fwd", zero_centered_gamma, clamp, x.device, _layout(x4, w4, b4))
+    handle = _handle(x.device)
+    if rms:
+        built = _cached(key, lambda: graphs.build_rms_norm_fwd(x4, w4, b4, zero_centered_gamma=zero_centered_gamma, handle=handle))
+    else:
+        built = _cached(
+            key,
+            lambda: graphs.build_layer_norm_fwd(
+                x4, w4, b4, zero_centered_gamma=zero_centered_gamma, clamp=clamp, handle=handle
+            ),
+        )
+    buffers = {
+        "x": x4, "weight": w4, "bias": b4, "eps": _host_scalar(eps), "one": _host_scalar(1.0),
+        "y": as_nchw(y), "mean": mean.view(m, 1, 1, 1), "rstd": rstd.view(m, 1, 1, 1),
+    }  # fmt: skip
+    if clamp is not None:
+        buffers.update(lower=_host_scalar(clamp[0]), upper=_host_scalar(clamp[1]), mask=mask)
+    _run(built, x.device, buffers)
+    return y, mean, rstd, mask
+
+
+def _backward(dy, x, weight, mean, rstd, mask, *, rms, zero_centered_gamma, has_dbias):
+    m, n = x.shape
+    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    dw = torch.empty(n, dtype=weight.dtype, device=x.device)
+    # cuDNN's layernorm backward always writes dbias; it is returned only when asked for
+    db = torch.empty_like(dw) if (has_dbias or not rms) else None
+    if m == 0:
+        dw.zero_()
+        return dx, dw, db.zero_() if has_dbias else None
+    dy4, x4, w4 = as_nchw(dy), as_nchw(x), as_nchw(weight)
+    rstd4 = rstd.view(m, 1, 1, 1)
+    handle = _handle(x.device)
+    if rms:
+        key = ("rms_bwd", zero_centered_gamma, has_dbias, x.device, _layout(dy4, x4, w4, rstd4))
+        built = _cached(
+            key,
+            lambda: graphs.build_rms_norm_bwd(
+                dy4, x4, w4, rstd4, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias, handle=handle
+            ),
+        )
+    else:
+        mean4 = mean.view(m, 1, 1, 1)
+        key = ("ln_bwd", zero_centered_gamma, mask is not None, x.device, _layout(dy4, x4, w4, mean4, rstd4))
+        built = _cached(
+            key,
+            lambda: graphs.build_layer_norm_bwd(
+                dy4, x4, w4, mean4, rstd4, zero_centered_gamma=zero_centered_gamma, masked=mask is not None,
+                handle=handle,
+            ),
+        )  # fmt: skip
+    buffers = {
+        "dy": dy4, "x": x4, "weight": w4, "one": _host_scalar(1.0), "rstd": rstd4,
+        "dx": as_nchw(dx), "dw": as_nchw(dw), "db": as_nchw(db) if db is not None else None,
+    }  # fmt: skip
+    if not rms:
+        buffers["mean"] = mean.view(m, 1, 1, 1)
+    if mask is not None:
+        buffers["mask"] = mask
+    _run(built, x.device, buffers)
+    return dx, dw, db if has_dbias else None
+
+
+def layer_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
+    """x ``[M, N]``, weight/bias ``[N]`` -> y ``[M, N]`` (x's dtype), mean ``[M]``, rstd ``[M]`` (float32)."""
+    checks.check_fwd_args(x, weight, bias, eps)
+    checks.check_flag("zero_centered_gamma", zero_centered_gamma)
+    _require("zero_centered_gamma" if zero_centered_gamma else None, x)
+    y, mean, rstd, _ = _forward(x, weight, bias, eps, rms=False, zero_centered_gamma=zero_centered_gamma, clamp=None)
+    return y, mean, rstd
+
+
+def layer_norm_bwd(dy, x, weight, mean, rstd, zero_centered_gamma=False, has_dbias=True):
+    """dy, x ``[M, N]``, mean/rstd ``[M]`` -> dx ``[M, N]``, dw ``[N]``, db ``[N]`` or None."""
+    checks.check_bwd_args(dy, x, weight, mean, rstd)
+    checks.check_flag("zero_centered_gamma", zero_centered_gamma)
+    checks.check_flag("has_dbias", has_dbias)
+    _require("zero_centered_gamma" if zero_centered_gamma else None, x)
+    return _backward(
+        dy, x, weight, mean, rstd, None, rms=False, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias
+    )
+
+
+def layer_norm_clamped_relu_fwd(x, weight, bias, eps, lower=0.0, upper=6.0, zero_centered_gamma=False):
+    """LayerNorm + clamped ReLU in one cuDNN graph, emitting the packed bitmask ``uint8 [M, N/8]`` (N % 8 == 0)."""
+    checks.check_fwd_args(x, weight, bias, eps)
+    checks.check_clamp_bounds(lower, upper)
+    checks.check_flag("zero_centered_gamma", zero_centered_gamma)
+    _require("relu_bitmask", x)
+    _check_mask_width(x.shape[1])
+    return _forward(
+        x, weight, bias, eps, rms=False, zero_centered_gamma=zero_centered_gamma, clamp=(float(lower), float(upper))
+    )
+
+
+def layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd, zero_centered_gamma=False, has_dbias=True):
+    """The masked dReLU multiply feeding LayerNorm backward, one cuDNN graph (N % 8 == 0)."""
+    checks.check_bwd_args(dy, x, weight, mean, rstd, mask)
+    checks.check_flag("zero_centered_gamma", zero_centered_gamma)
+    checks.check_flag("has_dbias", has_dbias)
+    _require("relu_bitmask", x)
+    _check_mask_width(x.shape[1])
+    if mask.shape[0] > 1 and mask.stride(0) != mask.shape[1]:
+        raise ValueError("mask: the cudnn backend needs a contiguous mask")
+    return _backward(
+        dy, x, weight, mean, rstd, mask, rms=False, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias
+    )
+
+
+def rms_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
+    """x ``[M, N]``, weight/bias ``[N]`` -> y ``[M, N]`` (x's dtype), rstd ``[M]`` (float32)."""
+    checks.check_fwd_args(x, weight, bias, eps)
+    checks.check_flag("zero_centered_gamma", zero_centered_gamma)
+    _require("rms_norm", x)
+    y, _, rstd, _ = _forward(x, weight, bias, eps, rms=True, zero_centered_gamma=zero_centered_gamma, clamp=None)
+    return y, rstd
+
+
+def rms_norm_bwd(dy, x, weight, rstd, zero_centered_gamma=False, has_dbias=False):
+    """dy, x ``[M, N]``, rstd ``[M]`` -> dx ``[M, N]``, dw ``[N]``, db ``[N]`` or None."""
+    checks.check_bwd_args(dy, x, weight, None, rstd)
+    checks.check_flag("zero_centered_gamma", zero_centered_gamma)
+    checks.check_flag("has_dbias", has_dbias)
+    _require("rms_norm", x)
+    return _backward(
+        dy, x, weight, None, rstd, None, rms=True, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias
+    )
