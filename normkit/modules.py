@@ -19,7 +19,9 @@ def _hidden_size(normalized_shape) -> int:
     elif isinstance(normalized_shape, (tuple, list, torch.Size)) and len(normalized_shape) == 1:
         n = int(normalized_shape[0])
     else:
-        raise ValueError(f"normalized_shape must be an int or a 1-element shape (the last dim), got {normalized_shape!r}")
+        raise ValueError(
+            f"normalized_shape must be an int or a 1-element shape (the last dim), got {normalized_shape!r}"
+        )
     if n < 1:
         raise ValueError(f"normalized_shape must be >= 1, got {n}")
     return n

@@ -83,7 +83,9 @@ def compare_masks(mask, expected_mask, n: int, y_expected_acc: torch.Tensor, low
     such tolerated differences; raises ``AssertionError`` on any other difference or on set padding bits.
     """
     if mask.shape != expected_mask.shape or mask.dtype != torch.uint8:
-        raise AssertionError(f"{name}: got {mask.dtype} {tuple(mask.shape)}, expected uint8 {tuple(expected_mask.shape)}")
+        raise AssertionError(
+            f"{name}: got {mask.dtype} {tuple(mask.shape)}, expected uint8 {tuple(expected_mask.shape)}"
+        )
     got = bitmask.unpack(mask.cpu(), mask.shape[-1] * 8)
     if n % 8 and got[..., n:].any():
         raise AssertionError(f"{name}: padding bits past column {n - 1} are set")

@@ -34,6 +34,16 @@ def clear_cache() -> None:
     _cache.clear()
 
 
+def _require_packed_rows(**tensors) -> None:
+    # cuDNN's norm nodes deduce the row length from the row stride, so rows must be packed back to back.
+    for name, t in tensors.items():
+        if t.shape[0] > 1 and t.stride(0) != t.shape[1]:
+            raise ValueError(
+                f"{name}: the cudnn backend needs packed rows (row stride {t.shape[1]}), got row stride {t.stride(0)}; "
+                "use backend='triton' (any row stride) or pass a contiguous tensor"
+            )
+
+
 def _require(recipe: str | None, x: torch.Tensor) -> None:
     status = cudnn_status(recipe)
     if status != "ok":
@@ -63,7 +73,12 @@ def _cached(key, build):
     with _lock:
         built = _cache.get(key)
         if built is None:
-            built = _cache[key] = build()
+            try:
+                built = build()
+            except (cudnn.cudnnGraphNotSupportedError, RuntimeError) as error:
+                reason = str(error).splitlines()[0][:300]
+                raise BackendUnavailable(f"cudnn backend: no cuDNN engine supports {key[0]} here: {reason}") from error
+            _cache[key] = built
             _builds += 1
     return built
 
@@ -76,6 +91,16 @@ def _run(built: graphs.BuiltGraph, device, buffers: dict) -> None:
 
 def _host_scalar(value: float) -> torch.Tensor:
     return torch.full((1, 1, 1, 1), float(value), dtype=torch.float32)
+
+
+def _check_fused_relu_dtypes(x, weight) -> None:
+    # cuDNN 9.19's engine for a norm with pointwise epilogue nodes rejects weights wider than x
+    # ("hasScale && sizeof(inputDataType) < sizeof(weightDataType)"), so mixed precision cannot fuse the ReLU.
+    if weight.dtype != x.dtype:
+        raise TypeError(
+            f"weight: the cudnn backend's fused LayerNorm + ReLU needs weight in x's dtype ({x.dtype}), "
+            f"got {weight.dtype}; use backend='triton' for mixed precision"
+        )
 
 
 def _check_mask_width(n: int) -> None:
@@ -91,6 +116,7 @@ def _zeros_bias(weight: torch.Tensor) -> torch.Tensor:
 
 
 def _forward(x, weight, bias, eps, *, rms, zero_centered_gamma, clamp):
+    _require_packed_rows(x=x)
     m, n = x.shape
     stat = torch.empty(m, dtype=torch.float32, device=x.device)
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
@@ -105,7 +131,9 @@ def _forward(x, weight, bias, eps, *, rms, zero_centered_gamma, clamp):
     key = ("rms_fwd" if rms else "ln_fwd", zero_centered_gamma, clamp, x.device, _layout(x4, w4, b4))
     handle = _handle(x.device)
     if rms:
-        built = _cached(key, lambda: graphs.build_rms_norm_fwd(x4, w4, b4, zero_centered_gamma=zero_centered_gamma, handle=handle))
+        built = _cached(
+            key, lambda: graphs.build_rms_norm_fwd(x4, w4, b4, zero_centered_gamma=zero_centered_gamma, handle=handle)
+        )
     else:
         built = _cached(
             key,
@@ -124,6 +152,7 @@ def _forward(x, weight, bias, eps, *, rms, zero_centered_gamma, clamp):
 
 
 def _backward(dy, x, weight, mean, rstd, mask, *, rms, zero_centered_gamma, has_dbias):
+    _require_packed_rows(dy=dy, x=x)
     m, n = x.shape
     dx = torch.empty((m, n), dtype=x.dtype, device=x.device)
     dw = torch.empty(n, dtype=weight.dtype, device=x.device)
@@ -192,6 +221,7 @@ def layer_norm_clamped_relu_fwd(x, weight, bias, eps, lower=0.0, upper=6.0, zero
     checks.check_flag("zero_centered_gamma", zero_centered_gamma)
     _require("relu_bitmask", x)
     _check_mask_width(x.shape[1])
+    _check_fused_relu_dtypes(x, weight)
     return _forward(
         x, weight, bias, eps, rms=False, zero_centered_gamma=zero_centered_gamma, clamp=(float(lower), float(upper))
     )
@@ -204,6 +234,7 @@ def layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd, zero_centered_g
     checks.check_flag("has_dbias", has_dbias)
     _require("relu_bitmask", x)
     _check_mask_width(x.shape[1])
+    _check_fused_relu_dtypes(x, weight)
     if mask.shape[0] > 1 and mask.stride(0) != mask.shape[1]:
         raise ValueError("mask: the cudnn backend needs a contiguous mask")
     return _backward(

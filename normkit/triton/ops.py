@@ -102,9 +102,7 @@ def layer_norm_clamped_relu_fwd(x, weight, bias, eps, lower=0.0, upper=6.0, zero
     checks.check_fwd_args(x, weight, bias, eps)
     checks.check_clamp_bounds(lower, upper)
     _check_flags(zero_centered_gamma=zero_centered_gamma)
-    return _forward(
-        x, weight, bias, eps, is_rms=False, zero_centered_gamma=zero_centered_gamma, clamp=(lower, upper)
-    )
+    return _forward(x, weight, bias, eps, is_rms=False, zero_centered_gamma=zero_centered_gamma, clamp=(lower, upper))
 
 
 def layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd, zero_centered_gamma=False, has_dbias=True):

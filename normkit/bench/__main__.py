@@ -1,0 +1,183 @@
+"""``python -m normkit.bench``: GB/s of each provider, side by side in one run, against a plain copy.
+
+Example: ``python -m normkit.bench --sweep genai --ops ln_bwd rms_fwd --out benchmarks/results``
+Each provider's result is checked against normkit.reference before it is timed: a wrong result is reported as
+"wrong", never as a speed. Output: a table on screen, ``<out>/bench.csv`` (with GPU, versions, date) and
+``<out>/bench.png`` (GB/s against N, one panel per op).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import os
+import platform
+import sys
+
+import torch
+
+from ..testing import compare
+from .cases import OPS, SWEEPS, Case, bytes_moved, make_inputs
+from .providers import PROVIDERS, Unsupported, make
+
+
+def copy_bandwidth_gbs(do_bench) -> float:
+    """GB/s of a plain device-to-device copy of 1 GiB (bytes read + bytes written)."""
+    src = torch.empty(2**30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    ms = do_bench(lambda: dst.copy_(src), warmup=50, rep=200, return_mode="median")
+    return 2 * src.numel() / ms / 1e6
+
+
+def _check(case: Case, outputs, expected) -> None:
+    if case.direction == "fwd":
+        compare(outputs[0], expected[0], "y")
+    else:
+        compare(outputs[0], expected[0], "dx")
+        compare(outputs[1].to(expected[1].dtype), expected[1], "dw")
+
+
+def versions() -> dict:
+    info = {"torch": torch.__version__, "python": platform.python_version()}
+    for name in ("triton", "cudnn", "liger_kernel"):
+        try:
+            module = __import__(name)
+            info[name] = getattr(module, "__version__", "?")
+            if name == "cudnn":
+                info["cudnn_backend"] = str(module.backend_version())
+        except Exception:
+            info[name] = "-"
+    return info
+
+
+def cases_from_args(args) -> list[Case]:
+    shapes = []
+    for sweep in args.sweep or []:
+        shapes += SWEEPS[sweep]
+    if args.M and args.N:
+        shapes += [(args.M, n, args.dtype, args.wdtype or args.dtype) for n in args.N]
+    if not shapes:
+        raise SystemExit("give --sweep NAME or --M and --N")
+    return [Case(op, m, n, xd, wd) for (m, n, xd, wd) in shapes for op in args.ops]
+
+
+def run(args) -> list[dict]:
+    if not torch.cuda.is_available():
+        raise SystemExit("normkit.bench times kernels on an NVIDIA GPU; none is visible here")
+    from tqdm import tqdm
+    from triton.testing import do_bench
+
+    meta = {"gpu": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(), **versions()}
+    copy = copy_bandwidth_gbs(do_bench)
+    print(f"{meta['gpu']}: device-to-device copy {copy:.0f} GB/s", flush=True)
+    rows = []
+    for case in tqdm(cases_from_args(args), desc="cases", file=sys.stdout):
+        inputs = make_inputs(case)
+        nbytes = bytes_moved(case)
+        results = {}
+        for provider in args.providers:
+            shape = {"op": case.op, "M": case.m, "N": case.n, "x_dtype": case.x_dtype, "w_dtype": case.w_dtype}
+            row = {**meta, **shape, "provider": provider, "bytes": nbytes, "copy_gbs": round(copy, 1)}
+            try:
+                fn = make(provider, case, inputs)
+                _check(case, fn(), inputs.expected)
+                ms = do_bench(fn, warmup=args.warmup, rep=args.rep, return_mode="median")
+                row.update(status="ok", us=round(ms * 1e3, 2), gbs=round(nbytes / ms / 1e6, 1))
+                row["pct_of_copy"] = round(100 * row["gbs"] / copy, 1)
+                results[provider] = ms
+            except Unsupported as why:
+                row.update(status=f"unsupported: {why}"[:160])
+            except AssertionError as why:
+                row.update(status=f"wrong: {why}"[:160])
+            except Exception as why:  # a provider that crashes on a shape is reported, the sweep goes on
+                row.update(status=f"error: {type(why).__name__}: {why}"[:160])
+            rows.append(row)
+        for row in rows[-len(args.providers) :]:
+            if "eager" in results and row.get("us"):
+                row["speedup_vs_eager"] = round(results["eager"] * 1e3 / row["us"], 2)
+        del inputs
+        torch.cuda.empty_cache()
+    return rows
+
+
+def print_table(rows: list[dict]) -> None:
+    print(f"{'op':<12}{'M':>7}{'N':>7} {'dtype':<10}{'provider':<9}{'us':>10}{'GB/s':>8}{'%copy':>7}{'xeager':>8}")
+    for r in rows:
+        dtype = r["x_dtype"] + ("/" + r["w_dtype"] if r["w_dtype"] != r["x_dtype"] else "")
+        if r["status"] == "ok":
+            print(f"{r['op']:<12}{r['M']:>7}{r['N']:>7} {dtype:<10}{r['provider']:<9}{r['us']:>10.1f}{r['gbs']:>8.0f}"
+                  f"{r['pct_of_copy']:>7.1f}{r.get('speedup_vs_eager', float('nan')):>8.2f}")  # fmt: skip
+        else:
+            print(f"{r['op']:<12}{r['M']:>7}{r['N']:>7} {dtype:<10}{r['provider']:<9}  {r['status'][:70]}")
+
+
+def write_csv(rows: list[dict], path: str) -> None:
+    fields = sorted(
+        {k for r in rows for k in r}, key=lambda k: (k not in _FIRST, _FIRST.index(k) if k in _FIRST else k)
+    )
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+_FIRST = ["op", "M", "N", "x_dtype", "w_dtype", "provider", "status", "us", "gbs", "pct_of_copy", "speedup_vs_eager"]
+
+
+def plot(rows: list[dict], path: str) -> None:
+    """GB/s against N, one panel per (op, M, dtype), one line per provider, the copy bandwidth dashed."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in rows if r["status"] == "ok"]
+    panels = sorted({(r["op"], r["M"], r["x_dtype"], r["w_dtype"]) for r in ok})
+    if not panels:
+        return
+    cols = min(3, len(panels))
+    nrows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(5 * cols, 3.6 * nrows), squeeze=False)
+    for ax, (op, m, xd, wd) in zip(axes.flat, panels):
+        sel = [r for r in ok if (r["op"], r["M"], r["x_dtype"], r["w_dtype"]) == (op, m, xd, wd)]
+        for provider in dict.fromkeys(r["provider"] for r in sel):
+            pts = sorted((r["N"], r["gbs"]) for r in sel if r["provider"] == provider)
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=provider)
+        ax.axhline(sel[0]["copy_gbs"], linestyle="--", color="gray", label="copy")
+        ax.set_xscale("log", base=2)
+        ax.set_title(f"{op}  M={m} {xd}" + (f"/{wd}" if wd != xd else ""))
+        ax.set_xlabel("N")
+        ax.set_ylabel("GB/s")
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8)
+    fig.suptitle(f"{ok[0]['gpu']}, {ok[0]['date']}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m normkit.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--sweep", nargs="*", choices=sorted(SWEEPS), help="named shape sweeps")
+    parser.add_argument("--ops", nargs="+", default=list(OPS), choices=list(OPS))
+    parser.add_argument("--providers", nargs="+", default=list(PROVIDERS), choices=list(PROVIDERS))
+    parser.add_argument("--M", type=int, help="custom shape: rows")
+    parser.add_argument("--N", type=int, nargs="+", help="custom shape: hidden sizes")
+    parser.add_argument("--dtype", default="bf16", choices=["fp32", "fp16", "bf16"])
+    parser.add_argument("--wdtype", choices=["fp32", "fp16", "bf16"], help="weight dtype (default: --dtype)")
+    parser.add_argument("--warmup", type=int, default=25, help="ms of warm-up per timing")
+    parser.add_argument("--rep", type=int, default=100, help="ms of repetitions per timing")
+    parser.add_argument("--out", default="benchmarks/results", help="folder for bench.csv and bench.png")
+    parser.add_argument("--tag", default="bench", help="file name stem of the CSV and PNG")
+    args = parser.parse_args(argv)
+    rows = run(args)
+    print_table(rows)
+    os.makedirs(args.out, exist_ok=True)
+    write_csv(rows, os.path.join(args.out, f"{args.tag}.csv"))
+    plot(rows, os.path.join(args.out, f"{args.tag}.png"))
+    print(f"wrote {args.out}/{args.tag}.csv and {args.tag}.png")
+
+
+if __name__ == "__main__":
+    main()

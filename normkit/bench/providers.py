@@ -1,0 +1,113 @@
+"""The providers the benchmark compares: what a user would pick instead of normkit, and normkit itself.
+
+``make(provider, case, inputs)`` returns a zero-argument callable that runs the op once and returns its outputs
+(forward: y first; backward: dx, dw first), or raises ``Unsupported`` with the reason.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+import torch.nn.functional as F
+
+from .. import bitmask
+from .cases import EPS, LOWER, UPPER, Case, Inputs
+
+PROVIDERS = ("triton", "cudnn", "eager", "compile", "liger")
+
+
+class Unsupported(Exception):
+    """This provider does not offer this op (or cannot run here)."""
+
+
+def _normkit(backend: str, case: Case, t: Inputs):
+    try:
+        ops = importlib.import_module(f"normkit.{backend}")
+    except Exception as error:  # BackendUnavailable, or a missing package
+        raise Unsupported(str(error)) from error
+    zc = case.zero_centered_gamma
+    if case.direction == "fwd":
+        if case.kind == "rms_norm":
+            return lambda: ops.rms_norm_fwd(t.x, t.weight, t.bias, EPS, zc)
+        if case.kind == "layer_norm":
+            return lambda: ops.layer_norm_fwd(t.x, t.weight, t.bias, EPS, zc)
+        return lambda: ops.layer_norm_clamped_relu_fwd(t.x, t.weight, t.bias, EPS, LOWER, UPPER, zc)
+    if case.kind == "rms_norm":
+        return lambda: ops.rms_norm_bwd(t.dy, t.x, t.weight, t.rstd, zc, False)
+    if case.kind == "layer_norm":
+        return lambda: ops.layer_norm_bwd(t.dy, t.x, t.weight, t.mean, t.rstd, zc, True)
+    return lambda: ops.layer_norm_clamped_relu_bwd(t.dy, t.mask, t.x, t.weight, t.mean, t.rstd, zc, True)
+
+
+def torch_composition(case: Case):
+    """The op as a PyTorch user writes it (unfused for the clamped ReLU + mask); mixed dtypes upcast like genai."""
+    n = case.n
+
+    def norm(x, w, b):
+        scale = 1 + w if case.zero_centered_gamma else w
+        xs = x.float() if scale.dtype != x.dtype else x
+        if case.kind == "rms_norm":
+            y = F.rms_norm(xs, (n,), scale, EPS)
+            y = y + b if b is not None else y
+        else:
+            y = F.layer_norm(xs, (n,), scale, b, EPS)
+        return y.to(x.dtype)
+
+    if case.kind != "layer_norm_clamped_relu":
+        return norm
+
+    def norm_relu(x, w, b):
+        y = torch.clamp(norm(x, w, b), LOWER, UPPER)
+        return y, bitmask.pack((y > LOWER) & (y < UPPER))
+
+    return norm_relu
+
+
+def _autograd(fn, case: Case, t: Inputs):
+    """Forward once outside the timed region; the timed callable runs only the backward."""
+    if case.direction == "fwd":
+        return lambda: fn(t.x, t.weight, t.bias)
+    x = t.x.detach().requires_grad_(True)
+    w = t.weight.detach().requires_grad_(True)
+    b = t.bias.detach().requires_grad_(True) if t.bias is not None else None
+    y = fn(x, w, b)
+    y = y[0] if isinstance(y, tuple) else y
+    leaves = [x, w] + ([b] if b is not None else [])
+    return lambda: torch.autograd.grad(y, leaves, t.dy, retain_graph=True)
+
+
+def _liger(case: Case, t: Inputs):
+    try:
+        from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+    except Exception as error:
+        raise Unsupported(f"liger-kernel not importable: {error}") from error
+    if case.kind == "layer_norm_clamped_relu":
+        raise Unsupported("Liger has no fused LayerNorm + clamped ReLU")
+    if case.kind == "layer_norm" and case.zero_centered_gamma:
+        raise Unsupported("Liger's LayerNorm has no zero-centered gamma")
+    if case.kind == "rms_norm":
+        offset = 1.0 if case.zero_centered_gamma else 0.0
+
+        def fn(x, w, b):
+            return LigerRMSNormFunction.apply(x, w, EPS, offset)
+    else:
+
+        def fn(x, w, b):
+            return LigerLayerNormFunction.apply(x, w, b, EPS)
+
+    return _autograd(fn, case, t)
+
+
+def make(provider: str, case: Case, t: Inputs):
+    if provider in ("triton", "cudnn"):
+        return _normkit(provider, case, t)
+    if provider == "eager":
+        return _autograd(torch_composition(case), case, t)
+    if provider == "compile":
+        torch._dynamo.reset()  # a fresh compile per shape: no recompile-limit fallbacks
+        return _autograd(torch.compile(torch_composition(case), fullgraph=True, dynamic=False), case, t)
+    if provider == "liger":
+        return _liger(case, t)
+    raise ValueError(f"provider must be one of {PROVIDERS}, got {provider!r}")
