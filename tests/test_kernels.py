@@ -43,8 +43,10 @@ def make_inputs(m, n, x_dtype, w_dtype, *, bias=True, row_pad=0, device=DEVICE):
 
 
 def skip_unsupported(backend, op, n, x_dtype, w_dtype=None):
-    if backend == "cudnn" and op == "layer_norm_clamped_relu" and n % 8:
-        pytest.skip("cuDNN's bitmask needs N % 8 == 0 (normkit.cudnn raises a ValueError, tested separately)")
+    if backend == "cudnn" and op == "layer_norm_clamped_relu" and n % 64:
+        # N % 8 != 0: normkit.cudnn raises a ValueError (its mask rows would not start on a byte); other N that
+        # are not multiples of 64 (8, 264, 520 seen): cuDNN 9.19 has no engine (python -m normkit.cudnn.support)
+        pytest.skip("cuDNN's fused LayerNorm + ReLU builds for N % 64 == 0 only (cuDNN 9.19, H200)")
     if backend == "cudnn" and op == "layer_norm_clamped_relu" and w_dtype not in (None, x_dtype):
         pytest.skip("cuDNN's fused LayerNorm + ReLU needs weight in x's dtype (normkit.cudnn raises a TypeError)")
 
@@ -107,7 +109,7 @@ def test_forward_and_backward(backend, op, dtypes, n):
 @pytest.mark.parametrize("bias", [False, True])
 def test_flags(backend, op, zero_centered_gamma, bias):
     dtypes = (torch.bfloat16, torch.bfloat16 if backend == "cudnn" else torch.float32)
-    x, w, b = make_inputs(9, 264, *dtypes, bias=bias)
+    x, w, b = make_inputs(9, 768 if backend == "cudnn" else 264, *dtypes, bias=bias)
     check_forward(backend, op, x, w, b, zero_centered_gamma)
     check_backward(backend, op, x, w, b, zero_centered_gamma, has_dbias=bias)
 
@@ -148,7 +150,7 @@ def test_large_hidden_size(backend, op):
 @pytest.mark.parametrize("op", list(FORWARDS))
 def test_weight_gradients_are_bit_identical_across_runs(backend, op):
     w_dtype = torch.bfloat16 if backend == "cudnn" else torch.float32
-    x, w, b = make_inputs(300 if HAS_GPU else 40, 520, torch.bfloat16, w_dtype)
+    x, w, b = make_inputs(300 if HAS_GPU else 40, 512 if backend == "cudnn" else 520, torch.bfloat16, w_dtype)
     runs = [check_backward(backend, op, x, w, b) for _ in range(3)]
     # check_backward draws a fresh dy each call; rerun with one fixed dy to compare bits
     dy = torch.randn(x.shape, device=x.device).to(x.dtype)

@@ -62,7 +62,7 @@ def cases_from_args(args) -> list[Case]:
     return [Case(op, m, n, xd, wd) for (m, n, xd, wd) in shapes for op in args.ops]
 
 
-def run(args) -> list[dict]:
+def run(args, on_row=None) -> list[dict]:
     if not torch.cuda.is_available():
         raise SystemExit("normkit.bench times kernels on an NVIDIA GPU; none is visible here")
     from tqdm import tqdm
@@ -96,13 +96,17 @@ def run(args) -> list[dict]:
         for row in rows[-len(args.providers) :]:
             if "eager" in results and row.get("us"):
                 row["speedup_vs_eager"] = round(results["eager"] * 1e3 / row["us"], 2)
+            if on_row:
+                on_row(row)
         del inputs
         torch.cuda.empty_cache()
     return rows
 
 
+HEADER = f"{'op':<12}{'M':>7}{'N':>7} {'dtype':<10}{'provider':<9}{'us':>10}{'GB/s':>8}{'%copy':>7}{'xeager':>8}"
+
+
 def print_table(rows: list[dict]) -> None:
-    print(f"{'op':<12}{'M':>7}{'N':>7} {'dtype':<10}{'provider':<9}{'us':>10}{'GB/s':>8}{'%copy':>7}{'xeager':>8}")
     for r in rows:
         dtype = r["x_dtype"] + ("/" + r["w_dtype"] if r["w_dtype"] != r["x_dtype"] else "")
         if r["status"] == "ok":
@@ -171,10 +175,16 @@ def main(argv=None) -> None:
     parser.add_argument("--out", default="benchmarks/results", help="folder for bench.csv and bench.png")
     parser.add_argument("--tag", default="bench", help="file name stem of the CSV and PNG")
     args = parser.parse_args(argv)
-    rows = run(args)
-    print_table(rows)
     os.makedirs(args.out, exist_ok=True)
-    write_csv(rows, os.path.join(args.out, f"{args.tag}.csv"))
+    done = []
+
+    def on_row(row):  # print and save each case as it finishes, so a cut-off run keeps what it measured
+        done.append(row)
+        print_table([row])
+        write_csv(done, os.path.join(args.out, f"{args.tag}.csv"))
+
+    print(HEADER)
+    rows = run(args, on_row)
     plot(rows, os.path.join(args.out, f"{args.tag}.png"))
     print(f"wrote {args.out}/{args.tag}.csv and {args.tag}.png")
 

@@ -124,6 +124,7 @@ def build_layer_norm_bwd(dy, x, weight, mean, rstd, *, zero_centered_gamma=False
     if masked:
         t["mask"] = _input(graph, "mask", dy, data_type=cudnn.data_type.BOOLEAN)
         grad = graph.mul(name="drelu_bitmask_mul", a=t["dy"], b=t["mask"])
+        grad.set_data_type(dy.dtype)  # the norm backward wants its gradient in x's dtype, not the fp32 default
     t["x"] = _input(graph, "x", x)
     scale = _scale(graph, built, weight, zero_centered_gamma)
     t["mean"] = _input(graph, "mean", mean)
