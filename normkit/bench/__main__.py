@@ -13,7 +13,6 @@ import csv
 import datetime
 import os
 import platform
-import sys
 
 import torch
 
@@ -62,27 +61,28 @@ def cases_from_args(args) -> list[Case]:
     return [Case(op, m, n, xd, wd) for (m, n, xd, wd) in shapes for op in args.ops]
 
 
-def run(args, on_row=None) -> list[dict]:
+def measure(cases, providers, *, warmup=25, rep=100, on_row=None) -> list[dict]:
+    """Check then time each provider on each case; one row per (case, provider)."""
     if not torch.cuda.is_available():
         raise SystemExit("normkit.bench times kernels on an NVIDIA GPU; none is visible here")
-    from tqdm import tqdm
+    from tqdm.auto import tqdm
     from triton.testing import do_bench
 
     meta = {"gpu": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(), **versions()}
     copy = copy_bandwidth_gbs(do_bench)
     print(f"{meta['gpu']}: device-to-device copy {copy:.0f} GB/s", flush=True)
     rows = []
-    for case in tqdm(cases_from_args(args), desc="cases", file=sys.stdout):
+    for case in tqdm(cases, desc="cases"):
         inputs = make_inputs(case)
         nbytes = bytes_moved(case)
         results = {}
-        for provider in args.providers:
+        for provider in providers:
             shape = {"op": case.op, "M": case.m, "N": case.n, "x_dtype": case.x_dtype, "w_dtype": case.w_dtype}
             row = {**meta, **shape, "provider": provider, "bytes": nbytes, "copy_gbs": round(copy, 1)}
             try:
                 fn = make(provider, case, inputs)
                 _check(case, fn(), inputs.expected)
-                ms = do_bench(fn, warmup=args.warmup, rep=args.rep, return_mode="median")
+                ms = do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
                 row.update(status="ok", us=round(ms * 1e3, 2), gbs=round(nbytes / ms / 1e6, 1))
                 row["pct_of_copy"] = round(100 * row["gbs"] / copy, 1)
                 results[provider] = ms
@@ -93,7 +93,7 @@ def run(args, on_row=None) -> list[dict]:
             except Exception as why:  # a provider that crashes on a shape is reported, the sweep goes on
                 row.update(status=f"error: {type(why).__name__}: {why}"[:160])
             rows.append(row)
-        for row in rows[-len(args.providers) :]:
+        for row in rows[-len(providers) :]:
             if "eager" in results and row.get("us"):
                 row["speedup_vs_eager"] = round(results["eager"] * 1e3 / row["us"], 2)
             if on_row:
@@ -184,7 +184,7 @@ def main(argv=None) -> None:
         write_csv(done, os.path.join(args.out, f"{args.tag}.csv"))
 
     print(HEADER)
-    rows = run(args, on_row)
+    rows = measure(cases_from_args(args), args.providers, warmup=args.warmup, rep=args.rep, on_row=on_row)
     plot(rows, os.path.join(args.out, f"{args.tag}.png"))
     print(f"wrote {args.out}/{args.tag}.csv and {args.tag}.png")
 
