@@ -1,0 +1,121 @@
+"""Every argument of every public function, given a wrong shape, dtype, device or value, raises a clear
+TypeError/ValueError that names it, before any kernel launches."""
+
+import pytest
+import torch
+from conftest import kernel_backends
+
+import normkit as nk
+
+M, N = 4, 16
+BACKENDS = ["reference"] + [b for b in kernel_backends() if b == "triton"]
+
+
+def ok():
+    x = torch.randn(M, N)
+    w = torch.randn(N)
+    stats = torch.randn(M)
+    mask = torch.zeros(M, 2, dtype=torch.uint8)
+    return {"x": x, "weight": w, "bias": torch.randn(N), "dy": torch.randn(M, N), "mean": stats,
+            "rstd": stats.abs(), "mask": mask, "eps": 1e-5}  # fmt: skip
+
+
+# (argument, bad value factory, error type)
+BAD = [
+    ("x", lambda a: a["x"].int(), TypeError),
+    ("x", lambda a: a["x"][0], ValueError),  # 1-D where 2-D is needed
+    ("x", lambda a: a["x"].t().contiguous().t(), ValueError),  # last dim not stride 1
+    ("x", lambda a: [[1.0]], TypeError),
+    ("x", lambda a: torch.randn(M, 0), ValueError),
+    ("weight", lambda a: torch.randn(N + 1), ValueError),
+    ("weight", lambda a: torch.randn(1, N), ValueError),
+    ("weight", lambda a: torch.randn(N).half(), TypeError),  # neither x's dtype nor float32
+    ("weight", lambda a: torch.arange(N), TypeError),
+    ("weight", lambda a: torch.randn(2 * N)[::2], ValueError),
+    ("bias", lambda a: torch.randn(N - 1), ValueError),
+    ("bias", lambda a: torch.randn(N).double(), TypeError),
+    ("eps", lambda a: 0.0, ValueError),
+    ("eps", lambda a: -1e-5, ValueError),
+    ("eps", lambda a: float("nan"), ValueError),
+    ("eps", lambda a: "1e-5", TypeError),
+    ("dy", lambda a: torch.randn(M, N + 1), ValueError),
+    ("dy", lambda a: torch.randn(M, N).half(), TypeError),
+    ("mean", lambda a: torch.randn(M + 1), ValueError),
+    ("mean", lambda a: torch.randn(M).half(), TypeError),
+    ("rstd", lambda a: torch.randn(M, 1), ValueError),
+    ("mask", lambda a: torch.zeros(M, 3, dtype=torch.uint8), ValueError),
+    ("mask", lambda a: torch.zeros(M, 2, dtype=torch.bool), TypeError),
+]
+SIGNATURES = {
+    "layer_norm_fwd": ["x", "weight", "bias", "eps"],
+    "rms_norm_fwd": ["x", "weight", "bias", "eps"],
+    "layer_norm_clamped_relu_fwd": ["x", "weight", "bias", "eps"],
+    "layer_norm_bwd": ["dy", "x", "weight", "mean", "rstd"],
+    "rms_norm_bwd": ["dy", "x", "weight", "rstd"],
+    "layer_norm_clamped_relu_bwd": ["dy", "mask", "x", "weight", "mean", "rstd"],
+}
+CASES = [(fn, arg, make, err) for fn, args in SIGNATURES.items() for (arg, make, err) in BAD if arg in args]
+
+
+def _module(backend):
+    return getattr(nk, backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, arg, make, error", CASES, ids=[f"{c[0]}-{c[1]}-{i}" for i, c in enumerate(CASES)])
+def test_explicit_kernels_name_the_bad_argument(backend, fn, arg, make, error):
+    args = ok()
+    args[arg] = make(args)
+    call = [args[name] for name in SIGNATURES[fn]]
+    with pytest.raises(error, match=arg):
+        getattr(_module(backend), fn)(*call)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_clamp_bounds_and_flags(backend):
+    a = ok()
+    fwd = _module(backend).layer_norm_clamped_relu_fwd
+    with pytest.raises(ValueError, match="lower"):
+        fwd(a["x"], a["weight"], None, 1e-5, lower=1.0, upper=1.0)
+    with pytest.raises(ValueError, match="upper"):
+        fwd(a["x"], a["weight"], None, 1e-5, lower=0.0, upper=float("nan"))
+    with pytest.raises(TypeError, match="zero_centered_gamma"):
+        _module(backend).layer_norm_fwd(a["x"], a["weight"], None, 1e-5, zero_centered_gamma="yes")
+    with pytest.raises(TypeError, match="has_dbias"):
+        _module(backend).rms_norm_bwd(a["dy"], a["x"], a["weight"], a["rstd"], False, 1)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU for a second device")
+def test_mismatched_devices_name_the_argument():
+    a = ok()
+    with pytest.raises(ValueError, match="weight"):
+        nk.reference.layer_norm_fwd(a["x"].cuda(), a["weight"], None, 1e-5)
+
+
+def test_functional_api_and_modules():
+    x, w = torch.randn(3, N), torch.randn(N)
+    with pytest.raises(ValueError, match="backend"):
+        nk.layer_norm(x, w, backend="cuda")
+    with pytest.raises(TypeError, match="weight"):
+        nk.rms_norm(x, None)
+    with pytest.raises(ValueError, match="weight"):
+        nk.layer_norm(x, torch.randn(N + 2))
+    with pytest.raises(ValueError, match="eps"):
+        nk.rms_norm(x, w, eps=0)
+    with pytest.raises(ValueError, match="lower"):
+        nk.layer_norm_clamped_relu(x, w, lower=2.0, upper=1.0)
+    with pytest.raises(ValueError, match="normalized_shape"):
+        nk.LayerNorm((4, 4))
+    with pytest.raises(ValueError, match="eps"):
+        nk.RMSNorm(8, eps=-1.0)
+    with pytest.raises(nk.BackendUnavailable):
+        nk.layer_norm(x, w, backend="cudnn")  # CPU tensors (and here perhaps no cuDNN at all)
+
+
+def test_cudnn_unavailable_here_says_why():
+    status = nk.backends()["cudnn"]
+    if status == "ok":
+        pytest.skip("cuDNN runs here")
+    assert status.startswith("needs") or "could not" in status
+    with pytest.raises(nk.BackendUnavailable, match="cudnn"):
+        nk.rms_norm(torch.randn(2, 8), torch.ones(8), backend="cudnn")

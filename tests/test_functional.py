@@ -1,0 +1,108 @@
+"""The autograd-aware functional API and the modules, on every backend available here."""
+
+import pytest
+import torch
+from conftest import DEVICE, HAS_GPU, kernel_backends
+
+import normkit as nk
+from normkit import reference
+from normkit.testing import compare
+
+BACKENDS = kernel_backends() + ["torch"]
+FUNCTIONS = {
+    "layer_norm": nk.layer_norm,
+    "rms_norm": nk.rms_norm,
+    "layer_norm_clamped_relu": nk.layer_norm_clamped_relu,
+}
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+@pytest.mark.parametrize("backend", ["triton", "torch"])
+def test_gradcheck_float64(name, backend):
+    if backend == "triton" and HAS_GPU:
+        pytest.skip("float64 gradcheck runs through the CPU interpreter")
+    x = torch.randn(2, 3, 9, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(9, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(9, dtype=torch.float64, requires_grad=True)
+    kwargs = {"lower": -0.4, "upper": 0.9} if name == "layer_norm_clamped_relu" else {}
+    fn = FUNCTIONS[name]
+    assert torch.autograd.gradcheck(lambda x, w, b: fn(x, w, b, zero_centered_gamma=True, backend=backend, **kwargs),
+                                    (x, w, b))  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_leading_dims_and_autograd_match_the_reference(backend):
+    n = 256
+    x = torch.randn(2, 3, n, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
+    w = torch.randn(n, device=DEVICE, requires_grad=True)
+    b = torch.randn(n, device=DEVICE, requires_grad=True)
+    y = nk.layer_norm(x, w, b, backend=backend)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    rows = x.detach().reshape(-1, n)
+    y_ref, mean, rstd = reference.layer_norm_fwd(rows, w.detach(), b.detach(), 1e-5)
+    compare(y.detach().reshape(-1, n), y_ref, "y")
+    dx, dw, db = reference.layer_norm_bwd(dy.reshape(-1, n), rows, w.detach(), mean, rstd)
+    compare(x.grad.reshape(-1, n), dx, "dx")
+    compare(w.grad, dw, "dw")
+    compare(b.grad, db, "db")
+
+
+def test_transposed_input_and_expanded_gradient():
+    x = torch.randn(16, 6, device=DEVICE).t().requires_grad_(True)  # last dim not contiguous: copied, then normed
+    w = torch.randn(16, device=DEVICE, requires_grad=True)
+    y = nk.rms_norm(x, w, backend="triton")
+    y.sum().backward()  # the gradient arrives expanded (stride 0)
+    compare(y.detach(), reference.rms_norm_fwd(x.detach().contiguous(), w.detach(), None, 1e-5)[0], "y")
+    assert x.grad.shape == x.shape and torch.isfinite(x.grad).all()
+
+
+def test_auto_backend_runs_triton_on_cuda_and_the_reference_on_cpu():
+    from normkit.backends import resolve
+
+    assert resolve("auto", torch.empty(1)) == "torch"
+    if HAS_GPU:
+        assert resolve("auto", torch.empty(1, device="cuda")) == "triton"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_n_equals_one_and_empty_batch(backend):
+    w = torch.ones(1, device=DEVICE)
+    y = nk.layer_norm(torch.randn(5, 1, device=DEVICE), w, backend=backend)
+    assert torch.equal(y, torch.zeros_like(y))  # a single element is its own mean
+    empty = nk.rms_norm(torch.randn(0, 4, 8, device=DEVICE), torch.ones(8, device=DEVICE), backend=backend)
+    assert empty.shape == (0, 4, 8)
+
+
+def test_modules_are_drop_in_and_state_dicts_load_both_ways():
+    ours, theirs = nk.LayerNorm(32, backend="triton"), torch.nn.LayerNorm(32)
+    with torch.no_grad():
+        theirs.weight.normal_()
+        theirs.bias.normal_()
+    ours.load_state_dict(theirs.state_dict())
+    theirs.load_state_dict(ours.state_dict())
+    x = torch.randn(4, 7, 32)
+    compare(ours(x).detach(), theirs(x).detach(), "LayerNorm")
+    rms, torch_rms = nk.RMSNorm(32, backend="triton"), torch.nn.RMSNorm(32, eps=1e-5)
+    rms.load_state_dict(torch_rms.state_dict())
+    torch_rms.load_state_dict(rms.state_dict())
+    compare(rms(x).detach(), torch_rms(x).detach(), "RMSNorm")
+    assert nk.RMSNorm(8, bias=True).bias is not None and nk.LayerNorm(8, bias=False).bias is None
+    assert torch.equal(nk.LayerNorm(8, zero_centered_gamma=True).weight, torch.zeros(8))
+
+
+def test_torch_compile_fullgraph_matches_eager():
+    model = torch.nn.Sequential(
+        torch.nn.Linear(32, 32), nk.LayerNorm(32, backend="torch"), nk.RMSNorm(32, backend="torch")
+    )
+    x = torch.randn(4, 32, requires_grad=True)
+    compiled = torch.compile(model, fullgraph=True, backend="eager")  # fullgraph: a graph break is an error
+    torch.testing.assert_close(compiled(x), model(x))
+    compiled(x).sum().backward()
+    assert x.grad is not None
+
+
+def test_backends_reports_each_backend():
+    status = nk.backends()
+    assert set(status) == {"triton", "cudnn", "torch"} and status["torch"] == "ok"
+    assert status["triton"] == ("ok" if HAS_GPU else "interpreter")

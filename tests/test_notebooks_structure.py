@@ -1,0 +1,42 @@
+"""Every committed notebook: stored without outputs, a Colab badge that points at itself, a parameters cell."""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_there_are_notebooks():
+    assert len(NOTEBOOKS) >= 5
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_stored_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "code":
+            assert not cell.outputs, f"{path.name} cell {i} carries outputs; clear them before committing"
+            assert cell.execution_count is None, f"{path.name} cell {i} carries an execution count"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_colab_badge_links_to_this_notebook(path):
+    nb = nbformat.read(path, as_version=4)
+    first = nb.cells[0].source
+    assert "colab-badge.svg" in first, f"{path.name}: the first cell needs the Colab badge"
+    link = re.search(r"colab\.research\.google\.com/github/[^/]+/[^/]+/blob/main/(\S+?)\)", first)
+    assert link and link.group(1) == f"notebooks/{path.name}", f"{path.name}: badge link {link and link.group(1)}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_has_a_parameters_cell_and_a_guarded_install(path):
+    nb = nbformat.read(path, as_version=4)
+    tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(tagged) == 1, f"{path.name}: needs exactly one cell tagged 'parameters' (papermill)"
+    install = [c for c in nb.cells if c.cell_type == "code" and "pip" in c.source]
+    assert install and all('"google.colab" in sys.modules' in c.source for c in install), path.name
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3", f"{path.name}: papermill needs a kernelspec"
