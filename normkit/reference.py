@@ -10,8 +10,8 @@ Notation for a row ``x`` of length N, with ``s = weight`` (or ``1 + weight`` for
 - RMSNorm: ``rstd = 1/sqrt(sum(x^2)/N + eps)``, ``xhat = x*rstd``, ``y = xhat*s + b``.
 - Backward, with ``g = dy*s``: ``dx = rstd*(g - xhat*mean(xhat*g) - mean(g))`` for LayerNorm and
   ``dx = rstd*(g - xhat*mean(xhat*g))`` for RMSNorm; ``dw = sum_rows(dy*xhat)``, ``db = sum_rows(dy)``.
-- Clamped ReLU: ``out = clamp(y, lower, upper)``, mask bit 1 where ``lower < out < upper``;
-  its backward is the norm backward applied to ``dy*mask``.
+- Clamped ReLU: ``out = clamp(y, lower, upper)``, mask bit 1 where ``lower < out < upper`` for ``out`` as stored
+  (in x's dtype, as cuDNN compares it); its backward is the norm backward applied to ``dy*mask``.
 """
 
 from __future__ import annotations
@@ -64,10 +64,12 @@ def rms_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
     return _affine(xhat, weight, bias, zero_centered_gamma).to(x.dtype), rstd
 
 
-def clamp_and_mask(y_acc: torch.Tensor, lower: float, upper: float):
-    """The clamped ReLU on the float32 norm output: ``(clamp(y), bool mask of lower < out < upper)``."""
-    out = torch.clamp(y_acc, lower, upper)
-    return out, (out > lower) & (out < upper)
+def clamp_and_mask(y_acc: torch.Tensor, lower: float, upper: float, out_dtype: torch.dtype):
+    """The clamped ReLU of the float32 norm output: ``out = clamp(y)`` stored in ``out_dtype``, and the bool mask
+    ``lower < out < upper`` of that stored ``out`` (as cuDNN computes it, so every backend's mask agrees)."""
+    out = torch.clamp(y_acc, lower, upper).to(out_dtype)
+    stored = out.to(y_acc.dtype)
+    return out, (stored > lower) & (stored < upper)
 
 
 def layer_norm_clamped_relu_fwd(x, weight, bias, eps, lower=0.0, upper=6.0, zero_centered_gamma=False):
@@ -77,8 +79,8 @@ def layer_norm_clamped_relu_fwd(x, weight, bias, eps, lower=0.0, upper=6.0, zero
     check_flag("zero_centered_gamma", zero_centered_gamma)
     xf, mean, rstd = _layer_norm_stats(x, eps)
     y = _affine((xf - mean[:, None]) * rstd[:, None], weight, bias, zero_centered_gamma)
-    out, keep = clamp_and_mask(y, lower, upper)
-    return out.to(x.dtype), mean, rstd, bitmask.pack(keep)
+    out, keep = clamp_and_mask(y, lower, upper, x.dtype)
+    return out, mean, rstd, bitmask.pack(keep)
 
 
 def _norm_bwd(g_dy, x, weight, mean, rstd, zero_centered_gamma, has_dbias):

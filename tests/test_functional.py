@@ -75,15 +75,15 @@ def test_n_equals_one_and_empty_batch(backend):
 
 
 def test_modules_are_drop_in_and_state_dicts_load_both_ways():
-    ours, theirs = nk.LayerNorm(32, backend="triton"), torch.nn.LayerNorm(32)
+    ours, theirs = nk.LayerNorm(32, backend="triton", device=DEVICE), torch.nn.LayerNorm(32, device=DEVICE)
     with torch.no_grad():
         theirs.weight.normal_()
         theirs.bias.normal_()
     ours.load_state_dict(theirs.state_dict())
     theirs.load_state_dict(ours.state_dict())
-    x = torch.randn(4, 7, 32)
+    x = torch.randn(4, 7, 32, device=DEVICE)
     compare(ours(x).detach(), theirs(x).detach(), "LayerNorm")
-    rms, torch_rms = nk.RMSNorm(32, backend="triton"), torch.nn.RMSNorm(32, eps=1e-5)
+    rms, torch_rms = nk.RMSNorm(32, backend="triton", device=DEVICE), torch.nn.RMSNorm(32, eps=1e-5, device=DEVICE)
     rms.load_state_dict(torch_rms.state_dict())
     torch_rms.load_state_dict(rms.state_dict())
     compare(rms(x).detach(), torch_rms(x).detach(), "RMSNorm")

@@ -4,7 +4,8 @@ One kernel body; ``tl.constexpr`` switches pick the variant:
 
 - ``IS_RMS``: RMSNorm statistics (no mean) instead of LayerNorm's.
 - ``HAS_BIAS``, ``ZERO_CENTERED``: ``y = xhat * (w or 1 + w) [+ b]``.
-- ``CLAMP_MASK``: ``y = clamp(y, lower, upper)`` and write bit 1 where ``lower < y < upper``, 8 columns a byte.
+- ``CLAMP_MASK``: ``y = clamp(y, lower, upper)`` and write bit 1 where ``lower < y < upper`` for y as stored in
+  its dtype (cuDNN's rule), 8 columns a byte.
 
 A program normalizes ``BLOCK_M`` rows. A row that fits in one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) is
 read once and kept in registers. A longer row is read in ``NUM_CHUNKS`` chunks twice: the first pass merges
@@ -32,16 +33,19 @@ def _scale_shift_store(
     y = xhat * w[None, :]
     if HAS_BIAS:
         y += tl.load(B + cols, mask=col_ok, other=0.0).to(xhat.dtype)[None, :]
+    y_out = y.to(Y.dtype.element_ty)
     if CLAMP_MASK:
         y = tl.maximum(y, lower, propagate_nan=tl.PropagateNan.ALL)
         y = tl.minimum(y, upper, propagate_nan=tl.PropagateNan.ALL)
-        keep = ((y > lower) & (y < upper) & ok).to(tl.int32)
+        y_out = y.to(Y.dtype.element_ty)
+        stored = y_out.to(xhat.dtype)  # the mask describes out as stored, as cuDNN computes it
+        keep = ((stored > lower) & (stored < upper) & ok).to(tl.int32)
         bits = tl.reshape(keep, (BLOCK_M, BLOCK_N // 8, 8))
         packed = tl.sum(bits << tl.arange(0, 8)[None, None, :], axis=2)
         byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
         byte_ok = row_ok[:, None] & (byte_cols < (N + 7) // 8)[None, :]
         tl.store(MASK + rows64[:, None] * stride_mask + byte_cols[None, :], packed.to(tl.uint8), mask=byte_ok)
-    tl.store(Y + rows64[:, None] * stride_y + cols[None, :], y.to(Y.dtype.element_ty), mask=ok)
+    tl.store(Y + rows64[:, None] * stride_y + cols[None, :], y_out, mask=ok)
 
 
 @triton.jit
