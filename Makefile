@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(if $(TORCH),$(BIN)/python -m pip install -q "$(TORCH)")
+	$(if $(TORCH),$(BIN)/python -m pip install -q $(TORCH))
 	$(BIN)/python -m pip install -q -e ".[test,notebooks,bench]"
 	touch $@
 

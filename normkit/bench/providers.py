@@ -58,8 +58,11 @@ def torch_composition(case: Case):
         return norm
 
     def norm_relu(x, w, b):
-        y = torch.clamp(norm(x, w, b), LOWER, UPPER)
-        return y, bitmask.pack((y > LOWER) & (y < UPPER))
+        y = norm(x, w, b)
+        keep = (y > LOWER) & (y < UPPER)
+        # torch.clamp's backward also passes the gradient at the bounds; the API's mask is strict, so select
+        out = torch.where(keep, y, y.clamp(LOWER, UPPER).detach())
+        return out, bitmask.pack(keep)
 
     return norm_relu
 
