@@ -61,7 +61,7 @@ def cudnn_backend_version() -> int | None:
 
 @functools.cache
 def cudnn_status(recipe: str | None = None) -> str:
-    """ "ok" or why the cuDNN backend (or one recipe of it) cannot run here."""
+    """Return "ok", or why the cuDNN backend (or one recipe of it) cannot run here."""
     if importlib.util.find_spec("cudnn") is None:
         return "needs the cuDNN frontend (pip install nvidia-cudnn-frontend)"
     if not has_cuda():

@@ -73,12 +73,15 @@ def check_params(x: torch.Tensor, weight, bias) -> None:
         raise ValueError(f"bias must be contiguous, got stride {bias.stride()}")
 
 
-def check_fwd_args(x, weight, bias, eps) -> None:
-    """Forward of the explicit training kernels: x is 2-D [M, N]."""
+def check_fwd_args(x, weight, bias, eps, zero_centered_gamma, clamp=None) -> None:
+    """Forward of the explicit training kernels: x is 2-D [M, N]; ``clamp=(lower, upper)`` for the clamped ReLU."""
     check_float_tensor("x", x, ndim=2)
     check_rows("x", x)
     check_params(x, weight, bias)
     check_eps(eps)
+    if clamp is not None:
+        check_clamp_bounds(*clamp)
+    check_flag("zero_centered_gamma", zero_centered_gamma)
 
 
 def check_stat(name: str, t, x: torch.Tensor) -> None:
@@ -109,8 +112,8 @@ def check_mask(mask, x: torch.Tensor) -> None:
     check_rows("mask", mask)
 
 
-def check_bwd_args(dy, x, weight, mean, rstd, mask=None) -> None:
-    """Backward of the explicit training kernels; ``mean`` is None for RMSNorm."""
+def check_bwd_args(dy, x, weight, mean, rstd, mask, zero_centered_gamma, has_dbias) -> None:
+    """Backward of the explicit training kernels; ``mean`` is None for RMSNorm, ``mask`` None without the ReLU."""
     check_float_tensor("x", x, ndim=2)
     check_rows("x", x)
     check_float_tensor("dy", dy, ndim=2)
@@ -127,6 +130,8 @@ def check_bwd_args(dy, x, weight, mean, rstd, mask=None) -> None:
     check_stat("rstd", rstd, x)
     if mask is not None:
         check_mask(mask, x)
+    check_flag("zero_centered_gamma", zero_centered_gamma)
+    check_flag("has_dbias", has_dbias)
 
 
 def check_flag(name: str, value) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from . import bitmask
-from .checks import check_bwd_args, check_clamp_bounds, check_flag, check_fwd_args
+from .checks import check_bwd_args, check_fwd_args
 
 
 def _acc_dtype(x: torch.Tensor) -> torch.dtype:
@@ -47,8 +47,7 @@ def _layer_norm_stats(x: torch.Tensor, eps: float):
 
 def layer_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
     """x ``[M, N]``, weight/bias ``[N]`` -> y ``[M, N]`` (x's dtype), mean ``[M]``, rstd ``[M]`` (float32)."""
-    check_fwd_args(x, weight, bias, eps)
-    check_flag("zero_centered_gamma", zero_centered_gamma)
+    check_fwd_args(x, weight, bias, eps, zero_centered_gamma)
     xf, mean, rstd = _layer_norm_stats(x, eps)
     xhat = (xf - mean[:, None]) * rstd[:, None]
     return _affine(xhat, weight, bias, zero_centered_gamma).to(x.dtype), mean, rstd
@@ -56,8 +55,7 @@ def layer_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
 
 def rms_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
     """x ``[M, N]``, weight/bias ``[N]`` -> y ``[M, N]`` (x's dtype), rstd ``[M]`` (float32)."""
-    check_fwd_args(x, weight, bias, eps)
-    check_flag("zero_centered_gamma", zero_centered_gamma)
+    check_fwd_args(x, weight, bias, eps, zero_centered_gamma)
     xf = x.to(_acc_dtype(x))
     rstd = torch.rsqrt(xf.square().mean(dim=-1) + eps)
     xhat = xf * rstd[:, None]
@@ -74,9 +72,7 @@ def clamp_and_mask(y_acc: torch.Tensor, lower: float, upper: float, out_dtype: t
 
 def layer_norm_clamped_relu_fwd(x, weight, bias, eps, lower=0.0, upper=6.0, zero_centered_gamma=False):
     """LayerNorm then ``clamp(., lower, upper)``; also returns the packed mask ``uint8 [M, ceil(N/8)]``."""
-    check_fwd_args(x, weight, bias, eps)
-    check_clamp_bounds(lower, upper)
-    check_flag("zero_centered_gamma", zero_centered_gamma)
+    check_fwd_args(x, weight, bias, eps, zero_centered_gamma, clamp=(lower, upper))
     xf, mean, rstd = _layer_norm_stats(x, eps)
     y = _affine((xf - mean[:, None]) * rstd[:, None], weight, bias, zero_centered_gamma)
     out, keep = clamp_and_mask(y, lower, upper, x.dtype)
@@ -104,24 +100,18 @@ def _norm_bwd(g_dy, x, weight, mean, rstd, zero_centered_gamma, has_dbias):
 
 def layer_norm_bwd(dy, x, weight, mean, rstd, zero_centered_gamma=False, has_dbias=True):
     """dy, x ``[M, N]``, mean/rstd ``[M]`` -> dx ``[M, N]``, dw ``[N]``, db ``[N]`` or None."""
-    check_bwd_args(dy, x, weight, mean, rstd)
-    check_flag("zero_centered_gamma", zero_centered_gamma)
-    check_flag("has_dbias", has_dbias)
+    check_bwd_args(dy, x, weight, mean, rstd, None, zero_centered_gamma, has_dbias)
     return _norm_bwd(dy, x, weight, mean, rstd, zero_centered_gamma, has_dbias)
 
 
 def layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd, zero_centered_gamma=False, has_dbias=True):
     """The LayerNorm backward of ``dy * unpack(mask)``."""
-    check_bwd_args(dy, x, weight, mean, rstd, mask)
-    check_flag("zero_centered_gamma", zero_centered_gamma)
-    check_flag("has_dbias", has_dbias)
+    check_bwd_args(dy, x, weight, mean, rstd, mask, zero_centered_gamma, has_dbias)
     keep = bitmask.unpack(mask, x.shape[1])
     return _norm_bwd(dy * keep.to(dy.dtype), x, weight, mean, rstd, zero_centered_gamma, has_dbias)
 
 
 def rms_norm_bwd(dy, x, weight, rstd, zero_centered_gamma=False, has_dbias=False):
     """dy, x ``[M, N]``, rstd ``[M]`` -> dx ``[M, N]``, dw ``[N]``, db ``[N]`` or None."""
-    check_bwd_args(dy, x, weight, None, rstd)
-    check_flag("zero_centered_gamma", zero_centered_gamma)
-    check_flag("has_dbias", has_dbias)
+    check_bwd_args(dy, x, weight, None, rstd, None, zero_centered_gamma, has_dbias)
     return _norm_bwd(dy, x, weight, None, rstd, zero_centered_gamma, has_dbias)

@@ -118,10 +118,9 @@ def _zeros_bias(weight: torch.Tensor) -> torch.Tensor:
 def _forward(x, weight, bias, eps, *, rms, zero_centered_gamma, clamp):
     _require_packed_rows(x=x)
     m, n = x.shape
-    stat = torch.empty(m, dtype=torch.float32, device=x.device)
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    mean = torch.empty_like(stat)
-    rstd = torch.empty_like(stat)
+    mean = torch.empty(m, dtype=torch.float32, device=x.device)
+    rstd = torch.empty_like(mean)
     mask = torch.empty((m, packed_width(n)), dtype=torch.uint8, device=x.device) if clamp else None
     if m == 0:
         return y, mean, rstd, mask
@@ -196,8 +195,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, rms, zero_centered_gamma, has_
 
 def layer_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
     """x ``[M, N]``, weight/bias ``[N]`` -> y ``[M, N]`` (x's dtype), mean ``[M]``, rstd ``[M]`` (float32)."""
-    checks.check_fwd_args(x, weight, bias, eps)
-    checks.check_flag("zero_centered_gamma", zero_centered_gamma)
+    checks.check_fwd_args(x, weight, bias, eps, zero_centered_gamma)
     _require("zero_centered_gamma" if zero_centered_gamma else None, x)
     y, mean, rstd, _ = _forward(x, weight, bias, eps, rms=False, zero_centered_gamma=zero_centered_gamma, clamp=None)
     return y, mean, rstd
@@ -205,9 +203,7 @@ def layer_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
 
 def layer_norm_bwd(dy, x, weight, mean, rstd, zero_centered_gamma=False, has_dbias=True):
     """dy, x ``[M, N]``, mean/rstd ``[M]`` -> dx ``[M, N]``, dw ``[N]``, db ``[N]`` or None."""
-    checks.check_bwd_args(dy, x, weight, mean, rstd)
-    checks.check_flag("zero_centered_gamma", zero_centered_gamma)
-    checks.check_flag("has_dbias", has_dbias)
+    checks.check_bwd_args(dy, x, weight, mean, rstd, None, zero_centered_gamma, has_dbias)
     _require("zero_centered_gamma" if zero_centered_gamma else None, x)
     return _backward(
         dy, x, weight, mean, rstd, None, rms=False, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias
@@ -216,9 +212,7 @@ def layer_norm_bwd(dy, x, weight, mean, rstd, zero_centered_gamma=False, has_dbi
 
 def layer_norm_clamped_relu_fwd(x, weight, bias, eps, lower=0.0, upper=6.0, zero_centered_gamma=False):
     """LayerNorm + clamped ReLU in one cuDNN graph, emitting the packed bitmask ``uint8 [M, N/8]`` (N % 8 == 0)."""
-    checks.check_fwd_args(x, weight, bias, eps)
-    checks.check_clamp_bounds(lower, upper)
-    checks.check_flag("zero_centered_gamma", zero_centered_gamma)
+    checks.check_fwd_args(x, weight, bias, eps, zero_centered_gamma, clamp=(lower, upper))
     _require("relu_bitmask", x)
     _check_mask_width(x.shape[1])
     _check_fused_relu_dtypes(x, weight)
@@ -229,9 +223,7 @@ def layer_norm_clamped_relu_fwd(x, weight, bias, eps, lower=0.0, upper=6.0, zero
 
 def layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd, zero_centered_gamma=False, has_dbias=True):
     """The masked dReLU multiply feeding LayerNorm backward, one cuDNN graph (N % 8 == 0)."""
-    checks.check_bwd_args(dy, x, weight, mean, rstd, mask)
-    checks.check_flag("zero_centered_gamma", zero_centered_gamma)
-    checks.check_flag("has_dbias", has_dbias)
+    checks.check_bwd_args(dy, x, weight, mean, rstd, mask, zero_centered_gamma, has_dbias)
     _require("relu_bitmask", x)
     _check_mask_width(x.shape[1])
     _check_fused_relu_dtypes(x, weight)
@@ -244,8 +236,7 @@ def layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd, zero_centered_g
 
 def rms_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
     """x ``[M, N]``, weight/bias ``[N]`` -> y ``[M, N]`` (x's dtype), rstd ``[M]`` (float32)."""
-    checks.check_fwd_args(x, weight, bias, eps)
-    checks.check_flag("zero_centered_gamma", zero_centered_gamma)
+    checks.check_fwd_args(x, weight, bias, eps, zero_centered_gamma)
     _require("rms_norm", x)
     y, _, rstd, _ = _forward(x, weight, bias, eps, rms=True, zero_centered_gamma=zero_centered_gamma, clamp=None)
     return y, rstd
@@ -253,9 +244,7 @@ def rms_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
 
 def rms_norm_bwd(dy, x, weight, rstd, zero_centered_gamma=False, has_dbias=False):
     """dy, x ``[M, N]``, rstd ``[M]`` -> dx ``[M, N]``, dw ``[N]``, db ``[N]`` or None."""
-    checks.check_bwd_args(dy, x, weight, None, rstd)
-    checks.check_flag("zero_centered_gamma", zero_centered_gamma)
-    checks.check_flag("has_dbias", has_dbias)
+    checks.check_bwd_args(dy, x, weight, None, rstd, None, zero_centered_gamma, has_dbias)
     _require("rms_norm", x)
     return _backward(
         dy, x, weight, None, rstd, None, rms=True, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias

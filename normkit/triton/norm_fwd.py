@@ -33,11 +33,11 @@ def _scale_shift_store(
     y = xhat * w[None, :]
     if HAS_BIAS:
         y += tl.load(B + cols, mask=col_ok, other=0.0).to(xhat.dtype)[None, :]
-    y_out = y.to(Y.dtype.element_ty)
     if CLAMP_MASK:
         y = tl.maximum(y, lower, propagate_nan=tl.PropagateNan.ALL)
         y = tl.minimum(y, upper, propagate_nan=tl.PropagateNan.ALL)
-        y_out = y.to(Y.dtype.element_ty)
+    y_out = y.to(Y.dtype.element_ty)
+    if CLAMP_MASK:
         stored = y_out.to(xhat.dtype)  # the mask describes out as stored, as cuDNN computes it
         keep = ((stored > lower) & (stored < upper) & ok).to(tl.int32)
         bits = tl.reshape(keep, (BLOCK_M, BLOCK_N // 8, 8))

@@ -75,23 +75,16 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     return dx, dw, db
 
 
-def _check_flags(**flags):
-    for name, value in flags.items():
-        checks.check_flag(name, value)
-
-
 def layer_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
     """x ``[M, N]``, weight/bias ``[N]`` -> y ``[M, N]`` (x's dtype), mean ``[M]``, rstd ``[M]`` (float32)."""
-    checks.check_fwd_args(x, weight, bias, eps)
-    _check_flags(zero_centered_gamma=zero_centered_gamma)
+    checks.check_fwd_args(x, weight, bias, eps, zero_centered_gamma)
     y, mean, rstd, _ = _forward(x, weight, bias, eps, is_rms=False, zero_centered_gamma=zero_centered_gamma)
     return y, mean, rstd
 
 
 def layer_norm_bwd(dy, x, weight, mean, rstd, zero_centered_gamma=False, has_dbias=True):
     """dy, x ``[M, N]``, mean/rstd ``[M]`` -> dx ``[M, N]``, dw ``[N]``, db ``[N]`` or None."""
-    checks.check_bwd_args(dy, x, weight, mean, rstd)
-    _check_flags(zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias)
+    checks.check_bwd_args(dy, x, weight, mean, rstd, None, zero_centered_gamma, has_dbias)
     return _backward(
         dy, x, weight, mean, rstd, None, is_rms=False, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias
     )
@@ -99,16 +92,13 @@ def layer_norm_bwd(dy, x, weight, mean, rstd, zero_centered_gamma=False, has_dbi
 
 def layer_norm_clamped_relu_fwd(x, weight, bias, eps, lower=0.0, upper=6.0, zero_centered_gamma=False):
     """LayerNorm then clamp to ``[lower, upper]``; the packed mask ``uint8 [M, ceil(N/8)]`` is written alongside."""
-    checks.check_fwd_args(x, weight, bias, eps)
-    checks.check_clamp_bounds(lower, upper)
-    _check_flags(zero_centered_gamma=zero_centered_gamma)
+    checks.check_fwd_args(x, weight, bias, eps, zero_centered_gamma, clamp=(lower, upper))
     return _forward(x, weight, bias, eps, is_rms=False, zero_centered_gamma=zero_centered_gamma, clamp=(lower, upper))
 
 
 def layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd, zero_centered_gamma=False, has_dbias=True):
     """The LayerNorm backward of ``dy * mask``, the mask bits read inside the kernel."""
-    checks.check_bwd_args(dy, x, weight, mean, rstd, mask)
-    _check_flags(zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias)
+    checks.check_bwd_args(dy, x, weight, mean, rstd, mask, zero_centered_gamma, has_dbias)
     return _backward(
         dy, x, weight, mean, rstd, mask, is_rms=False, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias
     )
@@ -116,16 +106,14 @@ def layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd, zero_centered_g
 
 def rms_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
     """x ``[M, N]``, weight/bias ``[N]`` -> y ``[M, N]`` (x's dtype), rstd ``[M]`` (float32)."""
-    checks.check_fwd_args(x, weight, bias, eps)
-    _check_flags(zero_centered_gamma=zero_centered_gamma)
+    checks.check_fwd_args(x, weight, bias, eps, zero_centered_gamma)
     y, _, rstd, _ = _forward(x, weight, bias, eps, is_rms=True, zero_centered_gamma=zero_centered_gamma)
     return y, rstd
 
 
 def rms_norm_bwd(dy, x, weight, rstd, zero_centered_gamma=False, has_dbias=False):
     """dy, x ``[M, N]``, rstd ``[M]`` -> dx ``[M, N]``, dw ``[N]``, db ``[N]`` or None."""
-    checks.check_bwd_args(dy, x, weight, None, rstd)
-    _check_flags(zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias)
+    checks.check_bwd_args(dy, x, weight, None, rstd, None, zero_centered_gamma, has_dbias)
     return _backward(
         dy, x, weight, None, rstd, None, is_rms=True, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias
     )
