@@ -36,7 +36,25 @@ def prepare_triton_interpreter() -> None:
         os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
-@functools.cache
+def _constant_under_compile(fn):
+    """Cache a status check and let torch.compile treat its result as a constant.
+
+    The checks probe packages with importlib, which Dynamo will not trace (a graph break under ``fullgraph=True``).
+    ``torch.compiler.assume_constant_result`` marks a function this way, but calling it imports torch._dynamo, and
+    with it triton, before ``prepare_triton_interpreter`` has run; so the same mark is set here directly.
+    """
+    cached = functools.cache(fn)
+
+    @functools.wraps(fn)
+    def status(*args):
+        return cached(*args)
+
+    status._dynamo_marked_constant = True
+    status.cache_clear = cached.cache_clear
+    return status
+
+
+@_constant_under_compile
 def triton_status() -> str:
     if importlib.util.find_spec("triton") is None:
         return "needs the triton package (pip install triton)"
@@ -59,7 +77,7 @@ def cudnn_backend_version() -> int | None:
     return int(cudnn.backend_version())
 
 
-@functools.cache
+@_constant_under_compile
 def cudnn_status(recipe: str | None = None) -> str:
     """Return "ok", or why the cuDNN backend (or one recipe of it) cannot run here."""
     if importlib.util.find_spec("cudnn") is None:

@@ -106,3 +106,20 @@ def test_backends_reports_each_backend():
     status = nk.backends()
     assert set(status) == {"triton", "cudnn", "torch"} and status["torch"] == "ok"
     assert status["triton"] == ("ok" if HAS_GPU else "interpreter")
+
+
+@pytest.mark.gpu
+def test_torch_compile_fullgraph_on_cuda_runs_the_triton_custom_ops():
+    """Inductor over nk.LayerNorm/nk.RMSNorm (Triton backend): no graph break, same outputs and gradients."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(256, 256), nk.LayerNorm(256, backend="triton"), nk.RMSNorm(256, backend="triton")
+    ).cuda()
+    x = torch.randn(64, 256, device="cuda", requires_grad=True)
+    compiled = torch.compile(model, fullgraph=True)  # the default (inductor) backend; a graph break is an error
+    y_eager = model(x)
+    (gx_eager,) = torch.autograd.grad(y_eager.square().sum(), x)
+    y_compiled = compiled(x)
+    (gx_compiled,) = torch.autograd.grad(y_compiled.square().sum(), x)
+    torch.testing.assert_close(y_compiled, y_eager)
+    torch.testing.assert_close(gx_compiled, gx_eager)

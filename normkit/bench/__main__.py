@@ -40,7 +40,7 @@ def _check(case: Case, outputs, expected) -> None:
 
 def versions() -> dict:
     info = {"torch": torch.__version__, "python": platform.python_version()}
-    for name in ("triton", "cudnn", "liger_kernel"):
+    for name in ("triton", "cudnn", "liger_kernel", "quack"):
         try:
             module = __import__(name)
             info[name] = getattr(module, "__version__", "?")

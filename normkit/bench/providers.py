@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from .. import bitmask
 from .cases import EPS, LOWER, UPPER, Case, Inputs
 
-PROVIDERS = ("triton", "cudnn", "eager", "compile", "liger")
+PROVIDERS = ("triton", "cudnn", "eager", "compile", "liger", "quack")
 
 
 class Unsupported(Exception):
@@ -103,6 +103,28 @@ def _liger(case: Case, t: Inputs):
     return _autograd(fn, case, t)
 
 
+def _quack(case: Case, t: Inputs):
+    """quack-kernels (CuTe DSL, Hopper/Blackwell), written against quack 0.6.5's ``quack.rmsnorm`` functions."""
+    try:
+        from quack import rmsnorm as q
+    except Exception as error:
+        raise Unsupported(f"quack not importable: {error}") from error
+    if case.kind == "layer_norm_clamped_relu":
+        raise Unsupported("quack has no fused LayerNorm + clamped ReLU")
+    offset = 1.0 if case.zero_centered_gamma else 0.0
+    if case.kind == "layer_norm":
+        if case.zero_centered_gamma:
+            raise Unsupported("quack's LayerNorm has no zero-centered gamma")
+        if t.weight.dtype != torch.float32:
+            raise Unsupported("quack's LayerNorm wants float32 weights")
+        if case.direction == "fwd":
+            return lambda: q.layernorm_fwd(t.x, t.weight, t.bias, EPS, return_rstd=True, return_mean=True)
+        return lambda: q.layernorm_bwd(t.x, t.weight, t.dy, t.rstd, t.mean, has_bias=True)
+    if case.direction == "fwd":
+        return lambda: q.rmsnorm_fwd(t.x, t.weight, t.bias, eps=EPS, store_rstd=True, weight_offset=offset)
+    return lambda: q.rmsnorm_bwd(t.x, t.weight, t.dy, t.rstd, weight_offset=offset)
+
+
 def make(provider: str, case: Case, t: Inputs):
     if provider in ("triton", "cudnn"):
         return _normkit(provider, case, t)
@@ -113,4 +135,6 @@ def make(provider: str, case: Case, t: Inputs):
         return _autograd(torch.compile(torch_composition(case), fullgraph=True, dynamic=False), case, t)
     if provider == "liger":
         return _liger(case, t)
+    if provider == "quack":
+        return _quack(case, t)
     raise ValueError(f"provider must be one of {PROVIDERS}, got {provider!r}")

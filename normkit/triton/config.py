@@ -1,21 +1,21 @@
 """Launch parameters of the norm kernels, chosen from the problem shape by a heuristic.
 
-The heuristic is plain Python (no ``@triton.autotune``), so it behaves the same under the CPU interpreter.
+The heuristic is plain Python (no ``@triton.autotune``), so it behaves the same under the CPU interpreter. Its
+numbers come from a measured sweep (``python -m normkit.bench.tune`` on an H200, see benchmarks/README.md): the
+tuner forces each candidate with ``forced()`` and times it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import triton
 
 # Longest row (elements) kept in registers in one tile; longer rows are processed in chunks of CHUNK_N.
-LIMITS = {"fwd_max_block_n": 32768, "bwd_max_block_n": 8192, "chunk_n": 4096}
-# Elements per program for short rows (several rows per program).
-TILE_ELEMENTS = 4096
+LIMITS = {"fwd_max_block_n": 4096, "bwd_max_block_n": 8192, "chunk_n": 4096}
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,11 @@ class LaunchConfig:
     block_n: int  # columns per tile (the whole row when num_chunks == 1)
     num_chunks: int
     num_warps: int
+    num_stages: int = 1  # backward: software-pipelining depth of the persistent loop
+    programs_per_sm: int = 0  # backward: persistent programs per SM (0: forward, one program per row block)
+
+
+_FORCED: dict[str, LaunchConfig] = {}
 
 
 @contextlib.contextmanager
@@ -41,25 +46,59 @@ def limits(**overrides):
         LIMITS.update(saved)
 
 
-def _config(m: int, n: int, max_block_n: int, max_warps: int) -> LaunchConfig:
+@contextlib.contextmanager
+def forced(fwd: LaunchConfig | None = None, bwd: LaunchConfig | None = None):
+    """Launch with these configs instead of the heuristic's (the tuner and tests use it)."""
+    saved = dict(_FORCED)
+    _FORCED.update({k: v for k, v in (("fwd", fwd), ("bwd", bwd)) if v is not None})
+    try:
+        yield
+    finally:
+        _FORCED.clear()
+        _FORCED.update(saved)
+
+
+def _chunks(n: int, max_block_n: int) -> LaunchConfig | None:
     block_n = max(16, triton.next_power_of_2(n))  # >= 16: the mask packs whole bytes of 8 columns
-    num_chunks = 1
-    if block_n > max_block_n:
-        block_n = LIMITS["chunk_n"]
-        num_chunks = triton.cdiv(n, block_n)
-    block_m = 1
-    if num_chunks == 1:
-        block_m = max(1, min(TILE_ELEMENTS // block_n, triton.next_power_of_2(max(m, 1))))
-    num_warps = max(1, min(max_warps, block_m * block_n // 512))
-    return LaunchConfig(block_m, block_n, num_chunks, triton.next_power_of_2(num_warps))
+    if block_n <= max_block_n:
+        return None
+    chunk = min(LIMITS["chunk_n"], max_block_n, 2048 if n <= 8192 else 4096)
+    return LaunchConfig(1, chunk, triton.cdiv(n, chunk), max(1, chunk // (32 * 16)))
+
+
+def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
+    return max(1, min(tile // block_n, triton.next_power_of_2(max(m, 1))))
 
 
 def fwd_config(m: int, n: int) -> LaunchConfig:
-    return _config(m, n, LIMITS["fwd_max_block_n"], max_warps=16)
+    """One row tile of >= 4096 elements (8192 from N = 4096), 32 elements a thread; chunks of 16 above 4096.
+
+    Measured on an H200 (bf16, M = 32768): these won or came within 2% of the best of 4-14 candidates per N.
+    """
+    if "fwd" in _FORCED:
+        return _FORCED["fwd"]
+    chunked = _chunks(n, LIMITS["fwd_max_block_n"])
+    if chunked:
+        return chunked
+    block_n = max(16, triton.next_power_of_2(n))
+    block_m = _rows_per_tile(m, block_n, max(4096, 2 * block_n))
+    return LaunchConfig(block_m, block_n, 1, max(1, min(16, block_m * block_n // (32 * 32))))
 
 
 def bwd_config(m: int, n: int) -> LaunchConfig:
-    return _config(m, n, LIMITS["bwd_max_block_n"], max_warps=16)
+    """Tiles of max(1024, N) elements at 16 a thread, pipelined (2 stages), 8 programs per SM for N <= 1024
+    falling to 2 at N = 4096 and 1 at N = 8192 (32 warps, measured best there); chunked rows above 8192."""
+    if "bwd" in _FORCED:
+        return _FORCED["bwd"]
+    chunked = _chunks(n, LIMITS["bwd_max_block_n"])
+    if chunked:  # measured: 1 program per SM best at 4 chunks (N = 16384), 2 at 16 chunks (N = 65536)
+        return replace(chunked, programs_per_sm=1 if chunked.num_chunks <= 4 else 2)
+    block_n = max(16, triton.next_power_of_2(n))
+    block_m = _rows_per_tile(m, block_n, 1024)
+    tile = block_m * block_n
+    warps = 32 if block_n >= 8192 else max(1, tile // (32 * 16))
+    per_sm = max(1, min(8, 8192 // tile)) if block_n < 8192 else 1
+    return LaunchConfig(block_m, block_n, 1, warps, 2 if block_n < 8192 else 1, per_sm)
 
 
 @functools.cache
@@ -67,10 +106,9 @@ def multiprocessor_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
-def bwd_programs(x: torch.Tensor, row_blocks: int) -> int:
+def bwd_programs(x: torch.Tensor, row_blocks: int, cfg: LaunchConfig) -> int:
     """Programs of the persistent backward grid: a few per SM on a GPU, a handful in the interpreter."""
     if x.is_cuda:
-        per_sm = 4
         index = x.device.index if x.device.index is not None else torch.cuda.current_device()
-        return max(1, min(row_blocks, per_sm * multiprocessor_count(index)))
+        return max(1, min(row_blocks, cfg.programs_per_sm * multiprocessor_count(index)))
     return max(1, min(row_blocks, 4))

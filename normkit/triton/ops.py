@@ -38,14 +38,18 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
     return y, mean, rstd, mask
 
 
-def _sum_partials(partial: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    g, n = partial.shape
-    out = torch.empty(n, dtype=dtype, device=partial.device)
-    block_n = min(256, max(16, triton.next_power_of_2(n)))
-    sum_partials_kernel[(triton.cdiv(n, block_n),)](
-        partial, out, g, n, BLOCK_G=16, BLOCK_N=block_n, ACC=_acc(partial)[0], num_warps=4
-    )
-    return out
+def _sum_partials(partial: torch.Tensor, dtype: torch.dtype):
+    """dW (and dB) from the ``[1 or 2, G, N]`` float32 partials, one launch, fixed order."""
+    which, g, n = partial.shape
+    dw = torch.empty(n, dtype=dtype, device=partial.device)
+    db = torch.empty(n, dtype=dtype, device=partial.device) if which == 2 else dw
+    # narrow column blocks, so even a short row is summed by many programs
+    block_n = min(128, max(16, triton.next_power_of_2(triton.cdiv(n, 64))))
+    sum_partials_kernel[(triton.cdiv(n, block_n), which)](
+        partial, dw, db, g, n, BLOCK_G=64 if block_n <= 32 else 32, BLOCK_N=block_n,
+        ACC=_acc(partial)[0], num_warps=4,
+    )  # fmt: skip
+    return dw, (db if which == 2 else None)
 
 
 def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, has_dbias):
@@ -57,21 +61,19 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
         return dx, dw, torch.zeros_like(dw) if has_dbias else None
     cfg = config.bwd_config(m, n)
     row_blocks = triton.cdiv(m, cfg.block_m)
-    programs = config.bwd_programs(x, row_blocks)
+    programs = config.bwd_programs(x, row_blocks, cfg)
     # The chunked path adds into its partial row, so it needs zeros; the one-tile path writes every element.
     alloc = torch.zeros if cfg.num_chunks > 1 else torch.empty
-    dw_partial = alloc((programs, n), dtype=acc_torch, device=x.device)
-    db_partial = alloc((programs, n), dtype=acc_torch, device=x.device) if has_dbias else dw_partial
+    partial = alloc((2 if has_dbias else 1, programs, n), dtype=acc_torch, device=x.device)
     norm_bwd_kernel[(programs,)](
-        dy, x, weight, mean if mean is not None else rstd, rstd, mask if mask is not None else dx, dx,
-        dw_partial, db_partial,
+        dy, x, weight, mean if mean is not None else rstd, rstd, mask if mask is not None else dx, dx, partial,
         m, n, dy.stride(0), x.stride(0), dx.stride(0), mask.stride(0) if mask is not None else 0,
         programs, triton.cdiv(row_blocks, programs),
         IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, HAS_MASK=mask is not None, HAS_DBIAS=has_dbias,
-        ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, num_warps=cfg.num_warps,
+        ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks,
+        NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
     )  # fmt: skip
-    dw = _sum_partials(dw_partial, weight.dtype)
-    db = _sum_partials(db_partial, weight.dtype) if has_dbias else None
+    dw, db = _sum_partials(partial, weight.dtype)
     return dx, dw, db
 
 

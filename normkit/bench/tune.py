@@ -1,0 +1,176 @@
+"""``python -m normkit.bench.tune``: time every launch config of the Triton kernels on the benchmark's shapes.
+
+For each case it enumerates candidate ``LaunchConfig`` s (tile shape, warps, pipelining depth, persistent programs
+per SM), compiles them in parallel worker processes (each checks its result against ``normkit.reference`` on a
+small M), then times each one on the full shape with ``do_bench``, next to the heuristic's own choice. The table
+it prints is what ``normkit/triton/config.py``'s heuristic is fitted to; the CSV keeps every timing.
+
+Example: ``python -m normkit.bench.tune --sweep genai small --ops ln_fwd ln_bwd --out benchmarks/tuning``
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as futures
+import contextlib
+import csv
+import dataclasses
+import multiprocessing
+import os
+
+import torch
+import triton
+
+from ..triton import config
+from ..triton.config import LaunchConfig
+from .__main__ import _check, copy_bandwidth_gbs
+from .cases import OPS, SWEEPS, Case, bytes_moved, make_inputs
+from .providers import make
+
+SMALL_M = 128  # rows of the compile-and-check pass: every kernel sees several row blocks
+
+
+def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
+    return sorted({min(32, max(1, triton.next_power_of_2(max(1, elements // (32 * p))))) for p in per_thread})
+
+
+def candidates(case: Case) -> list[LaunchConfig]:
+    """The grid: whole-row tiles up to 8192 elements and chunked rows (2048 or 4096) from N = 8192; warps for 8-32
+    elements a thread; backward also 1 or 2 pipeline stages and 1-8 programs per SM."""
+    n = case.n
+    full = max(16, triton.next_power_of_2(n))
+    fwd = case.direction == "fwd"
+    per_thread = (16, 32) if fwd else (8, 16, 32)
+    stages = (1,) if fwd else (1, 2)
+    out = []
+    for tile in (1024, 2048, 4096, 8192):
+        if tile < full or tile // full > triton.next_power_of_2(case.m):
+            continue
+        for warps in _warp_options(tile, per_thread):
+            out += [LaunchConfig(tile // full, full, 1, warps, s) for s in stages]
+    if not fwd and full == 16384:  # one whole-row tile at 16 elements a thread, against the chunked rows below
+        out.append(LaunchConfig(1, full, 1, 32, 1))
+    if full >= 8192:
+        for chunk in (2048, 4096):
+            for warps in _warp_options(chunk, per_thread):
+                out.append(LaunchConfig(1, chunk, triton.cdiv(n, chunk), warps, 1))
+    if not fwd:  # programs per SM is a launch argument only: no extra compile
+        per_sm = {cfg: (1, 2, 4, 8) if cfg.num_chunks == 1 else (1, 2, 4) for cfg in out}
+        out = [dataclasses.replace(cfg, programs_per_sm=k) for cfg in out for k in per_sm[cfg]]
+    return out
+
+
+def _forced(case: Case, cfg: LaunchConfig):
+    return config.forced(fwd=cfg) if case.direction == "fwd" else config.forced(bwd=cfg)
+
+
+def _compile_and_check(case: Case, cfgs: list[LaunchConfig]) -> list[tuple[LaunchConfig, str]]:
+    """Worker: run each config once on SMALL_M rows (compiles it into Triton's disk cache) and check it."""
+    small = dataclasses.replace(case, m=SMALL_M)
+    inputs = make_inputs(small)
+    results = []
+    for cfg in cfgs:
+        try:
+            with _forced(small, cfg):
+                _check(small, make("triton", small, inputs)(), inputs.expected)
+            results.append((cfg, "ok"))
+        except Exception as error:  # a config that does not fit (registers, shared memory) is dropped
+            results.append((cfg, f"{type(error).__name__}: {error}"[:200]))
+    return results
+
+
+def _compile_all(cases, workers: int) -> dict:
+    """(case, cfg) -> "ok" or the reason it failed; one task per (case, compile-distinct configs)."""
+    tasks = {}
+    for case in cases:
+        distinct = list(dict.fromkeys(dataclasses.replace(c, programs_per_sm=0) for c in candidates(case)))
+        tasks[case] = distinct
+    status = {}
+    ctx = multiprocessing.get_context("spawn")
+    with futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        jobs = {}
+        for case, cfgs in tasks.items():
+            for i in range(0, len(cfgs), 4):
+                jobs[pool.submit(_compile_and_check, case, cfgs[i : i + 4])] = case
+        for job in futures.as_completed(jobs):
+            for cfg, result in job.result():
+                status[(jobs[job], cfg)] = result
+    return status
+
+
+def tune(cases, *, workers: int, rep: int, out_csv: str) -> list[dict]:
+    from triton.testing import do_bench
+
+    copy = copy_bandwidth_gbs(do_bench)
+    print(f"{torch.cuda.get_device_name()}: copy {copy:.0f} GB/s; compiling on {workers} workers", flush=True)
+    status = _compile_all(cases, workers)
+    rows = []
+    for case in cases:
+        inputs = make_inputs(case)
+        nbytes = bytes_moved(case)
+        timed = []
+        heuristic = config.fwd_config(case.m, case.n) if case.direction == "fwd" else config.bwd_config(case.m, case.n)
+        for cfg in [None] + candidates(case):  # None: the heuristic's own choice
+            if cfg is not None and status.get((case, dataclasses.replace(cfg, programs_per_sm=0))) != "ok":
+                continue
+            try:
+                with _forced(case, cfg) if cfg is not None else contextlib.nullcontext():
+                    fn = make("triton", case, inputs)
+                    _check(case, fn(), inputs.expected)
+                    ms = do_bench(fn, warmup=5, rep=rep, return_mode="median")
+            except Exception as error:
+                print(f"  {case.op} {case.m}x{case.n} {cfg}: {type(error).__name__}: {str(error)[:120]}")
+                continue
+            gbs = nbytes / ms / 1e6
+            shape = {"op": case.op, "M": case.m, "N": case.n, "x_dtype": case.x_dtype, "w_dtype": case.w_dtype}
+            launch = dataclasses.asdict(cfg if cfg is not None else heuristic)
+            timing = {"us": round(ms * 1e3, 2), "gbs": round(gbs, 1), "pct_of_copy": round(100 * gbs / copy, 1)}
+            timed.append({**shape, "config": "heuristic" if cfg is None else "candidate", **launch, **timing})
+        rows += timed
+        _write(rows, out_csv)
+        best = max(timed, key=lambda r: r["gbs"])
+        heur = timed[0] if timed and timed[0]["config"] == "heuristic" else None
+        ranked = sorted(timed[1:], key=lambda r: -r["gbs"])[:3]
+        heur_gbs = heur["gbs"] if heur else float("nan")
+        print(f"{case.op:<8}{case.m:>6}x{case.n:<6}{case.x_dtype:<5} heuristic {heur_gbs:>7} GB/s {_short(heur)}"
+              f" | best {best['gbs']:>7} ({best['pct_of_copy']}%) {_short(best)}", flush=True)  # fmt: skip
+        for r in ranked:
+            print(f"{'':>26}{r['gbs']:>7} {_short(r)}")
+        del inputs
+        torch.cuda.empty_cache()
+    return rows
+
+
+def _short(r) -> str:
+    if not r:
+        return "-"
+    return (f"m{r['block_m']} n{r['block_n']}x{r['num_chunks']} w{r['num_warps']} s{r['num_stages']} "
+            f"p{r['programs_per_sm']}")  # fmt: skip
+
+
+def _write(rows, path) -> None:
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m normkit.bench.tune", description=__doc__.splitlines()[0])
+    parser.add_argument("--sweep", nargs="+", choices=sorted(SWEEPS), required=True)
+    parser.add_argument("--ops", nargs="+", default=["ln_fwd", "ln_bwd"], choices=list(OPS))
+    parser.add_argument("--N", type=int, nargs="*", help="keep only these hidden sizes of the sweeps")
+    parser.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1))
+    parser.add_argument("--rep", type=int, default=15, help="ms of repetitions per timing")
+    parser.add_argument("--out", default="benchmarks/tuning")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        raise SystemExit("normkit.bench.tune times kernels on an NVIDIA GPU; none is visible here")
+    shapes = [s for sweep in args.sweep for s in SWEEPS[sweep] if not args.N or s[1] in args.N]
+    cases = [Case(op, m, n, xd, wd) for (m, n, xd, wd) in dict.fromkeys(shapes) for op in args.ops]
+    os.makedirs(args.out, exist_ok=True)
+    tune(cases, workers=args.workers, rep=args.rep, out_csv=os.path.join(args.out, "tune.csv"))
+
+
+if __name__ == "__main__":
+    main()
