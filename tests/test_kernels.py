@@ -134,6 +134,22 @@ def test_chunked_rows(op):
         check_backward("triton", op, x, w, b, zero_centered_gamma=True)
 
 
+@pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize("block_m", [2, 4])
+def test_chunked_rows_with_several_rows_per_program(op, block_m):
+    """The chunked path over [BLOCK_M, chunk] tiles: rows of a block that run past M, and partial dW/dB shared by
+    the block's rows."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(7, 1000, torch.bfloat16, torch.float32, row_pad=5)
+    fwd = LaunchConfig(block_m, 256, 4, 4)
+    bwd = LaunchConfig(block_m, 128, 8, 4, 1, 1)
+    with config.forced(fwd=fwd, bwd=bwd):
+        check_forward("triton", op, x, w, b)
+        check_backward("triton", op, x, w, b)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
 def test_large_hidden_size(backend, op):

@@ -22,20 +22,34 @@ def _autograd_grads(fn, x, w, b, dy):
     return [t.grad if t is not None else None for t in leaves]
 
 
-@pytest.mark.parametrize("n", N_VALUES)
-@pytest.mark.parametrize("zero_centered_gamma", [False, True])
-@pytest.mark.parametrize("has_bias", [False, True])
-def test_layer_norm_backward_matches_autograd(n, zero_centered_gamma, has_bias):
-    x, w, b = _inputs(n, has_bias)
-    dy = torch.randn_like(x)
+def _torch_norm(kind, n, zero_centered_gamma):
+    """The op as PyTorch computes it, for autograd to differentiate."""
 
     def fn(x, w, b):
         scale = 1 + w if zero_centered_gamma else w
-        return torch.nn.functional.layer_norm(x, (n,), scale, b, 1e-5)
+        if kind == "layer_norm":
+            return torch.nn.functional.layer_norm(x, (n,), scale, b, 1e-5)
+        y = torch.nn.functional.rms_norm(x, (n,), scale, 1e-5)
+        return y + b if b is not None else y
 
-    y, mean, rstd = reference.layer_norm_fwd(x, w, b, 1e-5, zero_centered_gamma)
+    return fn
+
+
+@pytest.mark.parametrize("kind", ["layer_norm", "rms_norm"])
+@pytest.mark.parametrize("n", N_VALUES)
+@pytest.mark.parametrize("zero_centered_gamma", [False, True])
+@pytest.mark.parametrize("has_bias", [False, True])
+def test_backward_matches_autograd(kind, n, zero_centered_gamma, has_bias):
+    x, w, b = _inputs(n, has_bias)
+    dy = torch.randn_like(x)
+    fn = _torch_norm(kind, n, zero_centered_gamma)
+    if kind == "layer_norm":
+        y, mean, rstd = reference.layer_norm_fwd(x, w, b, 1e-5, zero_centered_gamma)
+        dx, dw, db = reference.layer_norm_bwd(dy, x, w, mean, rstd, zero_centered_gamma, has_dbias=has_bias)
+    else:
+        y, rstd = reference.rms_norm_fwd(x, w, b, 1e-5, zero_centered_gamma)
+        dx, dw, db = reference.rms_norm_bwd(dy, x, w, rstd, zero_centered_gamma, has_dbias=has_bias)
     torch.testing.assert_close(y, fn(x, w, b))
-    dx, dw, db = reference.layer_norm_bwd(dy, x, w, mean, rstd, zero_centered_gamma, has_dbias=has_bias)
     gx, gw, gb = _autograd_grads(fn, x, w, b, dy)
     torch.testing.assert_close(dx, gx)
     torch.testing.assert_close(dw, gw)
@@ -43,27 +57,6 @@ def test_layer_norm_backward_matches_autograd(n, zero_centered_gamma, has_bias):
         torch.testing.assert_close(db, gb)
     else:
         assert db is None
-
-
-@pytest.mark.parametrize("n", N_VALUES)
-@pytest.mark.parametrize("zero_centered_gamma", [False, True])
-@pytest.mark.parametrize("has_bias", [False, True])
-def test_rms_norm_backward_matches_autograd(n, zero_centered_gamma, has_bias):
-    x, w, b = _inputs(n, has_bias)
-    dy = torch.randn_like(x)
-
-    def fn(x, w, b):
-        y = torch.nn.functional.rms_norm(x, (n,), 1 + w if zero_centered_gamma else w, 1e-5)
-        return y + b if b is not None else y
-
-    y, rstd = reference.rms_norm_fwd(x, w, b, 1e-5, zero_centered_gamma)
-    torch.testing.assert_close(y, fn(x, w, b))
-    dx, dw, db = reference.rms_norm_bwd(dy, x, w, rstd, zero_centered_gamma, has_dbias=has_bias)
-    gx, gw, gb = _autograd_grads(fn, x, w, b, dy)
-    torch.testing.assert_close(dx, gx)
-    torch.testing.assert_close(dw, gw)
-    if has_bias:
-        torch.testing.assert_close(db, gb)
 
 
 @pytest.mark.parametrize("n", [7, 100])
