@@ -71,9 +71,11 @@ def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
 
 
 def fwd_config(m: int, n: int) -> LaunchConfig:
-    """One row tile of >= 4096 elements (8192 from N = 4096), 32 elements a thread; chunks of 16 above 4096.
+    """Whole rows in tiles of 4096 elements (8192 at N = 4096), 32 elements a thread; above 4096, chunks of 2048
+    (4096 above N = 8192) at 16 elements a thread.
 
-    Measured on an H200 (bf16, M = 32768): these won or came within 2% of the best of 4-14 candidates per N.
+    Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 16384 this
+    choice was the fastest candidate timed or within 1% of it.
     """
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
@@ -87,7 +89,12 @@ def fwd_config(m: int, n: int) -> LaunchConfig:
 
 def bwd_config(m: int, n: int) -> LaunchConfig:
     """Tiles of max(1024, N) elements at 16 a thread, pipelined (2 stages), 8 programs per SM for N <= 1024
-    falling to 2 at N = 4096 and 1 at N = 8192 (32 warps, measured best there); chunked rows above 8192."""
+    falling to 2 at N = 4096; one 8192 tile at 32 warps, 1 program per SM; chunked rows above 8192.
+
+    Measured as the forward (benchmarks/tuning/): for N = 512 ... 4096 the fastest candidate timed; 6% behind
+    the fastest at N = 256 (which used 1 stage, not 2) and 2% at 8192. Chunked rows are the known slow case
+    (benchmarks/README.md).
+    """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
     chunked = _chunks(n, LIMITS["bwd_max_block_n"])
