@@ -50,7 +50,6 @@ def _constant_under_compile(fn):
         return cached(*args)
 
     status._dynamo_marked_constant = True
-    status.cache_clear = cached.cache_clear
     return status
 
 

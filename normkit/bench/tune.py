@@ -38,7 +38,7 @@ def candidates(case: Case) -> list[LaunchConfig]:
     """The grid: whole-row tiles up to 8192 elements and chunked rows (2048 or 4096) from N = 8192; warps for 8-32
     elements a thread; backward also 1 or 2 pipeline stages and 1-8 programs per SM."""
     n = case.n
-    full = max(16, triton.next_power_of_2(n))
+    full = config.row_block_n(n)
     fwd = case.direction == "fwd"
     per_thread = (16, 32) if fwd else (8, 16, 32)
     stages = (1,) if fwd else (1, 2)
@@ -58,6 +58,11 @@ def candidates(case: Case) -> list[LaunchConfig]:
         per_sm = {cfg: (1, 2, 4, 8) if cfg.num_chunks == 1 else (1, 2, 4) for cfg in out}
         out = [dataclasses.replace(cfg, programs_per_sm=k) for cfg in out for k in per_sm[cfg]]
     return out
+
+
+def _compile_key(cfg: LaunchConfig) -> LaunchConfig:
+    """Configs that differ only in programs per SM (a launch argument) share one compiled kernel."""
+    return dataclasses.replace(cfg, programs_per_sm=0)
 
 
 def _forced(case: Case, cfg: LaunchConfig):
@@ -83,7 +88,7 @@ def _compile_all(cases, workers: int) -> dict:
     """(case, cfg) -> "ok" or the reason it failed; one task per (case, compile-distinct configs)."""
     tasks = {}
     for case in cases:
-        distinct = list(dict.fromkeys(dataclasses.replace(c, programs_per_sm=0) for c in candidates(case)))
+        distinct = list(dict.fromkeys(_compile_key(c) for c in candidates(case)))
         tasks[case] = distinct
     status = {}
     ctx = multiprocessing.get_context("spawn")
@@ -111,7 +116,7 @@ def tune(cases, *, workers: int, rep: int, out_csv: str) -> list[dict]:
         timed = []
         heuristic = config.fwd_config(case.m, case.n) if case.direction == "fwd" else config.bwd_config(case.m, case.n)
         for cfg in [None] + candidates(case):  # None: the heuristic's own choice
-            if cfg is not None and status.get((case, dataclasses.replace(cfg, programs_per_sm=0))) != "ok":
+            if cfg is not None and status.get((case, _compile_key(cfg))) != "ok":
                 continue
             try:
                 with _forced(case, cfg) if cfg is not None else contextlib.nullcontext():

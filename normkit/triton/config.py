@@ -32,35 +32,37 @@ _FORCED: dict[str, LaunchConfig] = {}
 
 
 @contextlib.contextmanager
+def _overridden(table: dict, overrides: dict):
+    saved = dict(table)
+    table.update(overrides)
+    try:
+        yield
+    finally:
+        table.clear()
+        table.update(saved)
+
+
 def limits(**overrides):
     """Temporarily change ``LIMITS`` (tests use it to reach the chunked path with small rows)."""
     unknown = set(overrides) - set(LIMITS)
     if unknown:
         raise ValueError(f"unknown limits: {sorted(unknown)}")
-    saved = dict(LIMITS)
-    LIMITS.update(overrides)
-    try:
-        yield
-    finally:
-        LIMITS.clear()
-        LIMITS.update(saved)
+    return _overridden(LIMITS, overrides)
 
 
-@contextlib.contextmanager
 def forced(fwd: LaunchConfig | None = None, bwd: LaunchConfig | None = None):
     """Launch with these configs instead of the heuristic's (the tuner and tests use it)."""
-    saved = dict(_FORCED)
-    _FORCED.update({k: v for k, v in (("fwd", fwd), ("bwd", bwd)) if v is not None})
-    try:
-        yield
-    finally:
-        _FORCED.clear()
-        _FORCED.update(saved)
+    return _overridden(_FORCED, {k: v for k, v in (("fwd", fwd), ("bwd", bwd)) if v is not None})
+
+
+def row_block_n(n: int) -> int:
+    """The tile width that holds a whole row: N rounded up to a power of two, at least 16 (the mask packs whole
+    bytes of 8 columns)."""
+    return max(16, triton.next_power_of_2(n))
 
 
 def _chunks(n: int, max_block_n: int) -> LaunchConfig | None:
-    block_n = max(16, triton.next_power_of_2(n))  # >= 16: the mask packs whole bytes of 8 columns
-    if block_n <= max_block_n:
+    if row_block_n(n) <= max_block_n:
         return None
     chunk = min(LIMITS["chunk_n"], max_block_n, 2048 if n <= 8192 else 4096)
     return LaunchConfig(1, chunk, triton.cdiv(n, chunk), max(1, chunk // (32 * 16)))
@@ -82,7 +84,7 @@ def fwd_config(m: int, n: int) -> LaunchConfig:
     chunked = _chunks(n, LIMITS["fwd_max_block_n"])
     if chunked:
         return chunked
-    block_n = max(16, triton.next_power_of_2(n))
+    block_n = row_block_n(n)
     block_m = _rows_per_tile(m, block_n, max(4096, 2 * block_n))
     return LaunchConfig(block_m, block_n, 1, max(1, min(16, block_m * block_n // (32 * 32))))
 
@@ -100,7 +102,7 @@ def bwd_config(m: int, n: int) -> LaunchConfig:
     chunked = _chunks(n, LIMITS["bwd_max_block_n"])
     if chunked:  # measured: 1 program per SM best at 4 chunks (N = 16384), 2 at 16 chunks (N = 65536)
         return replace(chunked, programs_per_sm=1 if chunked.num_chunks <= 4 else 2)
-    block_n = max(16, triton.next_power_of_2(n))
+    block_n = row_block_n(n)
     block_m = _rows_per_tile(m, block_n, 1024)
     tile = block_m * block_n
     warps = 32 if block_n >= 8192 else max(1, tile // (32 * 16))
