@@ -134,17 +134,34 @@ def test_chunked_rows(op):
         check_backward("triton", op, x, w, b, zero_centered_gamma=True)
 
 
+def test_launch_heuristic_is_cached_but_follows_limits():
+    """The heuristic's answers are cached for small calls; the cache must not outlive a change of LIMITS."""
+    from normkit.triton import config
+
+    before = config.bwd_config(64, 1000), config.fwd_config(64, 1000)
+    assert before[0].num_chunks == before[1].num_chunks == 1
+    with config.limits(fwd_max_block_n=128, bwd_max_block_n=128, chunk_n=128):
+        chunked = config.bwd_config(64, 1000), config.fwd_config(64, 1000)
+        assert [c.num_chunks for c in chunked] == [8, 8]
+        assert chunked[0].partials_in_registers  # 1000 columns: the whole row's partials fit in registers
+    assert (config.bwd_config(64, 1000), config.fwd_config(64, 1000)) == before
+    # past REGISTER_PARTIALS_MAX_N the chunked backward adds its partials into memory
+    assert not config.bwd_config(64, 2 * config.REGISTER_PARTIALS_MAX_N).partials_in_registers
+
+
 @pytest.mark.parametrize("op", list(FORWARDS))
-@pytest.mark.parametrize("block_m", [2, 4])
-def test_chunked_rows_with_several_rows_per_program(op, block_m):
+@pytest.mark.parametrize("block_m", [1, 2, 4])
+@pytest.mark.parametrize("in_registers", [False, True], ids=["partials_in_memory", "partials_in_registers"])
+@pytest.mark.parametrize("n", [1000, 300])
+def test_chunked_rows_with_several_rows_per_program(op, block_m, in_registers, n):
     """The chunked path over [BLOCK_M, chunk] tiles: rows of a block that run past M, and partial dW/dB shared by
-    the block's rows."""
+    the block's rows, added into memory or kept in registers (8 or 3 chunks of 128, the last one part full)."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
-    x, w, b = make_inputs(7, 1000, torch.bfloat16, torch.float32, row_pad=5)
-    fwd = LaunchConfig(block_m, 256, 4, 4)
-    bwd = LaunchConfig(block_m, 128, 8, 4, 1, 1)
+    x, w, b = make_inputs(7, n, torch.bfloat16, torch.float32, row_pad=5)
+    fwd = LaunchConfig(block_m, 128, -(-n // 128), 4)
+    bwd = LaunchConfig(block_m, 128, -(-n // 128), 4, 1, 1, partials_in_registers=in_registers)
     with config.forced(fwd=fwd, bwd=bwd):
         check_forward("triton", op, x, w, b)
         check_backward("triton", op, x, w, b)

@@ -35,8 +35,9 @@ def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
 
 
 def candidates(case: Case) -> list[LaunchConfig]:
-    """The grid: whole-row tiles up to 8192 elements and chunked rows (2048 or 4096) from N = 8192; warps for 8-32
-    elements a thread; backward also 1 or 2 pipeline stages and 1-8 programs per SM."""
+    """The grid: whole-row tiles up to 8192 elements, and for rows that do not fit, chunks of 1024-4096 (several rows
+    a step for the shorter chunks; in the backward, dW/dB partials added into memory or kept in registers); warps
+    for 8-32 elements a thread; backward also 1 or 2 pipeline stages and 1-8 programs per SM."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction == "fwd"
@@ -51,9 +52,13 @@ def candidates(case: Case) -> list[LaunchConfig]:
     if not fwd and full == 16384:  # one whole-row tile at 16 elements a thread, against the chunked rows below
         out.append(LaunchConfig(1, full, 1, 32, 1))
     if full >= 8192:
-        for chunk in (2048, 4096):
-            for warps in _warp_options(chunk, per_thread):
-                out.append(LaunchConfig(1, chunk, triton.cdiv(n, chunk), warps, 1))
+        for block_m, chunk in ((1, 1024), (1, 2048), (1, 4096), (2, 1024), (2, 2048), (4, 1024)):
+            chunks = triton.cdiv(n, chunk)
+            for warps in _warp_options(block_m * chunk, per_thread):
+                out.append(LaunchConfig(block_m, chunk, chunks, warps, 1))
+                # registers for the whole row's partials: up to 16384 columns (the size of one whole-row tile)
+                if not fwd and block_m == 1 and triton.next_power_of_2(chunks) * chunk <= 16384:
+                    out.append(LaunchConfig(1, chunk, chunks, warps, 1, partials_in_registers=True))
     if not fwd:  # programs per SM is a launch argument only: no extra compile
         per_sm = {cfg: (1, 2, 4, 8) if cfg.num_chunks == 1 else (1, 2, 4) for cfg in out}
         out = [dataclasses.replace(cfg, programs_per_sm=k) for cfg in out for k in per_sm[cfg]]
@@ -114,7 +119,10 @@ def tune(cases, *, workers: int, rep: int, out_csv: str) -> list[dict]:
         inputs = make_inputs(case)
         nbytes = bytes_moved(case)
         timed = []
-        heuristic = config.fwd_config(case.m, case.n) if case.direction == "fwd" else config.bwd_config(case.m, case.n)
+        if case.direction == "fwd":
+            heuristic = config.fwd_config(case.m, case.n)
+        else:
+            heuristic = config.bwd_config(case.m, case.n, has_dbias=case.kind != "rms_norm")
         for cfg in [None] + candidates(case):  # None: the heuristic's own choice
             if cfg is not None and status.get((case, _compile_key(cfg))) != "ok":
                 continue
@@ -150,7 +158,7 @@ def _short(r) -> str:
     if not r:
         return "-"
     return (f"m{r['block_m']} n{r['block_n']}x{r['num_chunks']} w{r['num_warps']} s{r['num_stages']} "
-            f"p{r['programs_per_sm']}")  # fmt: skip
+            f"p{r['programs_per_sm']}{' regs' if r['partials_in_registers'] else ''}")  # fmt: skip
 
 
 def _write(rows, path) -> None:

@@ -16,6 +16,9 @@ import triton
 
 # Longest row (elements) kept in registers in one tile; longer rows are processed in chunks of CHUNK_N.
 LIMITS = {"fwd_max_block_n": 4096, "bwd_max_block_n": 8192, "chunk_n": 4096}
+# Longest chunked row whose backward keeps its dW/dB partials in registers (two float32 rows of this length fill
+# half the register file of an SM); longer rows add their partials into memory.
+REGISTER_PARTIALS_MAX_N = 16384
 
 
 @dataclass(frozen=True)
@@ -26,6 +29,7 @@ class LaunchConfig:
     num_warps: int
     num_stages: int = 1  # backward: software-pipelining depth of the persistent loop
     programs_per_sm: int = 0  # backward: persistent programs per SM (0: forward, one program per row block)
+    partials_in_registers: bool = False  # chunked backward: dW/dB partials of the whole row kept in registers
 
 
 _FORCED: dict[str, LaunchConfig] = {}
@@ -74,32 +78,50 @@ def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
 
 def fwd_config(m: int, n: int) -> LaunchConfig:
     """Whole rows in tiles of 4096 elements (8192 at N = 4096), 32 elements a thread; above 4096, chunks of 2048
-    (4096 above N = 8192) at 16 elements a thread.
+    (4096 above N = 8192) at 4 warps.
 
-    Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 16384 this
-    choice was the fastest candidate timed or within 1% of it.
+    Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 8192 this
+    choice was the fastest candidate timed or within 1% of it; at 16384 (LayerNorm) within 0.3% of the fastest.
     """
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
+    return _fwd_heuristic(min(m, 1 << 20), n, tuple(LIMITS.values()))
+
+
+def bwd_config(m: int, n: int, has_dbias: bool = True) -> LaunchConfig:
+    """Tiles of max(1024, N) elements at 16 a thread, pipelined (2 stages), 8 programs per SM for N <= 1024
+    falling to 2 at N = 4096; one 8192 tile at 32 warps, 1 program per SM. Longer rows in chunks, one persistent
+    program per SM: up to 16384 columns the whole row's dW (and dB) partials stay in registers (chunks of 2048 at
+    16 warps for dW alone, 4096 at 32 warps with dB as well: the second accumulator needs the registers of more
+    threads); beyond that they are added into memory, row by row.
+
+    Measured as the forward (benchmarks/tuning/): for N = 512 ... 4096 the fastest candidate timed; 6% behind
+    the fastest at N = 256 (which used 1 stage, not 2) and 2% at 8192; at 16384 the fastest of the chunked
+    candidates timed (RMSNorm 3673 GB/s, LayerNorm 1962).
+    """
+    if "bwd" in _FORCED:
+        return _FORCED["bwd"]
+    return _bwd_heuristic(min(m, 1 << 20), n, has_dbias, tuple(LIMITS.values()))
+
+
+# The launchers ask on every call; a few microseconds of Python each time is worth caching for small calls.
+# LIMITS is part of the key, so limits() still takes effect.
+@functools.lru_cache(maxsize=4096)
+def _fwd_heuristic(m: int, n: int, _limits: tuple) -> LaunchConfig:
     chunked = _chunks(n, LIMITS["fwd_max_block_n"])
-    if chunked:
-        return chunked
+    if chunked:  # 4 warps: 16 elements a thread in chunks of 2048, 32 in chunks of 4096
+        return replace(chunked, num_warps=max(1, min(4, chunked.block_n // (32 * 16))))
     block_n = row_block_n(n)
     block_m = _rows_per_tile(m, block_n, max(4096, 2 * block_n))
     return LaunchConfig(block_m, block_n, 1, max(1, min(16, block_m * block_n // (32 * 32))))
 
 
-def bwd_config(m: int, n: int) -> LaunchConfig:
-    """Tiles of max(1024, N) elements at 16 a thread, pipelined (2 stages), 8 programs per SM for N <= 1024
-    falling to 2 at N = 4096; one 8192 tile at 32 warps, 1 program per SM; chunked rows above 8192.
-
-    Measured as the forward (benchmarks/tuning/): for N = 512 ... 4096 the fastest candidate timed; 6% behind
-    the fastest at N = 256 (which used 1 stage, not 2) and 2% at 8192. Chunked rows are the known slow case
-    (benchmarks/README.md).
-    """
-    if "bwd" in _FORCED:
-        return _FORCED["bwd"]
+@functools.lru_cache(maxsize=4096)
+def _bwd_heuristic(m: int, n: int, has_dbias: bool, _limits: tuple) -> LaunchConfig:
     chunked = _chunks(n, LIMITS["bwd_max_block_n"])
+    if chunked and row_block_n(n) <= REGISTER_PARTIALS_MAX_N:  # 4 elements a thread in each chunk
+        chunk = min(LIMITS["chunk_n"], 4096 if has_dbias else 2048)
+        return LaunchConfig(1, chunk, triton.cdiv(n, chunk), max(1, chunk // (32 * 4)), 1, 1, True)
     if chunked:  # measured: 1 program per SM best at 4 chunks (N = 16384), 2 at 16 chunks (N = 65536)
         return replace(chunked, programs_per_sm=1 if chunked.num_chunks <= 4 else 2)
     block_n = row_block_n(n)

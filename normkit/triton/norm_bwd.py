@@ -15,9 +15,14 @@ both). No atomics and no locks, so the same inputs give bit-identical
 gradients on every run (the Triton tutorial's lock-based reduction depends on which program takes the lock first).
 
 A row that fits one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) keeps the partials in registers. A longer row is
-processed in chunks: a first pass reduces the two row sums, a second (walking back, so the chunks read last come
-first, from L2) writes dx and adds into the program's partial row in global memory (only that program touches it,
-so this stays deterministic).
+processed in chunks: a first pass reduces the two row sums (its loads marked ``evict_last``, so the chunks stay in
+L2), a second (walking back, so the chunks read last come first) writes dx and adds the chunk's dW/dB terms either
+into a ``[chunks, BLOCK_N]`` register tile (``CHUNKS_IN_REGISTERS``; rows up to 16384 columns, the fast way), or
+into the program's partial row in global memory (longer rows; only that program touches it, so this stays
+deterministic, but it reads and writes 8 bytes a column for every row).
+
+The clamped-ReLU mask is read as bytes (one a row per 8 columns) and its bits spread over the tile with a reshape;
+reading it with one byte load per column cost the masked backward up to 2x the plain one's time.
 
 The persistent loop is software-pipelined (``NUM_STAGES``): the next row block's loads are issued while the
 current one is computed, so a few programs per SM keep enough bytes in flight.
@@ -29,17 +34,28 @@ import triton.language as tl
 
 @triton.jit
 def _load_tile(
-    DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, cols, N, stride_dy, stride_x, stride_mask,
+    DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr,
 ):  # fmt: skip
-    """Load one tile and return ``(dy, xhat, g, rstd)`` in the accumulation dtype; dy already masked."""
+    """Load the tile of columns ``col0 ...`` and return ``(dy, xhat, g, rstd)`` in the accumulation dtype; dy already
+    masked. EVICT is the L2 eviction policy of the row data: "evict_last" for a chunk the kernel reads again,
+    "evict_first" for the last read."""
+    cols = col0 + tl.arange(0, BLOCK_N)
     col_ok = cols < N
     ok = row_ok[:, None] & col_ok[None, :]
-    dy = tl.load(DY + rows64[:, None] * stride_dy + cols[None, :], mask=ok, other=0.0).to(ACC)
+    dy = tl.load(DY + rows64[:, None] * stride_dy + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT)
+    dy = dy.to(ACC)
     if HAS_MASK:
-        byte = tl.load(MASK + rows64[:, None] * stride_mask + (cols // 8)[None, :], mask=ok, other=0).to(tl.int32)
-        dy = dy * ((byte >> (cols % 8)[None, :]) & 1).to(ACC)
-    x = tl.load(X + rows64[:, None] * stride_x + cols[None, :], mask=ok, other=0.0).to(ACC)
+        # one byte a row per 8 columns, loaded once (not once per column), its bits spread with a reshape
+        byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
+        byte_ok = row_ok[:, None] & (byte_cols < (N + 7) // 8)[None, :]
+        packed = tl.load(
+            MASK + rows64[:, None] * stride_mask + byte_cols[None, :], mask=byte_ok, other=0, eviction_policy=EVICT
+        )
+        bits = (packed.to(tl.int32)[:, :, None] >> tl.arange(0, 8)[None, None, :]) & 1
+        dy = dy * tl.reshape(bits, (BLOCK_M, BLOCK_N)).to(ACC)
+    x = tl.load(X + rows64[:, None] * stride_x + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT).to(ACC)
     rstd = tl.load(RSTD + rows, mask=row_ok, other=0.0).to(ACC)
     if IS_RMS:
         xhat = x * rstd[:, None]
@@ -52,15 +68,40 @@ def _load_tile(
     return dy, xhat, dy * w[None, :], rstd
 
 
+@triton.jit
+def _dx_chunk(
+    DY, X, W, MASK, MEAN, RSTD, DX, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_dx, stride_mask,
+    c1, c2, IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """Second pass over one chunk of a long row: write its dx, return ``(dy, xhat)`` for the dW/dB sums."""
+    dy, xhat, g, rstd = _load_tile(
+        DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
+        IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "evict_first",
+    )  # fmt: skip
+    dx = g - xhat * c1[:, None]
+    if not IS_RMS:
+        dx -= c2[:, None]
+    dx *= rstd[:, None]
+    cols = col0 + tl.arange(0, BLOCK_N)
+    ok = row_ok[:, None] & (cols < N)[None, :]
+    tl.store(DX + rows64[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=ok)
+    return dy, xhat
+
+
 @triton.jit(do_not_specialize=["M", "num_programs", "blocks_per_program"])
 def norm_bwd_kernel(
     DY, X, W, MEAN, RSTD, MASK, DX, PARTIAL,
     M, N, stride_dy, stride_x, stride_dx, stride_mask, num_programs, blocks_per_program,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr,
-    NUM_STAGES: tl.constexpr,
+    CHUNKS_IN_REGISTERS: tl.constexpr, NUM_STAGES: tl.constexpr,
 ):  # fmt: skip
-    """PARTIAL is float32 ``[1 or 2, num_programs, N]``: dW partials, then dB partials when HAS_DBIAS."""
+    """PARTIAL is float32 ``[1 or 2, num_programs, N]``: dW partials, then dB partials when HAS_DBIAS.
+
+    CHUNKS_IN_REGISTERS (a power of two >= NUM_CHUNKS, or 0): a chunked row keeps its dW/dB partials in registers as
+    ``[CHUNKS_IN_REGISTERS, BLOCK_N]`` tiles, chunk c in row c, instead of adding into PARTIAL row by row.
+    """
     pid = tl.program_id(0)
     dw_row = PARTIAL + pid.to(tl.int64) * N
     db_row = dw_row + num_programs.to(tl.int64) * N
@@ -69,14 +110,18 @@ def norm_bwd_kernel(
         # [BLOCK_M, BLOCK_N] accumulators: the sum over rows happens once, after the loop
         dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
         db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
+    elif CHUNKS_IN_REGISTERS:
+        chunk_ids = tl.arange(0, CHUNKS_IN_REGISTERS)[:, None]
+        dw_acc = tl.zeros([CHUNKS_IN_REGISTERS, BLOCK_N], dtype=ACC)
+        db_acc = tl.zeros([CHUNKS_IN_REGISTERS, BLOCK_N], dtype=ACC)
     for i in tl.range(0, blocks_per_program, num_stages=NUM_STAGES):
         rows = (pid + i * num_programs) * BLOCK_M + tl.arange(0, BLOCK_M)
         row_ok = rows < M
         rows64 = rows.to(tl.int64)
         if NUM_CHUNKS == 1:
             dy, xhat, g, rstd = _load_tile(
-                DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, cols, N, stride_dy, stride_x, stride_mask,
-                IS_RMS, ZERO_CENTERED, HAS_MASK, ACC,
+                DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, 0, N, stride_dy, stride_x, stride_mask,
+                IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "",
             )  # fmt: skip
             c1 = tl.sum(xhat * g, axis=1) / N
             dx = g - xhat * c1[:, None]
@@ -89,48 +134,58 @@ def norm_bwd_kernel(
             if HAS_DBIAS:
                 db_acc += dy
         else:
-            # per-lane sums, reduced across the row once after the pass
+            # pass one: per-lane sums, reduced across the row once after the pass; the chunks stay in L2
             lane_xhat_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
             lane_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
             for chunk in range(NUM_CHUNKS):
-                cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
                 dy, xhat, g, rstd = _load_tile(
-                    DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, cols, N, stride_dy, stride_x, stride_mask,
-                    IS_RMS, ZERO_CENTERED, HAS_MASK, ACC,
+                    DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, chunk * BLOCK_N, N, stride_dy, stride_x,
+                    stride_mask, IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "evict_last",
                 )  # fmt: skip
                 lane_xhat_g += xhat * g
                 if not IS_RMS:
                     lane_g += g
-            sum_xhat_g = tl.sum(lane_xhat_g, axis=1)
-            sum_g = tl.sum(lane_g, axis=1)
-            c1 = sum_xhat_g / N
-            c2 = sum_g / N
-            # the second pass walks the row backwards: its first chunks are the ones the first pass read last,
-            # the likeliest still in L2
-            for back in range(NUM_CHUNKS):
-                chunk = NUM_CHUNKS - 1 - back
-                cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
-                col_ok = cols < N
-                dy, xhat, g, rstd = _load_tile(
-                    DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, cols, N, stride_dy, stride_x, stride_mask,
-                    IS_RMS, ZERO_CENTERED, HAS_MASK, ACC,
-                )  # fmt: skip
-                dx = g - xhat * c1[:, None]
-                if not IS_RMS:
-                    dx -= c2[:, None]
-                dx *= rstd[:, None]
-                ok = row_ok[:, None] & col_ok[None, :]
-                tl.store(DX + rows64[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=ok)
-                dw_old = tl.load(dw_row + cols, mask=col_ok, other=0.0)
-                tl.store(dw_row + cols, dw_old + tl.sum(dy * xhat, axis=0), mask=col_ok)
-                if HAS_DBIAS:
-                    db_old = tl.load(db_row + cols, mask=col_ok, other=0.0)
-                    tl.store(db_row + cols, db_old + tl.sum(dy, axis=0), mask=col_ok)
+            c1 = tl.sum(lane_xhat_g, axis=1) / N
+            c2 = tl.sum(lane_g, axis=1) / N
+            # pass two walks the row backwards: its first chunks are the ones pass one read last, the likeliest
+            # still in L2
+            if CHUNKS_IN_REGISTERS:
+                for back in tl.static_range(NUM_CHUNKS):  # unrolled: `chunk` is a constant in each copy
+                    chunk = NUM_CHUNKS - 1 - back
+                    dy, xhat = _dx_chunk(
+                        DY, X, W, MASK, MEAN, RSTD, DX, rows, rows64, row_ok, chunk * BLOCK_N, N, stride_dy,
+                        stride_x, stride_dx, stride_mask, c1, c2, IS_RMS, ZERO_CENTERED, HAS_MASK, ACC,
+                        BLOCK_M, BLOCK_N,
+                    )  # fmt: skip
+                    here = chunk_ids == chunk
+                    dw_acc = tl.where(here, dw_acc + tl.sum(dy * xhat, axis=0)[None, :], dw_acc)
+                    if HAS_DBIAS:
+                        db_acc = tl.where(here, db_acc + tl.sum(dy, axis=0)[None, :], db_acc)
+            else:  # add into this program's partial row in memory (only this program touches it)
+                for back in range(NUM_CHUNKS):
+                    chunk = NUM_CHUNKS - 1 - back
+                    cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
+                    col_ok = cols < N
+                    dy, xhat = _dx_chunk(
+                        DY, X, W, MASK, MEAN, RSTD, DX, rows, rows64, row_ok, chunk * BLOCK_N, N, stride_dy,
+                        stride_x, stride_dx, stride_mask, c1, c2, IS_RMS, ZERO_CENTERED, HAS_MASK, ACC,
+                        BLOCK_M, BLOCK_N,
+                    )  # fmt: skip
+                    dw_old = tl.load(dw_row + cols, mask=col_ok, other=0.0, eviction_policy="evict_last")
+                    tl.store(dw_row + cols, dw_old + tl.sum(dy * xhat, axis=0), mask=col_ok)
+                    if HAS_DBIAS:
+                        db_old = tl.load(db_row + cols, mask=col_ok, other=0.0, eviction_policy="evict_last")
+                        tl.store(db_row + cols, db_old + tl.sum(dy, axis=0), mask=col_ok)
     if NUM_CHUNKS == 1:
         col_ok = cols < N
         tl.store(dw_row + cols, tl.sum(dw_acc, axis=0), mask=col_ok)
         if HAS_DBIAS:
             tl.store(db_row + cols, tl.sum(db_acc, axis=0), mask=col_ok)
+    elif CHUNKS_IN_REGISTERS:
+        cols = chunk_ids * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        tl.store(dw_row + cols, dw_acc, mask=cols < N)
+        if HAS_DBIAS:
+            tl.store(db_row + cols, db_acc, mask=cols < N)
 
 
 @triton.jit

@@ -86,7 +86,7 @@ def norm_fwd_kernel(
             for chunk in range(NUM_CHUNKS):
                 cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
                 ok = row_ok[:, None] & (cols < N)[None, :]
-                x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0).to(ACC)
+                x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0, eviction_policy="evict_last").to(ACC)
                 lane_sq += x * x
             sq = tl.sum(lane_sq, axis=1)
         else:
@@ -95,7 +95,7 @@ def norm_fwd_kernel(
             for chunk in range(NUM_CHUNKS):
                 cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
                 ok = row_ok[:, None] & (cols < N)[None, :]
-                x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0).to(ACC)
+                x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0, eviction_policy="evict_last").to(ACC)
                 seen = chunk * BLOCK_N * 1.0  # every earlier chunk was full
                 n_chunk = tl.minimum(N - chunk * BLOCK_N, BLOCK_N) * 1.0
                 chunk_mean = tl.sum(x, axis=1) / n_chunk
@@ -111,7 +111,7 @@ def norm_fwd_kernel(
         for chunk in range(NUM_CHUNKS):
             cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
             ok = row_ok[:, None] & (cols < N)[None, :]
-            x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0).to(ACC)
+            x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0, eviction_policy="evict_first").to(ACC)
             if IS_RMS:
                 xhat = x * rstd[:, None]
             else:

@@ -59,11 +59,14 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     if m == 0:
         dw = torch.zeros(n, dtype=weight.dtype, device=x.device)
         return dx, dw, torch.zeros_like(dw) if has_dbias else None
-    cfg = config.bwd_config(m, n)
+    cfg = config.bwd_config(m, n, has_dbias)
     row_blocks = triton.cdiv(m, cfg.block_m)
     programs = config.bwd_programs(x, row_blocks, cfg)
-    # The chunked path adds into its partial row, so it needs zeros; the one-tile path writes every element.
-    alloc = torch.zeros if cfg.num_chunks > 1 else torch.empty
+    chunks_in_registers = (
+        triton.next_power_of_2(cfg.num_chunks) if cfg.num_chunks > 1 and cfg.partials_in_registers else 0
+    )
+    # A chunked row that adds into its partial row in memory needs zeros; the other paths write every element.
+    alloc = torch.zeros if cfg.num_chunks > 1 and not chunks_in_registers else torch.empty
     partial = alloc((2 if has_dbias else 1, programs, n), dtype=acc_torch, device=x.device)
     norm_bwd_kernel[(programs,)](
         dy, x, weight, mean if mean is not None else rstd, rstd, mask if mask is not None else dx, dx, partial,
@@ -71,7 +74,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
         programs, triton.cdiv(row_blocks, programs),
         IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, HAS_MASK=mask is not None, HAS_DBIAS=has_dbias,
         ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks,
-        NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
+        CHUNKS_IN_REGISTERS=chunks_in_registers, NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
     )  # fmt: skip
     dw, db = _sum_partials(partial, weight.dtype)
     return dx, dw, db

@@ -1,0 +1,115 @@
+"""``python -m normkit.bench.overhead``: how much of a small call is the host's work, per provider.
+
+For each case and provider it measures, in microseconds a call:
+
+- ``gpu``: the device time (``do_bench``: events around each call, median), what the GB/s tables use;
+- ``enqueue``: host time to issue one call (1000 calls in a row, no synchronization inside the loop);
+- ``stream``: wall time a call when 1000 calls run back to back (the larger of host and device time);
+- ``graph``: wall time a call when the same call is captured once in a CUDA graph and replayed 1000 times.
+
+When ``stream`` is well above ``gpu``, the host is the bottleneck: the Python wrapper and the launch cost more than
+the kernel, and a CUDA graph (or ``torch.compile``'s cudagraphs mode) is the remedy.
+
+Example: ``python -m normkit.bench.overhead --M 4096 --N 768 --ops ln_fwd ln_bwd --providers triton cudnn eager``
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import time
+
+import torch
+
+from .__main__ import _check
+from .cases import OPS, Case, make_inputs
+from .providers import PROVIDERS, Unsupported, make
+
+CALLS = 1000
+
+
+def _wall_us(fn, calls: int = CALLS) -> tuple[float, float]:
+    """(enqueue, stream) microseconds a call."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    issued = time.perf_counter()
+    torch.cuda.synchronize()
+    done = time.perf_counter()
+    return (issued - start) / calls * 1e6, (done - start) / calls * 1e6
+
+
+def _graph_us(fn, calls: int = CALLS) -> float:
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # warm-up off the default stream, as capture requires
+        fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    return _wall_us(graph.replay, calls)[1]
+
+
+def measure(case: Case, provider: str) -> dict:
+    from triton.testing import do_bench
+
+    row = {"op": case.op, "M": case.m, "N": case.n, "x_dtype": case.x_dtype, "provider": provider}
+    inputs = make_inputs(case)
+    try:
+        fn = make(provider, case, inputs)
+        _check(case, fn(), inputs.expected)
+    except Unsupported as reason:
+        return {**row, "note": str(reason)[:80]}
+    for _ in range(20):  # warm caches and compilers
+        fn()
+    row["gpu"] = do_bench(fn, warmup=10, rep=50, return_mode="median") * 1e3
+    row["enqueue"], row["stream"] = _wall_us(fn)
+    if case.direction == "bwd" and provider not in ("triton", "cudnn"):
+        # an autograd backward cannot be captured, and a failed capture leaves the CUDA RNG unusable
+        return {**row, "note": "no CUDA graph: autograd backward"}
+    try:
+        row["graph"] = _graph_us(fn)
+    except Exception as error:  # a provider that cannot be captured (host synchronization inside)
+        row["note"] = f"no CUDA graph: {type(error).__name__}"
+    return row
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m normkit.bench.overhead", description=__doc__.splitlines()[0])
+    parser.add_argument("--M", type=int, default=4096)
+    parser.add_argument("--N", type=int, nargs="+", default=[768])
+    parser.add_argument("--dtype", default="bf16", choices=["fp32", "fp16", "bf16"])
+    parser.add_argument("--ops", nargs="+", default=["ln_fwd", "ln_bwd"], choices=list(OPS))
+    parser.add_argument("--providers", nargs="+", default=["triton", "cudnn", "eager", "compile"], choices=PROVIDERS)
+    parser.add_argument("--out", default="benchmarks/results/overhead.csv")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        raise SystemExit("normkit.bench.overhead times calls on an NVIDIA GPU; none is visible here")
+    print(f"{torch.cuda.get_device_name()}: microseconds a call ({CALLS} calls)")
+    print(f"{'op':<12}{'M x N':>12}  {'provider':<9}{'gpu':>8}{'enqueue':>9}{'stream':>8}{'graph':>8}")
+    rows = []
+    for n in args.N:
+        for op in args.ops:
+            case = Case(op, args.M, n, args.dtype, args.dtype)
+            for provider in args.providers:
+                row = measure(case, provider)
+                rows.append(row)
+                cells = "".join(f"{row[k]:>8.1f}" if k in row else f"{'-':>8}" for k in ("gpu", "enqueue", "stream"))
+                graph = f"{row['graph']:>8.1f}" if "graph" in row else f"{'-':>8}"
+                print(
+                    f"{op:<12}{f'{case.m}x{n}':>12}  {provider:<9}{cells[:8]} {cells[8:]}{graph}  {row.get('note', '')}"
+                )
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(args.out, "w", newline="") as f:
+        fields = ["op", "M", "N", "x_dtype", "provider", "gpu", "enqueue", "stream", "graph", "note"]
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
