@@ -247,3 +247,20 @@ def test_weight_gradients_are_bit_identical_over_20_runs(n):
     for _ in range(19):
         again = nt.layer_norm_bwd(dy, x, w, mean, rstd)
         assert all(torch.equal(a, f) for a, f in zip(again, first))
+
+
+def test_tuner_grid_contains_the_heuristics_choice():
+    """`python -m normkit.bench.tune` times the heuristic next to its grid; every shape of the benchmark sweeps must
+    find the heuristic's config in that grid, or the tuner could not show that it is the fastest one."""
+    from normkit.bench.cases import SWEEPS, Case
+    from normkit.bench.tune import candidates
+    from normkit.triton import config
+
+    for m, n, x_dtype, w_dtype in {shape for sweep in SWEEPS.values() for shape in sweep}:
+        for op in ("ln_fwd", "ln_bwd", "rms_bwd"):
+            case = Case(op, m, n, x_dtype, w_dtype)
+            if case.direction == "fwd":
+                chosen = config.fwd_config(m, n)
+            else:
+                chosen = config.bwd_config(m, n, has_dbias=case.kind != "rms_norm")
+            assert chosen in candidates(case), (op, m, n, chosen)

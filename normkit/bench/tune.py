@@ -37,7 +37,9 @@ def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
 def candidates(case: Case) -> list[LaunchConfig]:
     """The grid: whole-row tiles up to 8192 elements, and for rows that do not fit, chunks of 1024-4096 (several rows
     a step for the shorter chunks; in the backward, dW/dB partials added into memory or kept in registers); warps
-    for 8-32 elements a thread; backward also 1 or 2 pipeline stages and 1-8 programs per SM."""
+    for 8-32 elements a thread (4-16 with partials in registers); backward also 1 or 2 pipeline stages and 1-8
+    programs per SM. The grid for one long-row backward case is large (about 30 compiles): tune such shapes one
+    ``--N`` at a time."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction == "fwd"
@@ -56,8 +58,9 @@ def candidates(case: Case) -> list[LaunchConfig]:
             chunks = triton.cdiv(n, chunk)
             for warps in _warp_options(block_m * chunk, per_thread):
                 out.append(LaunchConfig(block_m, chunk, chunks, warps, 1))
-                # registers for the whole row's partials: up to 16384 columns (the size of one whole-row tile)
-                if not fwd and block_m == 1 and triton.next_power_of_2(chunks) * chunk <= 16384:
+            # the whole row's partials in registers: more warps (4-16 elements a thread), so they fit
+            if not fwd and block_m == 1 and triton.next_power_of_2(chunks) * chunk <= config.REGISTER_PARTIALS_MAX_N:
+                for warps in _warp_options(chunk, (4, 8, 16)):
                     out.append(LaunchConfig(1, chunk, chunks, warps, 1, partials_in_registers=True))
     if not fwd:  # programs per SM is a launch argument only: no extra compile
         per_sm = {cfg: (1, 2, 4, 8) if cfg.num_chunks == 1 else (1, 2, 4) for cfg in out}

@@ -85,7 +85,7 @@ def fwd_config(m: int, n: int) -> LaunchConfig:
     """
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    return _fwd_heuristic(min(m, 1 << 20), n, tuple(LIMITS.values()))
+    return _fwd_heuristic(_rows_key(m), n, tuple(LIMITS.values()))
 
 
 def bwd_config(m: int, n: int, has_dbias: bool = True) -> LaunchConfig:
@@ -101,11 +101,17 @@ def bwd_config(m: int, n: int, has_dbias: bool = True) -> LaunchConfig:
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
-    return _bwd_heuristic(min(m, 1 << 20), n, has_dbias, tuple(LIMITS.values()))
+    return _bwd_heuristic(_rows_key(m), n, has_dbias, tuple(LIMITS.values()))
 
 
 # The launchers ask on every call; a few microseconds of Python each time is worth caching for small calls.
 # LIMITS is part of the key, so limits() still takes effect.
+def _rows_key(m: int) -> int:
+    """M matters to the heuristic only through ``_rows_per_tile``'s power of two (at most 512 rows a tile), so
+    M = 3000 and M = 4000 share one cache entry."""
+    return min(triton.next_power_of_2(max(m, 1)), 1 << 16)
+
+
 @functools.lru_cache(maxsize=4096)
 def _fwd_heuristic(m: int, n: int, _limits: tuple) -> LaunchConfig:
     chunked = _chunks(n, LIMITS["fwd_max_block_n"])
