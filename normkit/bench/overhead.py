@@ -16,17 +16,17 @@ Example: ``python -m normkit.bench.overhead --M 4096 --N 768 --ops ln_fwd ln_bwd
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import time
 
 import torch
 
-from .__main__ import _check
+from .__main__ import _check, write_csv
 from .cases import OPS, Case, make_inputs
 from .providers import PROVIDERS, Unsupported, make
 
 CALLS = 1000
+TIMES = ("gpu", "enqueue", "stream", "graph")  # microseconds a call, see the module docstring
 
 
 def _wall_us(fn, calls: int = CALLS) -> tuple[float, float]:
@@ -89,7 +89,7 @@ def main(argv=None) -> None:
     if not torch.cuda.is_available():
         raise SystemExit("normkit.bench.overhead times calls on an NVIDIA GPU; none is visible here")
     print(f"{torch.cuda.get_device_name()}: microseconds a call ({CALLS} calls)")
-    print(f"{'op':<12}{'M x N':>12}  {'provider':<9}{'gpu':>8}{'enqueue':>9}{'stream':>8}{'graph':>8}")
+    print(f"{'op':<12}{'M x N':>12}  {'provider':<9}" + "".join(f"{k:>9}" for k in TIMES))
     rows = []
     for n in args.N:
         for op in args.ops:
@@ -97,17 +97,10 @@ def main(argv=None) -> None:
             for provider in args.providers:
                 row = measure(case, provider)
                 rows.append(row)
-                cells = "".join(f"{row[k]:>8.1f}" if k in row else f"{'-':>8}" for k in ("gpu", "enqueue", "stream"))
-                graph = f"{row['graph']:>8.1f}" if "graph" in row else f"{'-':>8}"
-                print(
-                    f"{op:<12}{f'{case.m}x{n}':>12}  {provider:<9}{cells[:8]} {cells[8:]}{graph}  {row.get('note', '')}"
-                )
+                times = "".join(f"{row[k]:>9.1f}" if k in row else f"{'-':>9}" for k in TIMES)
+                print(f"{op:<12}{f'{case.m}x{n}':>12}  {provider:<9}{times}  {row.get('note', '')}")
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out, "w", newline="") as f:
-        fields = ["op", "M", "N", "x_dtype", "provider", "gpu", "enqueue", "stream", "graph", "note"]
-        writer = csv.DictWriter(f, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows({k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()} for r in rows)
+    write_csv([{k: round(v, 2) if isinstance(v, float) else v for k, v in r.items()} for r in rows], args.out)
     print(f"wrote {args.out}")
 
 
