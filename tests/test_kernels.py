@@ -134,6 +134,23 @@ def test_chunked_rows(op):
         check_backward("triton", op, x, w, b, zero_centered_gamma=True)
 
 
+def test_chunked_forward_variance_is_stable_at_a_large_mean():
+    """A mean 10**4 standard deviations from zero: a sum of squares in float32 loses the variance entirely
+    (E[x^2] = 1e8, eps * 1e8 > 1), the per-lane Welford of the chunked forward must not."""
+    from normkit.triton import config
+
+    x = (1e4 + torch.randn(5, 1000, device=DEVICE)).float()
+    w, b = torch.ones(1000, device=DEVICE), torch.zeros(1000, device=DEVICE)
+    with config.limits(fwd_max_block_n=128, chunk_n=128):
+        assert config.fwd_config(5, 1000).num_chunks == 8
+        _, mean, rstd = backend_ops("triton").layer_norm_fwd(x, w, b, 1e-5)
+    # the statistics only: y = (x - mean) * rstd inherits the float32 spacing of x and of the mean at 1e4 (0.001),
+    # so any two float32 computations of y differ by that much
+    want = reference.layer_norm_fwd(x, w, b, 1e-5)
+    compare(mean, want[1], "mean")
+    compare(rstd, want[2], "rstd")
+
+
 def test_launch_heuristic_is_cached_but_follows_limits():
     """The heuristic's answers are cached for small calls; the cache must not outlive a change of LIMITS."""
     from normkit.triton import config

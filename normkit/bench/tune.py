@@ -56,7 +56,7 @@ def candidates(case: Case) -> list[LaunchConfig]:
     if full >= 8192:
         for block_m, chunk in ((1, 1024), (1, 2048), (1, 4096), (2, 1024), (2, 2048), (4, 1024)):
             chunks = triton.cdiv(n, chunk)
-            for warps in _warp_options(block_m * chunk, per_thread):
+            for warps in _warp_options(block_m * chunk, (4, 8, 16, 32) if fwd else per_thread):
                 out.append(LaunchConfig(block_m, chunk, chunks, warps, 1))
             # the whole row's partials in registers: more warps (4-16 elements a thread), so they fit
             if not fwd and block_m == 1 and triton.next_power_of_2(chunks) * chunk <= config.REGISTER_PARTIALS_MAX_N:

@@ -77,11 +77,17 @@ def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
 
 
 def fwd_config(m: int, n: int) -> LaunchConfig:
-    """Whole rows in tiles of 4096 elements (8192 at N = 4096), 32 elements a thread; above 4096, chunks of 2048
-    (4096 above N = 8192) at 4 warps.
+    """Whole rows in tiles of 4096 elements (8192 at N = 4096), 32 elements a thread. Above 4096, chunks of 2048 at
+    16 warps (4 elements a thread, as Inductor's looped reductions) when there are at least 4096 rows; with fewer
+    rows, chunks of 2048 (4096 above N = 8192) at 4 warps, so every program fits in the first wave.
 
-    Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 8192 this
-    choice was the fastest candidate timed or within 1% of it; at 16384 (LayerNorm) within 0.3% of the fastest.
+    Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
+    choice was the fastest candidate timed or within 1% of it. Chunked rows (GPU runs 24-29: chunks of 1024-16384
+    at 4-32 warps): 2048 at 16 warps was the fastest at 8192 and 16384 for both norms (RMSNorm 4.15-4.25 TB/s,
+    98-100% of copy; LayerNorm 3.3-3.8) and for LayerNorm at 65536, while RMSNorm at 65536 ran 18% faster in chunks
+    of 8192 at 32 warps (not taken: one data point). At 1024 x 12288 the 16-warp programs (run 29) ran 4%
+    (LayerNorm) and 13% (with the clamped ReLU) slower than the 4-warp ones had in run 22, hence the rule for few
+    rows.
     """
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
@@ -114,9 +120,14 @@ def _rows_key(m: int) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def _fwd_heuristic(m: int, n: int, _limits: tuple) -> LaunchConfig:
-    chunked = _chunks(n, LIMITS["fwd_max_block_n"])
-    if chunked:  # 4 warps: 16 elements a thread in chunks of 2048, 32 in chunks of 4096
-        return replace(chunked, num_warps=max(1, min(4, chunked.block_n // (32 * 16))))
+    if row_block_n(n) > LIMITS["fwd_max_block_n"]:
+        if m >= 4096:  # 4 elements a thread; rows enough to fill the GPU many times over
+            chunk = min(LIMITS["chunk_n"], 2048)
+            warps = chunk // (32 * 4)
+        else:  # few rows: small programs, so that all of them run in the first wave
+            chunk = min(LIMITS["chunk_n"], 2048 if n <= 8192 else 4096)
+            warps = min(4, chunk // (32 * 16))
+        return LaunchConfig(1, chunk, triton.cdiv(n, chunk), max(1, warps))
     block_n = row_block_n(n)
     block_m = _rows_per_tile(m, block_n, max(4096, 2 * block_n))
     return LaunchConfig(block_m, block_n, 1, max(1, min(16, block_m * block_n // (32 * 32))))

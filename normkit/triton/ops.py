@@ -33,7 +33,8 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
         m, n, x.stride(0), y.stride(0), mask.stride(0) if mask is not None else 0, float(eps),
         float(lower), float(upper),
         IS_RMS=is_rms, HAS_BIAS=bias is not None, ZERO_CENTERED=zero_centered_gamma, CLAMP_MASK=clamp is not None,
-        ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, num_warps=cfg.num_warps,
+        ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, UNROLL=min(cfg.num_chunks, 8),
+        num_warps=cfg.num_warps,
     )  # fmt: skip
     return y, mean, rstd, mask
 
