@@ -77,7 +77,8 @@ def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
 
 
 def fwd_config(m: int, n: int) -> LaunchConfig:
-    """Whole rows in tiles of 4096 elements (8192 at N = 4096), 32 elements a thread. Above 4096, chunks of 2048 at
+    """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns),
+    32 elements a thread. Above 4096, chunks of 2048 at
     16 warps (4 elements a thread, as Inductor's looped reductions) when there are at least 4096 rows; with fewer
     rows, chunks of 2048 (4096 above N = 8192) at 4 warps, so every program fits in the first wave.
 
@@ -103,7 +104,10 @@ def bwd_config(m: int, n: int, has_dbias: bool = True) -> LaunchConfig:
 
     Measured as the forward (benchmarks/tuning/): for N = 512 ... 4096 the fastest candidate timed; 6% behind
     the fastest at N = 256 (which used 1 stage, not 2) and 2% at 8192; at 16384 the fastest of the chunked
-    candidates timed (RMSNorm 3673 GB/s, LayerNorm 1962).
+    candidates timed (RMSNorm 3673 GB/s, LayerNorm 1962). At most 4096 rows of at most 1024 columns: tiles of 2048
+    at 32 elements a thread, 2 stages, 4 programs per SM; on the tuner's four small backward cases (run 33: LN and
+    masked LN at 4096 x 768 and 4096 x 128) this rule came within 0.93-1.0 of the fastest candidate, the large-M
+    rule within 0.68-0.83 (fewer, fuller programs: fewer partial rows to sum).
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
@@ -129,8 +133,15 @@ def _fwd_heuristic(m: int, n: int, _limits: tuple) -> LaunchConfig:
             warps = min(4, chunk // (32 * 16))
         return LaunchConfig(1, chunk, triton.cdiv(n, chunk), max(1, warps))
     block_n = row_block_n(n)
-    block_m = _rows_per_tile(m, block_n, max(4096, 2 * block_n))
+    tile = 2048 if _few_short_rows(m, block_n) else max(4096, 2 * block_n)
+    block_m = _rows_per_tile(m, block_n, tile)
     return LaunchConfig(block_m, block_n, 1, max(1, min(16, block_m * block_n // (32 * 32))))
+
+
+def _few_short_rows(m: int, block_n: int) -> bool:
+    """At most 4096 rows of at most 1024 columns: a call of a few microseconds, where smaller tiles (2048 elements)
+    and, in the backward, fewer partial rows to sum win (tuner, GPU run 33: 4096 x 768 and 4096 x 128)."""
+    return m <= 4096 and block_n <= 1024
 
 
 @functools.lru_cache(maxsize=4096)
@@ -142,6 +153,9 @@ def _bwd_heuristic(m: int, n: int, has_dbias: bool, _limits: tuple) -> LaunchCon
     if chunked:  # measured: 1 program per SM best at 4 chunks (N = 16384), 2 at 16 chunks (N = 65536)
         return replace(chunked, programs_per_sm=1 if chunked.num_chunks <= 4 else 2)
     block_n = row_block_n(n)
+    if _few_short_rows(m, block_n):  # tiles of 2048 at 32 elements a thread, pipelined, 4 programs per SM
+        block_m = _rows_per_tile(m, block_n, 2048)
+        return LaunchConfig(block_m, block_n, 1, max(1, block_m * block_n // (32 * 32)), 2, 4)
     block_m = _rows_per_tile(m, block_n, 1024)
     tile = block_m * block_n
     warps = 32 if block_n >= 8192 else max(1, tile // (32 * 16))
