@@ -37,7 +37,8 @@ def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
 def candidates(case: Case) -> list[LaunchConfig]:
     """The grid: whole-row tiles up to 8192 elements, and for rows that do not fit, chunks of 1024-4096 (several rows
     a step for the shorter chunks; in the backward, dW/dB partials added into memory or kept in registers); warps
-    for 8-32 elements a thread (4-16 with partials in registers); backward also 1 or 2 pipeline stages and 1-8
+    for 16-32 elements a thread in the forward's whole rows and 8-32 in the backward's, 4-32 in forward chunks, 4-16
+    with partials in registers; backward also 1 or 2 pipeline stages and 1-8
     programs per SM. The grid for one long-row backward case is large (about 30 compiles): tune such shapes one
     ``--N`` at a time."""
     n = case.n
