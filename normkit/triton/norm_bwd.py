@@ -33,6 +33,11 @@ import triton.language as tl
 
 
 @triton.jit
+def _add_pairs(a1, a2, b1, b2):
+    return a1 + b1, a2 + b2
+
+
+@triton.jit
 def _load_tile(
     DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr,
@@ -123,10 +128,12 @@ def norm_bwd_kernel(
                 DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, 0, N, stride_dy, stride_x, stride_mask,
                 IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "",
             )  # fmt: skip
-            c1 = tl.sum(xhat * g, axis=1) / N
-            dx = g - xhat * c1[:, None]
-            if not IS_RMS:
-                dx -= (tl.sum(g, axis=1) / N)[:, None]
+            if IS_RMS:
+                c1 = tl.sum(xhat * g, axis=1) / N
+                dx = g - xhat * c1[:, None]
+            else:  # both row sums in one reduction: one exchange across the warps, not two (+2-5% at 1024-4096)
+                s1, s2 = tl.reduce((xhat * g, g), 1, _add_pairs)
+                dx = g - xhat * (s1 / N)[:, None] - (s2 / N)[:, None]
             dx *= rstd[:, None]
             ok = row_ok[:, None] & (cols < N)[None, :]
             tl.store(DX + rows64[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=ok)
@@ -145,7 +152,7 @@ def norm_bwd_kernel(
                 lane_xhat_g += xhat * g
                 if not IS_RMS:
                     lane_g += g
-            c1 = tl.sum(lane_xhat_g, axis=1) / N
+            c1 = tl.sum(lane_xhat_g, axis=1) / N  # two sums here: one joint reduction measured 5% slower at 16384
             c2 = tl.sum(lane_g, axis=1) / N
             # pass two walks the row backwards: its first chunks are the ones pass one read last, the likeliest
             # still in L2
