@@ -166,6 +166,19 @@ def test_launch_heuristic_is_cached_but_follows_limits():
     assert not config.bwd_config(64, 2 * config.REGISTER_PARTIALS_MAX_N).partials_in_registers
 
 
+@pytest.mark.parametrize("limit", ["fwd_max_block_n", "bwd_max_block_n"])
+def test_no_tile_is_wider_than_its_limit(limit):
+    """A chunk is a tile too: lowering one max_block_n alone (chunk_n left at its default) must still give tiles no
+    wider than that limit, for any M and N."""
+    from normkit.triton import config
+
+    with config.limits(**{limit: 128}):
+        for m in (1, 100, 4096, 32768):
+            for n in (100, 1000, 12288, 65536):
+                cfg = config.fwd_config(m, n) if limit.startswith("fwd") else config.bwd_config(m, n)
+                assert cfg.block_n <= 128, (m, n, cfg)
+
+
 @pytest.mark.parametrize("op", list(FORWARDS))
 @pytest.mark.parametrize("block_m", [1, 2, 4])
 @pytest.mark.parametrize("in_registers", [False, True], ids=["partials_in_memory", "partials_in_registers"])

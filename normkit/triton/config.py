@@ -65,11 +65,13 @@ def row_block_n(n: int) -> int:
     return max(16, triton.next_power_of_2(n))
 
 
-def _chunks(n: int, max_block_n: int) -> LaunchConfig | None:
+def _chunked(n: int, max_block_n: int, chunk: int, per_thread: int) -> LaunchConfig | None:
+    """None when a row fits one tile of at most max_block_n; else one row a program in chunks of ``chunk`` columns
+    (at most ``LIMITS["chunk_n"]`` and max_block_n: a chunk is a tile too), ``per_thread`` elements a thread."""
     if row_block_n(n) <= max_block_n:
         return None
-    chunk = min(LIMITS["chunk_n"], max_block_n, 2048 if n <= 8192 else 4096)
-    return LaunchConfig(1, chunk, triton.cdiv(n, chunk), max(1, chunk // (32 * 16)))
+    chunk = min(LIMITS["chunk_n"], max_block_n, chunk)
+    return LaunchConfig(1, chunk, triton.cdiv(n, chunk), max(1, chunk // (32 * per_thread)))
 
 
 def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
@@ -124,14 +126,14 @@ def _rows_key(m: int) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def _fwd_heuristic(m: int, n: int, _limits: tuple) -> LaunchConfig:
-    if row_block_n(n) > LIMITS["fwd_max_block_n"]:
-        if m > 2048:  # 4 elements a thread; rows enough to fill the GPU many times over
-            chunk = min(LIMITS["chunk_n"], 2048)
-            warps = chunk // (32 * 4)
-        else:  # few rows: small programs, so that all of them run in the first wave
-            chunk = min(LIMITS["chunk_n"], 2048 if n <= 8192 else 4096)
-            warps = min(4, chunk // (32 * 16))
-        return LaunchConfig(1, chunk, triton.cdiv(n, chunk), max(1, warps))
+    if m > 2048:  # 4 elements a thread; rows enough to fill the GPU many times over
+        chunked = _chunked(n, LIMITS["fwd_max_block_n"], 2048, per_thread=4)
+    else:  # few rows: small programs (at most 4 warps), so that all of them run in the first wave
+        chunked = _chunked(n, LIMITS["fwd_max_block_n"], 2048 if n <= 8192 else 4096, per_thread=16)
+        if chunked:
+            chunked = replace(chunked, num_warps=min(4, chunked.num_warps))
+    if chunked:
+        return chunked
     block_n = row_block_n(n)
     tile = 2048 if _few_short_rows(m, block_n) else max(4096, 2 * block_n)
     block_m = _rows_per_tile(m, block_n, tile)
@@ -146,12 +148,14 @@ def _few_short_rows(m: int, block_n: int) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _bwd_heuristic(m: int, n: int, has_dbias: bool, _limits: tuple) -> LaunchConfig:
-    chunked = _chunks(n, LIMITS["bwd_max_block_n"])
-    if chunked and row_block_n(n) <= REGISTER_PARTIALS_MAX_N:  # 4 elements a thread in each chunk
-        chunk = min(LIMITS["chunk_n"], 4096 if has_dbias else 2048)
-        return LaunchConfig(1, chunk, triton.cdiv(n, chunk), max(1, chunk // (32 * 4)), 1, 1, True)
-    if chunked:  # measured: 1 program per SM best at 4 chunks (N = 16384), 2 at 16 chunks (N = 65536)
-        return replace(chunked, programs_per_sm=1 if chunked.num_chunks <= 4 else 2)
+    if row_block_n(n) <= REGISTER_PARTIALS_MAX_N:  # partials in registers, 4 elements a thread in each chunk
+        chunked = _chunked(n, LIMITS["bwd_max_block_n"], 4096 if has_dbias else 2048, per_thread=4)
+        if chunked:
+            return replace(chunked, programs_per_sm=1, partials_in_registers=True)
+    else:  # partials in memory; measured: 1 program per SM best at 4 chunks (N = 16384), 2 at 16 (N = 65536)
+        chunked = _chunked(n, LIMITS["bwd_max_block_n"], 4096, per_thread=16)
+        if chunked:
+            return replace(chunked, programs_per_sm=1 if chunked.num_chunks <= 4 else 2)
     block_n = row_block_n(n)
     if _few_short_rows(m, block_n):  # tiles of 2048 at 32 elements a thread, pipelined, 4 programs per SM
         block_m = _rows_per_tile(m, block_n, 2048)
