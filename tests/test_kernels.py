@@ -134,15 +134,22 @@ def test_chunked_rows(op):
         check_backward("triton", op, x, w, b, zero_centered_gamma=True)
 
 
-def test_chunked_forward_variance_is_stable_at_a_large_mean():
-    """A mean 10**4 standard deviations from zero: a sum of squares in float32 loses the variance entirely
-    (E[x^2] = 1e8, eps * 1e8 > 1), the per-lane Welford of the chunked forward must not."""
+@pytest.mark.parametrize("n", [1000, 1024])  # a ragged last chunk, and whole chunks (EVEN_N)
+@pytest.mark.parametrize("data", ["large_mean", "outlier_chunk0"])
+def test_chunked_forward_variance_is_stable(n, data):
+    """large_mean: a mean 10**4 standard deviations from zero; a sum of squares in float32 loses the variance
+    entirely (E[x^2] = 1e8, eps * 1e8 > 1). outlier_chunk0: the first chunk, whose values are the shifts of the
+    LayerNorm lanes' sums, is 10**4 away from the rest of the row. The chunked forward must get both right."""
     from normkit.triton import config
 
-    x = (1e4 + torch.randn(5, 1000, device=DEVICE)).float()
-    w, b = torch.ones(1000, device=DEVICE), torch.zeros(1000, device=DEVICE)
+    x = torch.randn(5, n, device=DEVICE)
+    if data == "large_mean":
+        x += 1e4
+    else:
+        x[:, :128] += 1e4
+    w, b = torch.ones(n, device=DEVICE), torch.zeros(n, device=DEVICE)
     with config.limits(fwd_max_block_n=128, chunk_n=128):
-        assert config.fwd_config(5, 1000).num_chunks == 8
+        assert config.fwd_config(5, n).num_chunks == 8
         _, mean, rstd = backend_ops("triton").layer_norm_fwd(x, w, b, 1e-5)
     # the statistics only: y = (x - mean) * rstd inherits the float32 spacing of x and of the mean at 1e4 (0.001),
     # so any two float32 computations of y differ by that much
@@ -191,7 +198,7 @@ def test_chunked_rows_with_several_rows_per_program(op, block_m, in_registers, n
 
     x, w, b = make_inputs(7, n, torch.bfloat16, torch.float32, row_pad=5)
     fwd = LaunchConfig(block_m, 128, -(-n // 128), 4)
-    bwd = LaunchConfig(block_m, 128, -(-n // 128), 4, 1, 1, partials_in_registers=in_registers)
+    bwd = LaunchConfig(block_m, 128, -(-n // 128), 4, 1, partials_in_registers=in_registers)
     with config.forced(fwd=fwd, bwd=bwd):
         check_forward("triton", op, x, w, b)
         check_backward("triton", op, x, w, b)
@@ -292,5 +299,7 @@ def test_tuner_grid_contains_the_heuristics_choice():
             if case.direction == "fwd":
                 chosen = config.fwd_config(m, n)
             else:
-                chosen = config.bwd_config(m, n, has_dbias=case.kind != "rms_norm")
+                chosen = config.bwd_config(
+                    m, n, has_dbias=case.kind != "rms_norm", has_mask=case.kind == "layer_norm_clamped_relu"
+                )
             assert chosen in candidates(case), (op, m, n, chosen)

@@ -1,6 +1,6 @@
 """``python -m normkit.bench.tune``: time every launch config of the Triton kernels on the benchmark's shapes.
 
-For each case it enumerates candidate ``LaunchConfig`` s (tile shape, warps, pipelining depth, persistent programs
+For each case it enumerates candidate ``LaunchConfig`` s (tile shape, warps, persistent programs
 per SM), compiles them in parallel worker processes (each checks its result against ``normkit.reference`` on a
 small M), then times each one on the full shape with ``do_bench``, next to the heuristic's own choice. The table
 it prints is what ``normkit/triton/config.py``'s heuristic is fitted to; the CSV keeps every timing.
@@ -38,31 +38,30 @@ def candidates(case: Case) -> list[LaunchConfig]:
     """The grid: whole-row tiles up to 8192 elements, and for rows that do not fit, chunks of 1024-4096 (several rows
     a step for the shorter chunks; in the backward, dW/dB partials added into memory or kept in registers); warps
     for 16-32 elements a thread in the forward's whole rows and 8-32 in the backward's, 4-32 in forward chunks, 4-16
-    with partials in registers; backward also 1 or 2 pipeline stages and 1-8
+    with partials in registers; backward also 1-8
     programs per SM. The grid for one long-row backward case is large (about 30 compiles): tune such shapes one
     ``--N`` at a time."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction == "fwd"
     per_thread = (16, 32) if fwd else (8, 16, 32)
-    stages = (1,) if fwd else (1, 2)
     out = []
     for tile in (1024, 2048, 4096, 8192):
         if tile < full or tile // full > triton.next_power_of_2(case.m):
             continue
         for warps in _warp_options(tile, per_thread):
-            out += [LaunchConfig(tile // full, full, 1, warps, s) for s in stages]
+            out.append(LaunchConfig(tile // full, full, 1, warps))
     if not fwd and full == 16384:  # one whole-row tile at 16 elements a thread, against the chunked rows below
-        out.append(LaunchConfig(1, full, 1, 32, 1))
+        out.append(LaunchConfig(1, full, 1, 32))
     if full >= 8192:
         for block_m, chunk in ((1, 1024), (1, 2048), (1, 4096), (2, 1024), (2, 2048), (4, 1024)):
             chunks = triton.cdiv(n, chunk)
             for warps in _warp_options(block_m * chunk, (4, 8, 16, 32) if fwd else per_thread):
-                out.append(LaunchConfig(block_m, chunk, chunks, warps, 1))
+                out.append(LaunchConfig(block_m, chunk, chunks, warps))
             # the whole row's partials in registers: more warps (4-16 elements a thread), so they fit
             if not fwd and block_m == 1 and triton.next_power_of_2(chunks) * chunk <= config.REGISTER_PARTIALS_MAX_N:
                 for warps in _warp_options(chunk, (4, 8, 16)):
-                    out.append(LaunchConfig(1, chunk, chunks, warps, 1, partials_in_registers=True))
+                    out.append(LaunchConfig(1, chunk, chunks, warps, partials_in_registers=True))
     if not fwd:  # programs per SM is a launch argument only: no extra compile
         per_sm = {cfg: (1, 2, 4, 8) if cfg.num_chunks == 1 else (1, 2, 4) for cfg in out}
         out = [dataclasses.replace(cfg, programs_per_sm=k) for cfg in out for k in per_sm[cfg]]
@@ -126,7 +125,9 @@ def tune(cases, *, workers: int, rep: int, out_csv: str) -> list[dict]:
         if case.direction == "fwd":
             heuristic = config.fwd_config(case.m, case.n)
         else:
-            heuristic = config.bwd_config(case.m, case.n, has_dbias=case.kind != "rms_norm")
+            heuristic = config.bwd_config(
+                case.m, case.n, has_dbias=case.kind != "rms_norm", has_mask=case.kind == "layer_norm_clamped_relu"
+            )
         for cfg in [None] + candidates(case):  # None: the heuristic's own choice
             if cfg is not None and status.get((case, _compile_key(cfg))) != "ok":
                 continue
@@ -161,7 +162,7 @@ def tune(cases, *, workers: int, rep: int, out_csv: str) -> list[dict]:
 def _short(r) -> str:
     if not r:
         return "-"
-    return (f"m{r['block_m']} n{r['block_n']}x{r['num_chunks']} w{r['num_warps']} s{r['num_stages']} "
+    return (f"m{r['block_m']} n{r['block_n']}x{r['num_chunks']} w{r['num_warps']} "
             f"p{r['programs_per_sm']}{' regs' if r['partials_in_registers'] else ''}")  # fmt: skip
 
 

@@ -27,7 +27,6 @@ class LaunchConfig:
     block_n: int  # columns per tile (the whole row when num_chunks == 1)
     num_chunks: int
     num_warps: int
-    num_stages: int = 1  # backward: software-pipelining depth of the persistent loop
     programs_per_sm: int = 0  # backward: persistent programs per SM (0: forward, one program per row block)
     partials_in_registers: bool = False  # chunked backward: dW/dB partials of the whole row kept in registers
 
@@ -97,23 +96,26 @@ def fwd_config(m: int, n: int) -> LaunchConfig:
     return _fwd_heuristic(_rows_key(m), n, tuple(LIMITS.values()))
 
 
-def bwd_config(m: int, n: int, has_dbias: bool = True) -> LaunchConfig:
-    """Tiles of max(1024, N) elements at 16 a thread, pipelined (2 stages), 8 programs per SM for N <= 1024
-    falling to 2 at N = 4096; one 8192 tile at 32 warps, 1 program per SM. Longer rows in chunks, one persistent
+def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False) -> LaunchConfig:
+    """Whole rows up to 8192 columns, ``(tile, elements a thread, warps a SM)``: (2048 below N = 2048, else
+    max(4096, N); 32; 8) with dB or at N <= 256, (same tiles; 16; 16) without; the masked backward (its mask bytes
+    and their bits take registers as well) one row of 1024-4096 columns a program at (8; 16), shorter rows in tiles
+    of 1024 at (16; 8). Programs per SM = warps a SM // warps a program. Longer rows in chunks, one persistent
     program per SM: up to 16384 columns the whole row's dW (and dB) partials stay in registers (chunks of 2048 at
     16 warps for dW alone, 4096 at 32 warps with dB as well: the second accumulator needs the registers of more
     threads); beyond that they are added into memory, row by row.
 
-    Measured as the forward (benchmarks/tuning/): for N = 512 ... 4096 the fastest candidate timed; 6% behind
-    the fastest at N = 256 (which used 1 stage, not 2) and 2% at 8192; at 16384 the fastest of the chunked
-    candidates timed (RMSNorm 3673 GB/s, LayerNorm 1962). At most 4096 rows of at most 1024 columns: tiles of 2048
-    at 32 elements a thread, 2 stages, 4 programs per SM; on the tuner's four small backward cases (run 33: LN and
-    masked LN at 4096 x 768 and 4096 x 128) this rule came within 0.93-1.0 of the fastest candidate, the large-M
-    rule within 0.68-0.83 (fewer, fuller programs: fewer partial rows to sum).
+    Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192,
+    4-32 elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``):
+    the whole-row rules are the fastest candidate, or within 1%, for LayerNorm at N = 256, 1024, 2048, 4096, 8192,
+    RMSNorm at 256, 1024, 4096, 8192 and the masked LayerNorm at 256, 1024, 2048, 4096, 8192 (at 8192 it keeps
+    LayerNorm's rule: 1833 GB/s against 1707 at 8 a thread). Small calls (5-20 us, timings that swing by 30%): at
+    4096 x 768 the rules are within 0.95-1.0 of the fastest candidate; at 4096 x 1024 (fp16) and 4096 x 128 the
+    rule's config was not among the 12 fastest printed (so at most 0.86 and 0.96 of the fastest).
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
-    return _bwd_heuristic(_rows_key(m), n, has_dbias, tuple(LIMITS.values()))
+    return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, tuple(LIMITS.values()))
 
 
 # The launchers ask on every call; a few microseconds of Python each time is worth caching for small calls.
@@ -141,13 +143,13 @@ def _fwd_heuristic(m: int, n: int, _limits: tuple) -> LaunchConfig:
 
 
 def _few_short_rows(m: int, block_n: int) -> bool:
-    """At most 4096 rows of at most 1024 columns: a call of a few microseconds, where smaller tiles (2048 elements)
-    and, in the backward, fewer partial rows to sum win (tuner, GPU run 33: 4096 x 768 and 4096 x 128)."""
+    """At most 4096 rows of at most 1024 columns: a call of a few microseconds, where the forward's smaller tiles
+    (2048 elements) win (tuner, GPU run 33: 4096 x 768 and 4096 x 128)."""
     return m <= 4096 and block_n <= 1024
 
 
 @functools.lru_cache(maxsize=4096)
-def _bwd_heuristic(m: int, n: int, has_dbias: bool, _limits: tuple) -> LaunchConfig:
+def _bwd_heuristic(m: int, n: int, has_dbias: bool, has_mask: bool, _limits: tuple) -> LaunchConfig:
     if row_block_n(n) <= REGISTER_PARTIALS_MAX_N:  # partials in registers, 4 elements a thread in each chunk
         chunked = _chunked(n, LIMITS["bwd_max_block_n"], 4096 if has_dbias else 2048, per_thread=4)
         if chunked:
@@ -157,14 +159,18 @@ def _bwd_heuristic(m: int, n: int, has_dbias: bool, _limits: tuple) -> LaunchCon
         if chunked:
             return replace(chunked, programs_per_sm=1 if chunked.num_chunks <= 4 else 2)
     block_n = row_block_n(n)
-    if _few_short_rows(m, block_n):  # tiles of 2048 at 32 elements a thread, pipelined, 4 programs per SM
-        block_m = _rows_per_tile(m, block_n, 2048)
-        return LaunchConfig(block_m, block_n, 1, max(1, block_m * block_n // (32 * 32)), 2, 4)
-    block_m = _rows_per_tile(m, block_n, 1024)
-    tile = block_m * block_n
-    warps = 32 if block_n >= 8192 else max(1, tile // (32 * 16))
-    per_sm = max(1, min(8, 8192 // tile)) if block_n < 8192 else 1
-    return LaunchConfig(block_m, block_n, 1, warps, 2 if block_n < 8192 else 1, per_sm)
+    # (tile elements, elements a thread, warps a SM)
+    if has_mask and 1024 <= block_n <= 4096:  # the mask bytes and their bits take registers too
+        tile, per_thread, warps_per_sm = block_n, 8, 16
+    elif has_mask and block_n < 1024:
+        tile, per_thread, warps_per_sm = 1024, 16, 8
+    elif has_dbias or block_n <= 256:
+        tile, per_thread, warps_per_sm = (2048 if block_n < 2048 else max(4096, block_n)), 32, 8
+    else:
+        tile, per_thread, warps_per_sm = (2048 if block_n < 2048 else max(4096, block_n)), 16, 16
+    block_m = _rows_per_tile(m, block_n, tile)
+    warps = max(1, min(32, block_m * block_n // (32 * per_thread)))
+    return LaunchConfig(block_m, block_n, 1, warps, max(1, warps_per_sm // warps))
 
 
 @functools.cache

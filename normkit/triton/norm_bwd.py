@@ -24,8 +24,12 @@ deterministic, but it reads and writes 8 bytes a column for every row).
 The clamped-ReLU mask is read as bytes (one a row per 8 columns) and its bits spread over the tile with a reshape;
 reading it with one byte load per column cost the masked backward up to 2x the plain one's time.
 
-The persistent loop is software-pipelined (``NUM_STAGES``): the next row block's loads are issued while the
-current one is computed, so a few programs per SM keep enough bytes in flight.
+A whole-row program loads the weights once and issues the next row block's loads (``_load_raw``: the tiles as
+stored, nothing computed from them) before it works on the current one, so two row blocks are in flight a program
+and the loads wait only at first use. This replaced ``tl.range(..., num_stages=2)``, whose sm_90 code waited for
+all of its copies at the top of every iteration and then issued the next ones after the compute: one row block in
+flight, the weights re-read from L2 for every row. LayerNorm's backward at 32768 x 4096 went from 2.96 to 3.65
+TB/s, RMSNorm's from 3.05 to 3.88 (GPU runs 40-42).
 """
 
 import triton
@@ -39,6 +43,62 @@ def _add_pairs(a1, a2, b1, b2):
 
 
 @triton.jit
+def _load_raw(
+    DY, X, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
+    IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr,
+):  # fmt: skip
+    """Issue the loads of one tile (columns ``col0 ...``): ``(dy, x, packed mask bytes, mean, rstd)`` as stored.
+    Nothing is computed from them here, so a caller can issue the next tile's loads before it works on this one."""
+    cols = col0 + tl.arange(0, BLOCK_N)
+    ok = row_ok[:, None] & (cols < N)[None, :]
+    dy = tl.load(DY + rows64[:, None] * stride_dy + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT)
+    x = tl.load(X + rows64[:, None] * stride_x + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT)
+    packed = dy  # unused without a mask
+    if HAS_MASK:  # one byte a row per 8 columns, loaded once (not once per column)
+        byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
+        byte_ok = row_ok[:, None] & (byte_cols < (N + 7) // 8)[None, :]
+        packed = tl.load(
+            MASK + rows64[:, None] * stride_mask + byte_cols[None, :], mask=byte_ok, other=0, eviction_policy=EVICT
+        )
+    rstd = tl.load(RSTD + rows, mask=row_ok, other=0.0)
+    mean = rstd  # unused by RMSNorm
+    if not IS_RMS:
+        mean = tl.load(MEAN + rows, mask=row_ok, other=0.0)
+    return dy, x, packed, mean, rstd
+
+
+@triton.jit
+def _load_weight(W, col0, N, ZERO_CENTERED: tl.constexpr, ACC: tl.constexpr, BLOCK_N: tl.constexpr):
+    """The scale of columns ``col0 ...`` in the accumulation dtype: w, or 1 + w for zero-centered gamma."""
+    cols = col0 + tl.arange(0, BLOCK_N)
+    w = tl.load(W + cols, mask=cols < N, other=0.0).to(ACC)
+    if ZERO_CENTERED:
+        w += 1.0
+    return w
+
+
+@triton.jit
+def _terms(
+    dy, x, packed, mean, rstd, w, row_ok, col0, N,
+    IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """``(dy, xhat, g, rstd)`` of a loaded tile in the accumulation dtype; dy masked by the spread mask bits."""
+    dy = dy.to(ACC)
+    if HAS_MASK:  # the bits of each byte spread over its 8 columns with a reshape
+        bits = (packed.to(tl.int32)[:, :, None] >> tl.arange(0, 8)[None, None, :]) & 1
+        dy = dy * tl.reshape(bits, (BLOCK_M, BLOCK_N)).to(ACC)
+    x = x.to(ACC)
+    rstd = rstd.to(ACC)
+    if IS_RMS:
+        xhat = x * rstd[:, None]
+    else:
+        cols = col0 + tl.arange(0, BLOCK_N)
+        ok = row_ok[:, None] & (cols < N)[None, :]
+        xhat = tl.where(ok, (x - mean.to(ACC)[:, None]) * rstd[:, None], 0.0)
+    return dy, xhat, dy * w[None, :], rstd
+
+
+@triton.jit
 def _load_tile(
     DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr,
@@ -47,31 +107,12 @@ def _load_tile(
     """Load the tile of columns ``col0 ...`` and return ``(dy, xhat, g, rstd)`` in the accumulation dtype; dy already
     masked. EVICT is the L2 eviction policy of the row data: "evict_last" for a chunk the kernel reads again,
     "evict_first" for the last read."""
-    cols = col0 + tl.arange(0, BLOCK_N)
-    col_ok = cols < N
-    ok = row_ok[:, None] & col_ok[None, :]
-    dy = tl.load(DY + rows64[:, None] * stride_dy + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT)
-    dy = dy.to(ACC)
-    if HAS_MASK:
-        # one byte a row per 8 columns, loaded once (not once per column), its bits spread with a reshape
-        byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
-        byte_ok = row_ok[:, None] & (byte_cols < (N + 7) // 8)[None, :]
-        packed = tl.load(
-            MASK + rows64[:, None] * stride_mask + byte_cols[None, :], mask=byte_ok, other=0, eviction_policy=EVICT
-        )
-        bits = (packed.to(tl.int32)[:, :, None] >> tl.arange(0, 8)[None, None, :]) & 1
-        dy = dy * tl.reshape(bits, (BLOCK_M, BLOCK_N)).to(ACC)
-    x = tl.load(X + rows64[:, None] * stride_x + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT).to(ACC)
-    rstd = tl.load(RSTD + rows, mask=row_ok, other=0.0).to(ACC)
-    if IS_RMS:
-        xhat = x * rstd[:, None]
-    else:
-        mean = tl.load(MEAN + rows, mask=row_ok, other=0.0).to(ACC)
-        xhat = tl.where(ok, (x - mean[:, None]) * rstd[:, None], 0.0)
-    w = tl.load(W + cols, mask=col_ok, other=0.0).to(ACC)
-    if ZERO_CENTERED:
-        w += 1.0
-    return dy, xhat, dy * w[None, :], rstd
+    dy, x, packed, mean, rstd = _load_raw(
+        DY, X, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
+        IS_RMS, HAS_MASK, BLOCK_N, EVICT,
+    )  # fmt: skip
+    w = _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N)
+    return _terms(dy, x, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N)
 
 
 @triton.jit
@@ -101,7 +142,7 @@ def norm_bwd_kernel(
     M, N, stride_dy, stride_x, stride_dx, stride_mask, num_programs, blocks_per_program,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr,
-    CHUNKS_IN_REGISTERS: tl.constexpr, NUM_STAGES: tl.constexpr,
+    CHUNKS_IN_REGISTERS: tl.constexpr,
 ):  # fmt: skip
     """PARTIAL is float32 ``[1 or 2, num_programs, N]``: dW partials, then dB partials when HAS_DBIAS.
 
@@ -113,22 +154,28 @@ def norm_bwd_kernel(
     db_row = dw_row + num_programs.to(tl.int64) * N
     if NUM_CHUNKS == 1:
         cols = tl.arange(0, BLOCK_N)
+        col_ok = cols < N
+        w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N)  # the same for every row: loaded once
         # [BLOCK_M, BLOCK_N] accumulators: the sum over rows happens once, after the loop
         dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
         db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
-    elif CHUNKS_IN_REGISTERS:
-        chunk_ids = tl.arange(0, CHUNKS_IN_REGISTERS)[:, None]
-        dw_acc = tl.zeros([CHUNKS_IN_REGISTERS, BLOCK_N], dtype=ACC)
-        db_acc = tl.zeros([CHUNKS_IN_REGISTERS, BLOCK_N], dtype=ACC)
-    for i in tl.range(0, blocks_per_program, num_stages=NUM_STAGES):
-        rows = (pid + i * num_programs) * BLOCK_M + tl.arange(0, BLOCK_M)
-        row_ok = rows < M
-        rows64 = rows.to(tl.int64)
-        if NUM_CHUNKS == 1:
-            dy, xhat, g, rstd = _load_tile(
-                DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, 0, N, stride_dy, stride_x, stride_mask,
-                IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "",
+        rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
+        tile = _load_raw(
+            DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < M, 0, N, stride_dy, stride_x, stride_mask,
+            IS_RMS, HAS_MASK, BLOCK_N, "",
+        )  # fmt: skip
+        for _ in tl.range(0, blocks_per_program):
+            # the next row block's loads go out before this one is worked on: two row blocks in flight a program
+            next_rows = rows + num_programs * BLOCK_M
+            next_tile = _load_raw(
+                DY, X, MASK, MEAN, RSTD, next_rows, next_rows.to(tl.int64), next_rows < M, 0, N, stride_dy,
+                stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "",
             )  # fmt: skip
+            row_ok = rows < M
+            dy_raw, x_raw, packed, mean, rstd = tile
+            dy, xhat, g, rstd = _terms(
+                dy_raw, x_raw, packed, mean, rstd, w, row_ok, 0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N
+            )
             if IS_RMS:
                 c1 = tl.sum(xhat * g, axis=1) / N
                 dx = g - xhat * c1[:, None]
@@ -136,12 +183,26 @@ def norm_bwd_kernel(
                 s1, s2 = tl.reduce((xhat * g, g), 1, _add_pairs)
                 dx = g - xhat * (s1 / N)[:, None] - (s2 / N)[:, None]
             dx *= rstd[:, None]
-            ok = row_ok[:, None] & (cols < N)[None, :]
-            tl.store(DX + rows64[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=ok)
+            ok = row_ok[:, None] & col_ok[None, :]
+            dx_ptrs = DX + rows.to(tl.int64)[:, None] * stride_dx + cols[None, :]
+            tl.store(dx_ptrs, dx.to(DX.dtype.element_ty), mask=ok)
             dw_acc += dy * xhat
             if HAS_DBIAS:
                 db_acc += dy
-        else:
+            rows = next_rows
+            tile = next_tile
+        tl.store(dw_row + cols, tl.sum(dw_acc, axis=0), mask=col_ok)
+        if HAS_DBIAS:
+            tl.store(db_row + cols, tl.sum(db_acc, axis=0), mask=col_ok)
+    else:
+        if CHUNKS_IN_REGISTERS:
+            chunk_ids = tl.arange(0, CHUNKS_IN_REGISTERS)[:, None]
+            dw_acc = tl.zeros([CHUNKS_IN_REGISTERS, BLOCK_N], dtype=ACC)
+            db_acc = tl.zeros([CHUNKS_IN_REGISTERS, BLOCK_N], dtype=ACC)
+        for i in tl.range(0, blocks_per_program):
+            rows = (pid + i * num_programs) * BLOCK_M + tl.arange(0, BLOCK_M)
+            row_ok = rows < M
+            rows64 = rows.to(tl.int64)
             # pass one: per-lane sums, reduced across the row once after the pass; the chunks stay in L2
             lane_xhat_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
             lane_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
@@ -184,16 +245,11 @@ def norm_bwd_kernel(
                     if HAS_DBIAS:
                         db_old = tl.load(db_row + cols, mask=col_ok, other=0.0, eviction_policy="evict_last")
                         tl.store(db_row + cols, db_old + tl.sum(dy, axis=0), mask=col_ok)
-    if NUM_CHUNKS == 1:
-        col_ok = cols < N
-        tl.store(dw_row + cols, tl.sum(dw_acc, axis=0), mask=col_ok)
-        if HAS_DBIAS:
-            tl.store(db_row + cols, tl.sum(db_acc, axis=0), mask=col_ok)
-    elif CHUNKS_IN_REGISTERS:
-        cols = chunk_ids * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-        tl.store(dw_row + cols, dw_acc, mask=cols < N)
-        if HAS_DBIAS:
-            tl.store(db_row + cols, db_acc, mask=cols < N)
+        if CHUNKS_IN_REGISTERS:
+            cols = chunk_ids * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+            tl.store(dw_row + cols, dw_acc, mask=cols < N)
+            if HAS_DBIAS:
+                tl.store(db_row + cols, db_acc, mask=cols < N)
 
 
 @triton.jit

@@ -9,13 +9,22 @@ One kernel body; ``tl.constexpr`` switches pick the variant:
 
 A program normalizes ``BLOCK_M`` rows. A row that fits in one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) is
 read once and kept in registers. A longer row is read in ``NUM_CHUNKS`` chunks twice: the first pass keeps
-per-lane statistics (lane j sees columns j, j + BLOCK_N, ...: a running sum of squares for RMSNorm, Welford's
-running mean and squared deviations for LayerNorm, stable where sum-of-squares is not) and merges the lanes once
-at the end of the row; the second normalizes and writes, its reads mostly served by L2 (the first pass marks its
-loads ``evict_last``, the second ``evict_first``). Nothing in the first pass's loop waits on the other threads,
-so it is unrolled (``UNROLL`` chunks a step) and the loads of several chunks are in flight at once: on an H200 this
-took LayerNorm at 32768 x 16384 from 2.5 to 3.8 TB/s (a per-chunk merge with two block-wide sums a chunk, and the
-same loop not unrolled, both ran at 2.5-2.9).
+per-lane statistics (lane j sees columns j, j + BLOCK_N, ...: RMSNorm a sum of squares; LayerNorm the sums of
+d = x - shift and d * d, where shift is the lane's own value in chunk 0) and merges the lanes once at the end of
+the row; the second normalizes and writes, its reads mostly served by L2 (the first pass marks its loads
+``evict_last``, the second ``evict_first``). Nothing in the first pass's loop waits on the other threads, so it is
+unrolled (``UNROLL`` chunks a step) and the loads of several chunks are in flight at once: on an H200 this took
+LayerNorm at 32768 x 16384 from 2.5 to 3.8 TB/s (a per-chunk merge with two block-wide sums a chunk, and the same
+loop not unrolled, both ran at 2.5-2.9).
+
+Why shifted sums: at 4+ TB/s an SM has about 32 instructions an element of a bf16 forward to spend (4 bytes an
+element, about 16 bytes a cycle an SM), and a Welford update costs 8 (a subtract, a multiply and an add for the
+mean, the same for M2, and two selects for a ragged row) against 3 for the shifted sums (subtract, add,
+multiply-add). The shift is a value
+of the row itself, so the sum of squares does not cancel the way a plain ``E[x^2] - E[x]^2`` does at a large mean
+(a test puts the mean 10**4 standard deviations away, and the shifts themselves 10**4 away from the rest). The
+sm_90 code of a row of 8192 in chunks of 2048 went from 520 to 456 instructions, and LayerNorm at 32768 x 8192
+from 3.29 to 3.73 TB/s (GPU run 41). ``EVEN_N`` (N a multiple of BLOCK_N) drops the selects of a ragged last chunk.
 """
 
 import triton
@@ -59,6 +68,7 @@ def norm_fwd_kernel(
     M, N, stride_x, stride_y, stride_mask, eps, lower, upper,
     IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
+    EVEN_N: tl.constexpr,
 ):  # fmt: skip
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
@@ -73,7 +83,9 @@ def norm_fwd_kernel(
             xhat = x * rstd[:, None]
         else:
             mean = tl.sum(x, axis=1) / N
-            centered = tl.where(ok, x - mean[:, None], 0.0)
+            centered = x - mean[:, None]
+            if not EVEN_N:
+                centered = tl.where(ok, centered, 0.0)
             rstd = 1.0 / tl.sqrt(tl.sum(centered * centered, axis=1) / N + eps)
             xhat = centered * rstd[:, None]
             tl.store(MEAN + rows, mean, mask=row_ok)
@@ -83,27 +95,36 @@ def norm_fwd_kernel(
             HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, BLOCK_M, BLOCK_N,
         )  # fmt: skip
     else:
-        # Pass one: per-lane statistics, merged across the lanes once, after the loop.
-        lane_sq = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)  # RMS: sum of squares; LN: squared deviations (M2)
-        lane_mean = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
+        # Pass one: per-lane statistics, merged across the lanes once, after the loop. LayerNorm's lanes sum
+        # d = x - shift and d * d, shifted by the lane's value in chunk 0 (a value of the row itself, so the sum of
+        # squares does not cancel); chunk 0 is loaded once more for it, which keeps the loop's trip count.
+        lane_sum = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)  # LN: sum of d
+        lane_sq = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)  # RMS: sum of x * x; LN: sum of d * d
+        shift = lane_sq
+        if not IS_RMS:
+            cols = tl.arange(0, BLOCK_N)
+            ok = row_ok[:, None] & (cols < N)[None, :]
+            shift = tl.load(x_rows + cols[None, :], mask=ok, other=0.0, eviction_policy="evict_last").to(ACC)
         for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=UNROLL):
             cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
             ok = row_ok[:, None] & (cols < N)[None, :]
             x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0, eviction_policy="evict_last").to(ACC)
             if IS_RMS:
                 lane_sq += x * x
-            else:  # Welford: this lane's (chunk + 1)-th value
-                delta = x - lane_mean
-                lane_mean += tl.where(ok, delta * (1.0 / (chunk + 1)), 0.0)
-                lane_sq += tl.where(ok, delta * (x - lane_mean), 0.0)
+            else:
+                d = x - shift
+                if not EVEN_N:  # a lane past the row's end in this chunk
+                    d = tl.where(ok, d, 0.0)
+                lane_sum += d
+                lane_sq += d * d
         if IS_RMS:
             sq = tl.sum(lane_sq, axis=1)
-        else:  # lane j holds n_j values; merged: mean = sum(n_j mean_j) / N, M2 = sum(M2_j + n_j (mean_j - mean)^2)
+        else:  # lane j, n_j values: sum (x - mean)^2 = sum_j [Q_j + e_j (2 S_j + n_j e_j)], e_j = shift_j - mean
             lane_n = (N - tl.arange(0, BLOCK_N) + BLOCK_N - 1) // BLOCK_N
             lane_n = tl.minimum(tl.maximum(lane_n, 0), NUM_CHUNKS).to(ACC)[None, :]
-            mean = tl.sum(lane_mean * lane_n, axis=1) / N
-            spread = lane_mean - mean[:, None]
-            sq = tl.sum(lane_sq + lane_n * spread * spread, axis=1)
+            mean = tl.sum(lane_n * shift + lane_sum, axis=1) / N
+            e = shift - mean[:, None]
+            sq = tl.sum(lane_sq + e * (2.0 * lane_sum + lane_n * e), axis=1)
         rstd = 1.0 / tl.sqrt(sq / N + eps)
         tl.store(RSTD + rows, rstd, mask=row_ok)
         if not IS_RMS:

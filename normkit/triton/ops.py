@@ -34,6 +34,7 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
         float(lower), float(upper),
         IS_RMS=is_rms, HAS_BIAS=bias is not None, ZERO_CENTERED=zero_centered_gamma, CLAMP_MASK=clamp is not None,
         ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, UNROLL=min(cfg.num_chunks, 8),
+        EVEN_N=n % cfg.block_n == 0,
         num_warps=cfg.num_warps,
     )  # fmt: skip
     return y, mean, rstd, mask
@@ -60,7 +61,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     if m == 0:
         dw = torch.zeros(n, dtype=weight.dtype, device=x.device)
         return dx, dw, torch.zeros_like(dw) if has_dbias else None
-    cfg = config.bwd_config(m, n, has_dbias)
+    cfg = config.bwd_config(m, n, has_dbias, has_mask=mask is not None)
     row_blocks = triton.cdiv(m, cfg.block_m)
     programs = config.bwd_programs(x, row_blocks, cfg)
     chunks_in_registers = (
@@ -75,7 +76,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
         programs, triton.cdiv(row_blocks, programs),
         IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, HAS_MASK=mask is not None, HAS_DBIAS=has_dbias,
         ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks,
-        CHUNKS_IN_REGISTERS=chunks_in_registers, NUM_STAGES=cfg.num_stages, num_warps=cfg.num_warps,
+        CHUNKS_IN_REGISTERS=chunks_in_registers, num_warps=cfg.num_warps,
     )  # fmt: skip
     dw, db = _sum_partials(partial, weight.dtype)
     return dx, dw, db
