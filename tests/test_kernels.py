@@ -18,7 +18,7 @@ DTYPES = [
     (torch.bfloat16, torch.float32),
 ]
 DTYPE_IDS = ["fp32", "fp16", "bf16", "bf16-fp32w"]
-N_VALUES = [1, 7, 100, 4097]
+N_VALUES = [1, 7, 100, 1024, 4097]  # 1024: whole tiles, no masked columns (EVEN_N)
 FORWARDS = {
     "layer_norm": "layer_norm_fwd",
     "rms_norm": "rms_norm_fwd",
@@ -189,10 +189,11 @@ def test_no_tile_is_wider_than_its_limit(limit):
 @pytest.mark.parametrize("op", list(FORWARDS))
 @pytest.mark.parametrize("block_m", [1, 2, 4])
 @pytest.mark.parametrize("in_registers", [False, True], ids=["partials_in_memory", "partials_in_registers"])
-@pytest.mark.parametrize("n", [1000, 300])
+@pytest.mark.parametrize("n", [1000, 300, 1024])
 def test_chunked_rows_with_several_rows_per_program(op, block_m, in_registers, n):
     """The chunked path over [BLOCK_M, chunk] tiles: rows of a block that run past M, and partial dW/dB shared by
-    the block's rows, added into memory or kept in registers (8 or 3 chunks of 128, the last one part full)."""
+    the block's rows, added into memory or kept in registers (8 or 3 chunks of 128, the last one part full, or 8
+    whole chunks)."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -202,6 +203,20 @@ def test_chunked_rows_with_several_rows_per_program(op, block_m, in_registers, n
     with config.forced(fwd=fwd, bwd=bwd):
         check_forward("triton", op, x, w, b)
         check_backward("triton", op, x, w, b)
+
+
+@pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize("block_m", [1, 4])
+@pytest.mark.parametrize("n", [100, 128])
+def test_persistent_backward_walks_several_row_blocks(op, block_m, n):
+    """Each program of the whole-row backward walks several row blocks, loading the next one before it works on the
+    current one; the last block runs past M (37 rows), and the load after it is all masked."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(37, n, torch.bfloat16, torch.float32, bias=op != "rms_norm")
+    with config.forced(bwd=LaunchConfig(block_m, 128, 1, 1, 1)):
+        check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -20,11 +20,11 @@ loop not unrolled, both ran at 2.5-2.9).
 Why shifted sums: at 4+ TB/s an SM has about 32 instructions an element of a bf16 forward to spend (4 bytes an
 element, about 16 bytes a cycle an SM), and a Welford update costs 8 (a subtract, a multiply and an add for the
 mean, the same for M2, and two selects for a ragged row) against 3 for the shifted sums (subtract, add,
-multiply-add). The shift is a value
-of the row itself, so the sum of squares does not cancel the way a plain ``E[x^2] - E[x]^2`` does at a large mean
-(a test puts the mean 10**4 standard deviations away, and the shifts themselves 10**4 away from the rest). The
-sm_90 code of a row of 8192 in chunks of 2048 went from 520 to 456 instructions, and LayerNorm at 32768 x 8192
-from 3.29 to 3.73 TB/s (GPU run 41). ``EVEN_N`` (N a multiple of BLOCK_N) drops the selects of a ragged last chunk.
+multiply-add). The shift is a value of the row itself, so the sum of squares does not cancel the way a plain
+``E[x^2] - E[x]^2`` does at a large mean (a test puts the mean 10**4 standard deviations away, and the shifts
+themselves 10**4 away from the rest). The sm_90 code of a row of 8192 in chunks of 2048 went from 520 to 456
+instructions, and LayerNorm at 32768 x 8192 from 3.29 to 3.73 TB/s (GPU run 41). ``EVEN_N`` (N a multiple of
+BLOCK_N) drops the selects of a ragged last chunk.
 """
 
 import triton
