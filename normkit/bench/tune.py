@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures as futures
 import contextlib
-import csv
 import dataclasses
 import multiprocessing
 import os
@@ -23,7 +22,7 @@ import triton
 
 from ..triton import config
 from ..triton.config import LaunchConfig
-from .__main__ import _check, copy_bandwidth_gbs
+from .__main__ import _check, copy_bandwidth_gbs, write_csv
 from .cases import OPS, SWEEPS, Case, bytes_moved, make_inputs
 from .providers import make
 
@@ -145,7 +144,7 @@ def tune(cases, *, workers: int, rep: int, out_csv: str) -> list[dict]:
             timing = {"us": round(ms * 1e3, 2), "gbs": round(gbs, 1), "pct_of_copy": round(100 * gbs / copy, 1)}
             timed.append({**shape, "config": "heuristic" if cfg is None else "candidate", **launch, **timing})
         rows += timed
-        _write(rows, out_csv)
+        write_csv(rows, out_csv)
         best = max(timed, key=lambda r: r["gbs"])
         heur = timed[0] if timed and timed[0]["config"] == "heuristic" else None
         ranked = sorted(timed[1:], key=lambda r: -r["gbs"])[:3]
@@ -164,13 +163,6 @@ def _short(r) -> str:
         return "-"
     return (f"m{r['block_m']} n{r['block_n']}x{r['num_chunks']} w{r['num_warps']} "
             f"p{r['programs_per_sm']}{' regs' if r['partials_in_registers'] else ''}")  # fmt: skip
-
-
-def _write(rows, path) -> None:
-    with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
 
 
 def main(argv=None) -> None:
