@@ -116,6 +116,21 @@ def _load_tile(
 
 
 @triton.jit
+def _write_dx(
+    DX, g, xhat, c1, c2, rstd, rows64, row_ok, col0, N, stride_dx, IS_RMS: tl.constexpr, BLOCK_N: tl.constexpr
+):
+    """Store ``dx = rstd * (g - xhat * c1 - c2)`` of the tile of columns ``col0 ...``, where c1 and c2 are the row
+    means of ``xhat * g`` and of g (RMSNorm has no c2 term)."""
+    dx = g - xhat * c1[:, None]
+    if not IS_RMS:
+        dx -= c2[:, None]
+    dx *= rstd[:, None]
+    cols = col0 + tl.arange(0, BLOCK_N)
+    ok = row_ok[:, None] & (cols < N)[None, :]
+    tl.store(DX + rows64[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=ok)
+
+
+@triton.jit
 def _dx_chunk(
     DY, X, W, MASK, MEAN, RSTD, DX, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_dx, stride_mask,
     c1, c2, IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr,
@@ -126,13 +141,7 @@ def _dx_chunk(
         DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
         IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "evict_first",
     )  # fmt: skip
-    dx = g - xhat * c1[:, None]
-    if not IS_RMS:
-        dx -= c2[:, None]
-    dx *= rstd[:, None]
-    cols = col0 + tl.arange(0, BLOCK_N)
-    ok = row_ok[:, None] & (cols < N)[None, :]
-    tl.store(DX + rows64[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=ok)
+    _write_dx(DX, g, xhat, c1, c2, rstd, rows64, row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N)
     return dy, xhat
 
 
@@ -178,14 +187,12 @@ def norm_bwd_kernel(
             )
             if IS_RMS:
                 c1 = tl.sum(xhat * g, axis=1) / N
-                dx = g - xhat * c1[:, None]
+                c2 = c1  # unused
             else:  # both row sums in one reduction: one exchange across the warps, not two (+1-5% at 1024-4096)
                 s1, s2 = tl.reduce((xhat * g, g), 1, _add_pairs)
-                dx = g - xhat * (s1 / N)[:, None] - (s2 / N)[:, None]
-            dx *= rstd[:, None]
-            ok = row_ok[:, None] & col_ok[None, :]
-            dx_ptrs = DX + rows.to(tl.int64)[:, None] * stride_dx + cols[None, :]
-            tl.store(dx_ptrs, dx.to(DX.dtype.element_ty), mask=ok)
+                c1 = s1 / N
+                c2 = s2 / N
+            _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, 0, N, stride_dx, IS_RMS, BLOCK_N)
             dw_acc += dy * xhat
             if HAS_DBIAS:
                 db_acc += dy
