@@ -167,10 +167,18 @@ def test_launch_heuristic_is_cached_but_follows_limits():
     with config.limits(fwd_max_block_n=128, bwd_max_block_n=128, chunk_n=128):
         chunked = config.bwd_config(64, 1000), config.fwd_config(64, 1000)
         assert [c.num_chunks for c in chunked] == [8, 8]
-        assert chunked[0].partials_in_registers  # 1000 columns: the whole row's partials fit in registers
+        assert chunked[0].row_sums is None  # 1000 columns: one kernel, the whole row's partials in registers
     assert (config.bwd_config(64, 1000), config.fwd_config(64, 1000)) == before
-    # past REGISTER_PARTIALS_MAX_N the chunked backward adds its partials into memory
-    assert not config.bwd_config(64, 2 * config.REGISTER_PARTIALS_MAX_N).partials_in_registers
+    # past chunked_max_n the backward takes two kernels
+    for is_rms in (False, True):
+        assert config.bwd_config(64, 4 * config.chunked_max_n(is_rms), is_rms=is_rms).row_sums is not None
+    # LayerNorm's rows of up to 16384 columns: two kernels with many rows only
+    assert config.bwd_config(32768, 16384).row_sums is not None
+    assert config.bwd_config(4096, 16384).row_sums is None
+    with config.limits(ln_bwd_chunked_max_n=512):
+        assert config.bwd_config(32768, 1000).row_sums is not None
+        assert config.bwd_config(32768, 1000, is_rms=True).row_sums is None
+    assert config.bwd_config(64, 1000).row_sums is None
 
 
 @pytest.mark.parametrize("limit", ["fwd_max_block_n", "bwd_max_block_n"])
@@ -188,21 +196,36 @@ def test_no_tile_is_wider_than_its_limit(limit):
 
 @pytest.mark.parametrize("op", list(FORWARDS))
 @pytest.mark.parametrize("block_m", [1, 2, 4])
-@pytest.mark.parametrize("in_registers", [False, True], ids=["partials_in_memory", "partials_in_registers"])
 @pytest.mark.parametrize("n", [1000, 300, 1024])
-def test_chunked_rows_with_several_rows_per_program(op, block_m, in_registers, n):
+def test_chunked_rows_with_several_rows_per_program(op, block_m, n):
     """The chunked path over [BLOCK_M, chunk] tiles: rows of a block that run past M, and partial dW/dB shared by
-    the block's rows, added into memory or kept in registers (8 or 3 chunks of 128, the last one part full, or 8
-    whole chunks)."""
+    the block's rows, kept in registers (8 or 3 chunks of 128, the last one part full, or 8 whole chunks)."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
     x, w, b = make_inputs(7, n, torch.bfloat16, torch.float32, row_pad=5)
     fwd = LaunchConfig(block_m, 128, -(-n // 128), 4)
-    bwd = LaunchConfig(block_m, 128, -(-n // 128), 4, 1, partials_in_registers=in_registers)
+    bwd = LaunchConfig(block_m, 128, -(-n // 128), 4, 1)
     with config.forced(fwd=fwd, bwd=bwd):
         check_forward("triton", op, x, w, b)
         check_backward("triton", op, x, w, b)
+
+
+@pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize("block_m", [1, 4])
+@pytest.mark.parametrize("sums", [(1, 128), (2, 256)], ids=["sums_1x128", "sums_2x256"])
+@pytest.mark.parametrize("n", [1000, 1024, 100])
+def test_two_kernel_backward(op, block_m, sums, n):
+    """Long rows' backward: row sums in chunks (rows of a block past M, a ragged last chunk, or whole chunks; at
+    N = 100 one part-full chunk), then strips of 128 columns over groups of rows (the last group part full, its
+    last row block past M). Zero-centered gamma and row padding on; dB with LayerNorm."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(37, n, torch.bfloat16, torch.float32, row_pad=3, bias=op != "rms_norm")
+    sums_cfg = LaunchConfig(sums[0], sums[1], -(-n // sums[1]), 4)
+    with config.forced(bwd=LaunchConfig(block_m, 128, 1, 4, 1, row_sums=sums_cfg)):
+        check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=op != "rms_norm")
 
 
 @pytest.mark.parametrize("op", list(FORWARDS))
@@ -314,7 +337,8 @@ def test_tuner_grid_contains_the_heuristics_choice():
             if case.direction == "fwd":
                 chosen = config.fwd_config(m, n)
             else:
+                kind = case.kind
                 chosen = config.bwd_config(
-                    m, n, has_dbias=case.kind != "rms_norm", has_mask=case.kind == "layer_norm_clamped_relu"
+                    m, n, kind != "rms_norm", kind == "layer_norm_clamped_relu", is_rms=kind == "rms_norm"
                 )
             assert chosen in candidates(case), (op, m, n, chosen)

@@ -35,14 +35,20 @@ def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
 
 def candidates(case: Case) -> list[LaunchConfig]:
     """The grid: whole-row tiles up to 8192 elements, and for rows that do not fit, chunks of 1024-4096 (several rows
-    a step for the shorter chunks; in the backward, dW/dB partials added into memory or kept in registers); warps
-    for 16-32 elements a thread in the forward's whole rows and 8-32 in the backward's, 4-32 in forward chunks, 4-16
-    with partials in registers; backward also 1-8
-    programs per SM. The grid for one long-row backward case is large (about 30 compiles): tune such shapes one
-    ``--N`` at a time."""
+    a step for the shorter chunks in the forward; the backward's chunks keep the whole row's dW/dB partials in
+    registers, up to ``config.chunked_max_n`` columns); warps for 16-32 elements a thread in the forward's whole
+    rows, 8-32 in the backward's, 4-32 in forward chunks, 4-16 in backward chunks; backward also 1-8 programs per
+    SM. Longer rows take the two-kernel backward (``_two_kernel_candidates``). The grid for one long-row case is
+    large (about 30 compiles): tune such shapes one ``--N`` at a time."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction == "fwd"
+    if not fwd and full > config.LIMITS["rms_bwd_chunked_max_n"]:  # longer than any one-kernel row
+        return _two_kernel_candidates(n)
+    # rows the heuristic may give either backward: both grids
+    two_kernels = (
+        _two_kernel_candidates(n) if not fwd and full > config.chunked_max_n(case.kind == "rms_norm", case.m) else []
+    )
     per_thread = (16, 32) if fwd else (8, 16, 32)
     out = []
     for tile in (1024, 2048, 4096, 8192):
@@ -55,16 +61,39 @@ def candidates(case: Case) -> list[LaunchConfig]:
     if full >= 8192:
         for block_m, chunk in ((1, 1024), (1, 2048), (1, 4096), (2, 1024), (2, 2048), (4, 1024)):
             chunks = triton.cdiv(n, chunk)
-            for warps in _warp_options(block_m * chunk, (4, 8, 16, 32) if fwd else per_thread):
-                out.append(LaunchConfig(block_m, chunk, chunks, warps))
-            # the whole row's partials in registers: more warps (4-16 elements a thread), so they fit
-            if not fwd and block_m == 1 and triton.next_power_of_2(chunks) * chunk <= config.REGISTER_PARTIALS_MAX_N:
+            if fwd:
+                for warps in _warp_options(block_m * chunk, (4, 8, 16, 32)):
+                    out.append(LaunchConfig(block_m, chunk, chunks, warps))
+            elif block_m == 1:  # the whole row's partials in registers: 4-16 elements a thread, so they fit
                 for warps in _warp_options(chunk, (4, 8, 16)):
-                    out.append(LaunchConfig(1, chunk, chunks, warps, partials_in_registers=True))
+                    out.append(LaunchConfig(1, chunk, chunks, warps))
     if not fwd:  # programs per SM is a launch argument only: no extra compile
         per_sm = {cfg: (1, 2, 4, 8) if cfg.num_chunks == 1 else (1, 2, 4) for cfg in out}
         out = [dataclasses.replace(cfg, programs_per_sm=k) for cfg in out for k in per_sm[cfg]]
-    return out
+    return out + two_kernels
+
+
+def _two_kernel_candidates(n: int) -> list[LaunchConfig]:
+    """The two-kernel backward, one kernel's options at a time beside the heuristic's choice of the other: row sums
+    in chunks of 1024-4096 at 4-16 elements a thread (1 or 2 rows a program); strips of 256-2048 columns, 1-8 rows a
+    step, 8-32 elements a thread, 1-4 programs a SM."""
+    with config.limits(ln_bwd_chunked_max_n=min(config.LIMITS["ln_bwd_chunked_max_n"], n - 1)):
+        default = config.bwd_config(1 << 16, n)
+    out = []
+    for block_m, chunk in ((1, 1024), (1, 2048), (1, 4096), (2, 1024), (2, 2048)):
+        for warps in _warp_options(block_m * chunk, (4, 8, 16)):
+            sums = LaunchConfig(block_m, chunk, triton.cdiv(n, chunk), warps)
+            out.append(dataclasses.replace(default, row_sums=sums))
+    for tile in (2048, 4096, 8192):
+        for block_m in (1, 2, 4, 8):
+            strip = tile // block_m
+            if not 256 <= strip <= 2048:
+                continue
+            for warps in _warp_options(tile, (8, 16, 32)):
+                for per_sm in (1, 2, 4):
+                    out.append(dataclasses.replace(default, block_m=block_m, block_n=strip, num_warps=warps,
+                                                   programs_per_sm=per_sm))  # fmt: skip
+    return list(dict.fromkeys(out))
 
 
 def _compile_key(cfg: LaunchConfig) -> LaunchConfig:
@@ -125,7 +154,11 @@ def tune(cases, *, workers: int, rep: int, out_csv: str) -> list[dict]:
             heuristic = config.fwd_config(case.m, case.n)
         else:
             heuristic = config.bwd_config(
-                case.m, case.n, has_dbias=case.kind != "rms_norm", has_mask=case.kind == "layer_norm_clamped_relu"
+                case.m,
+                case.n,
+                has_dbias=case.kind != "rms_norm",
+                has_mask=case.kind == "layer_norm_clamped_relu",
+                is_rms=case.kind == "rms_norm",
             )
         for cfg in [None] + candidates(case):  # None: the heuristic's own choice
             if cfg is not None and status.get((case, _compile_key(cfg))) != "ok":
@@ -161,8 +194,10 @@ def tune(cases, *, workers: int, rep: int, out_csv: str) -> list[dict]:
 def _short(r) -> str:
     if not r:
         return "-"
-    return (f"m{r['block_m']} n{r['block_n']}x{r['num_chunks']} w{r['num_warps']} "
-            f"p{r['programs_per_sm']}{' regs' if r['partials_in_registers'] else ''}")  # fmt: skip
+    sums = r["row_sums"]
+    return (f"m{r['block_m']} n{r['block_n']}x{r['num_chunks']} w{r['num_warps']} p{r['programs_per_sm']}"
+            + (f" | sums m{sums['block_m']} n{sums['block_n']}x{sums['num_chunks']} w{sums['num_warps']}"
+               if sums else ""))  # fmt: skip
 
 
 def main(argv=None) -> None:

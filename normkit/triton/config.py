@@ -14,11 +14,19 @@ from dataclasses import dataclass, replace
 import torch
 import triton
 
-# Longest row (elements) kept in registers in one tile; longer rows are processed in chunks of CHUNK_N.
-LIMITS = {"fwd_max_block_n": 4096, "bwd_max_block_n": 8192, "chunk_n": 4096}
-# Longest chunked row whose backward keeps its dW/dB partials in registers (two float32 rows of this length fill
-# half the register file of an SM); longer rows add their partials into memory.
-REGISTER_PARTIALS_MAX_N = 16384
+# fwd/bwd_max_block_n: the longest row (elements) kept in registers in one tile; longer rows are processed in chunks
+# of chunk_n. rms/ln_bwd_chunked_max_n: the longest row whose backward runs as one kernel, in chunks, with the whole
+# row's dW/dB partials in registers (two float32 rows of 16384 fill half the register file of an SM); longer rows
+# take two kernels (row sums, then strips of columns). LayerNorm's chunked backward (a mean and a second row sum
+# more) ran at 1.96 TB/s at 32768 x 16384 against 2.26 for its two kernels (GPU run 46), so with many rows it has no
+# chunked rows (``chunked_max_n``).
+LIMITS = {
+    "fwd_max_block_n": 4096,
+    "bwd_max_block_n": 8192,
+    "chunk_n": 4096,
+    "rms_bwd_chunked_max_n": 16384,
+    "ln_bwd_chunked_max_n": 8192,
+}
 
 
 @dataclass(frozen=True)
@@ -28,7 +36,9 @@ class LaunchConfig:
     num_chunks: int
     num_warps: int
     programs_per_sm: int = 0  # backward: persistent programs per SM (0: forward, one program per row block)
-    partials_in_registers: bool = False  # chunked backward: dW/dB partials of the whole row kept in registers
+    # backward of long rows, two kernels: the config of the first (row sums, in chunks), this one the second's
+    # (block_n: the width of a strip of columns)
+    row_sums: LaunchConfig | None = None
 
 
 _FORCED: dict[str, LaunchConfig] = {}
@@ -96,14 +106,15 @@ def fwd_config(m: int, n: int) -> LaunchConfig:
     return _fwd_heuristic(_rows_key(m), n, tuple(LIMITS.values()))
 
 
-def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False) -> LaunchConfig:
+def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False, is_rms: bool = False) -> LaunchConfig:
     """Whole rows up to 8192 columns, ``(tile, elements a thread, warps a SM)``: (2048 below N = 2048, else
     max(4096, N); 32; 8) with dB or at N <= 256, (same tiles; 16; 16) without; the masked backward (its mask bytes
     and their bits take registers as well) one row of 1024-4096 columns a program at (8; 16), shorter rows in tiles
-    of 1024 at (16; 8). Programs per SM = warps a SM // warps a program. Longer rows in chunks, one persistent
-    program per SM: up to 16384 columns the whole row's dW (and dB) partials stay in registers (chunks of 2048 at
-    16 warps for dW alone, 4096 at 32 warps with dB as well: the second accumulator needs the registers of more
-    threads); beyond that they are added into memory, row by row.
+    of 1024 at (16; 8). Programs per SM = warps a SM // warps a program. Longer rows, up to ``chunked_max_n``
+    (RMSNorm 16384; LayerNorm 8192, or 16384 with at most 4096 rows), in chunks, one persistent program per SM, the
+    whole row's dW (and dB) partials in registers (chunks of 2048 at 16 warps for dW alone, 4096 at 32 warps with dB
+    as well: the second accumulator needs the registers of more threads). Longer rows still: two kernels
+    (``_two_kernels``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192,
     4-32 elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``):
@@ -111,11 +122,13 @@ def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False) -
     RMSNorm at 256, 1024, 4096, 8192 and the masked LayerNorm at 256, 1024, 2048, 4096, 8192 (at 8192 it keeps
     LayerNorm's rule: 1833 GB/s against 1707 at 8 a thread). Small calls (5-20 us, timings that swing by 30%): at
     4096 x 768 the rules are within 0.95-1.0 of the fastest candidate; at 4096 x 1024 (fp16) and 4096 x 128 the
-    rule's config was not among the 12 fastest printed (so at most 0.86 and 0.96 of the fastest).
+    rule's config was not among the 12 fastest printed (so at most 0.86 and 0.96 of the fastest). The two kernels
+    (GPU runs 45-47, ``logs/run45_two_kernel_candidates.txt``): LayerNorm at 32768 x 16384 1958 -> 2260 GB/s,
+    x 65536 about 900 -> 2450; RMSNorm at 65536 about 1300 -> 2480; the masked LayerNorm at 16384 1036 -> 1630.
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
-    return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, tuple(LIMITS.values()))
+    return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tuple(LIMITS.values()))
 
 
 # The launchers ask on every call; a few microseconds of Python each time is worth caching for small calls.
@@ -149,15 +162,12 @@ def _few_short_rows(m: int, block_n: int) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def _bwd_heuristic(m: int, n: int, has_dbias: bool, has_mask: bool, _limits: tuple) -> LaunchConfig:
-    if row_block_n(n) <= REGISTER_PARTIALS_MAX_N:  # partials in registers, 4 elements a thread in each chunk
-        chunked = _chunked(n, LIMITS["bwd_max_block_n"], 4096 if has_dbias else 2048, per_thread=4)
-        if chunked:
-            return replace(chunked, programs_per_sm=1, partials_in_registers=True)
-    else:  # partials in memory; measured: 1 program per SM best at 4 chunks (N = 16384), 2 at 16 (N = 65536)
-        chunked = _chunked(n, LIMITS["bwd_max_block_n"], 4096, per_thread=16)
-        if chunked:
-            return replace(chunked, programs_per_sm=1 if chunked.num_chunks <= 4 else 2)
+def _bwd_heuristic(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, _limits: tuple) -> LaunchConfig:
+    if row_block_n(n) > chunked_max_n(is_rms, m):
+        return _two_kernels(n)
+    chunked = _chunked(n, LIMITS["bwd_max_block_n"], 4096 if has_dbias else 2048, per_thread=4)
+    if chunked:  # partials in registers, 4 elements a thread in each chunk, one program a SM
+        return replace(chunked, programs_per_sm=1)
     block_n = row_block_n(n)
     # (tile elements, elements a thread, warps a SM)
     if has_mask and 1024 <= block_n <= 4096:  # the mask bytes and their bits take registers too
@@ -173,14 +183,48 @@ def _bwd_heuristic(m: int, n: int, has_dbias: bool, has_mask: bool, _limits: tup
     return LaunchConfig(block_m, block_n, 1, warps, max(1, warps_per_sm // warps))
 
 
+def chunked_max_n(is_rms: bool, m: int = 1 << 16) -> int:
+    """The longest row whose backward runs as one kernel (see LIMITS). LayerNorm with at most 4096 rows keeps
+    RMSNorm's limit: there the chunked kernel was the faster at 12288 and 15872 columns (1.97 against 1.86 and 1.93
+    against 1.85 TB/s, fp16, GPU run 46), the two kernels at 9216 (1.77 against 1.59)."""
+    if is_rms or m <= 4096:
+        return LIMITS["rms_bwd_chunked_max_n"]
+    return LIMITS["ln_bwd_chunked_max_n"]
+
+
+def _two_kernels(n: int) -> LaunchConfig:
+    """Rows too long for one kernel: row sums in chunks of 2048 (16 warps from 16 chunks up, 8 below), then strips of
+    1024 columns, 2 rows a step, 8 elements a thread, 4 programs a SM. Measured (GPU run 45, each kernel's options
+    beside the other's default): at 65536 columns the row sums' best (LayerNorm 2464-2500 GB/s; 4096-column chunks
+    or 8 warps 1896-2460), at 16384 8 warps (2283 against 2034 at 16); the strips within 1% of the best candidate
+    for LayerNorm and RMSNorm and the best for the masked LayerNorm (2067 against 1933 for 4 rows a step at 2 a SM)."""
+    max_block_n = LIMITS["bwd_max_block_n"]
+    sums = _chunked(n, max_block_n, 2048, per_thread=4) or LaunchConfig(1, row_block_n(n), 1, 4)
+    if sums.num_chunks < 16:
+        sums = replace(sums, num_warps=max(1, sums.num_warps // 2))
+    strip = min(1024, max_block_n, row_block_n(n))
+    block_m = 2
+    return LaunchConfig(block_m, strip, 1, max(1, block_m * strip // (32 * 8)), programs_per_sm=4, row_sums=sums)
+
+
 @functools.cache
 def multiprocessor_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
 def bwd_programs(x: torch.Tensor, row_blocks: int, cfg: LaunchConfig) -> int:
-    """Programs of the persistent backward grid: a few per SM on a GPU, a handful in the interpreter."""
+    """Programs of the persistent backward grid: a few per SM on a GPU, a handful in the interpreter; at most one
+    per row block."""
     if x.is_cuda:
         index = x.device.index if x.device.index is not None else torch.cuda.current_device()
         return max(1, min(row_blocks, cfg.programs_per_sm * multiprocessor_count(index)))
     return max(1, min(row_blocks, 4))
+
+
+def row_groups(x: torch.Tensor, row_blocks: int, strips: int, cfg: LaunchConfig) -> int:
+    """Groups of rows of the two-kernel backward's second kernel, whose grid is strips x groups: on a GPU about
+    ``bwd_programs`` programs in all; in the interpreter 3 groups (so tests see a last group that is part full).
+    At least one group, at most one per row block."""
+    if x.is_cuda:
+        return max(1, min(row_blocks, bwd_programs(x, row_blocks * strips, cfg) // strips))
+    return max(1, min(row_blocks, 3))

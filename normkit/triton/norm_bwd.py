@@ -1,6 +1,6 @@
-"""The backward kernel of LayerNorm and RMSNorm, with the clamped-ReLU bitmask applied on the fly.
+"""The backward kernels of LayerNorm and RMSNorm, with the clamped-ReLU bitmask applied on the fly.
 
-One kernel body; ``tl.constexpr`` switches pick the variant:
+One kernel body (and the two kernels of long rows, below); ``tl.constexpr`` switches pick the variant:
 
 - ``IS_RMS``: no mean term; ``dx = rstd * (g - xhat * mean(xhat * g))`` with ``g = dy * scale``.
   LayerNorm adds ``- mean(g)``.
@@ -14,12 +14,16 @@ to row ``p`` of a ``[G, N]`` buffer; a second, fixed-order reduction over the G 
 both). No atomics and no locks, so the same inputs give bit-identical
 gradients on every run (the Triton tutorial's lock-based reduction depends on which program takes the lock first).
 
-A row that fits one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) keeps the partials in registers. A longer row is
-processed in chunks: a first pass reduces the two row sums (its loads marked ``evict_last``, so the chunks stay in
-L2), a second (walking back, so the chunks read last come first) writes dx and adds the chunk's dW/dB terms either
-into a ``[chunks, BLOCK_N]`` register tile (``CHUNKS_IN_REGISTERS``; rows up to 16384 columns, the fast way), or
-into the program's partial row in global memory (longer rows; only that program touches it, so this stays
-deterministic, but it reads and writes 8 bytes a column for every row).
+A row that fits one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) keeps the partials in registers. A row of up to 16384
+columns is processed in chunks: a first pass reduces the two row sums (its loads marked ``evict_last``, so the
+chunks stay in L2), a second (walking back, so the chunks read last come first) writes dx and adds the chunk's
+dW/dB terms into a ``[chunks, BLOCK_N]`` register tile.
+
+Longer rows take two kernels. ``row_sums_kernel`` reads dy and x once and writes the two row sums; then
+``columns_kernel`` gives each program a strip of columns over a group of rows: it writes dx and keeps the strip's
+dW/dB partials in registers. That reads dy and x twice from memory (10 bytes a column of a bf16 row where one pass
+would move 6), where the one-kernel chunked path, whose partials of a 65536-column row no longer fit in
+registers, added them into memory row by row (16 bytes a column more) and ran at 0.9-1.3 TB/s.
 
 The clamped-ReLU mask is read as bytes (one a row per 8 columns) and its bits spread over the tile with a reshape;
 reading it with one byte load per column cost the masked backward up to 2x the plain one's time.
@@ -43,12 +47,11 @@ def _add_pairs(a1, a2, b1, b2):
 
 
 @triton.jit
-def _load_raw(
-    DY, X, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
-    IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr,
+def _load_data(
+    DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
+    HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr,
 ):  # fmt: skip
-    """Issue the loads of one tile (columns ``col0 ...``): ``(dy, x, packed mask bytes, mean, rstd)`` as stored.
-    Nothing is computed from them here, so a caller can issue the next tile's loads before it works on this one."""
+    """Issue the loads of one tile's row data (columns ``col0 ...``): ``(dy, x, packed mask bytes)`` as stored."""
     cols = col0 + tl.arange(0, BLOCK_N)
     ok = row_ok[:, None] & (cols < N)[None, :]
     dy = tl.load(DY + rows64[:, None] * stride_dy + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT)
@@ -60,6 +63,19 @@ def _load_raw(
         packed = tl.load(
             MASK + rows64[:, None] * stride_mask + byte_cols[None, :], mask=byte_ok, other=0, eviction_policy=EVICT
         )
+    return dy, x, packed
+
+
+@triton.jit
+def _load_raw(
+    DY, X, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
+    IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr,
+):  # fmt: skip
+    """Issue the loads of one tile (columns ``col0 ...``): ``(dy, x, packed mask bytes, mean, rstd)`` as stored.
+    Nothing is computed from them here, so a caller can issue the next tile's loads before it works on this one."""
+    dy, x, packed = _load_data(
+        DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, BLOCK_N, EVICT
+    )
     rstd = tl.load(RSTD + rows, mask=row_ok, other=0.0)
     mean = rstd  # unused by RMSNorm
     if not IS_RMS:
@@ -78,15 +94,23 @@ def _load_weight(W, col0, N, ZERO_CENTERED: tl.constexpr, ACC: tl.constexpr, BLO
 
 
 @triton.jit
+def _masked_dy(dy, packed, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """dy in the accumulation dtype, times the clamped-ReLU mask bits (each byte's bits spread over its 8 columns
+    with a reshape)."""
+    dy = dy.to(ACC)
+    if HAS_MASK:
+        bits = (packed.to(tl.int32)[:, :, None] >> tl.arange(0, 8)[None, None, :]) & 1
+        dy = dy * tl.reshape(bits, (BLOCK_M, BLOCK_N)).to(ACC)
+    return dy
+
+
+@triton.jit
 def _terms(
     dy, x, packed, mean, rstd, w, row_ok, col0, N,
     IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):  # fmt: skip
     """``(dy, xhat, g, rstd)`` of a loaded tile in the accumulation dtype; dy masked by the spread mask bits."""
-    dy = dy.to(ACC)
-    if HAS_MASK:  # the bits of each byte spread over its 8 columns with a reshape
-        bits = (packed.to(tl.int32)[:, :, None] >> tl.arange(0, 8)[None, None, :]) & 1
-        dy = dy * tl.reshape(bits, (BLOCK_M, BLOCK_N)).to(ACC)
+    dy = _masked_dy(dy, packed, HAS_MASK, ACC, BLOCK_M, BLOCK_N)
     x = x.to(ACC)
     rstd = rstd.to(ACC)
     if IS_RMS:
@@ -130,34 +154,16 @@ def _write_dx(
     tl.store(DX + rows64[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=ok)
 
 
-@triton.jit
-def _dx_chunk(
-    DY, X, W, MASK, MEAN, RSTD, DX, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_dx, stride_mask,
-    c1, c2, IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-):  # fmt: skip
-    """Second pass over one chunk of a long row: write its dx, return ``(dy, xhat)`` for the dW/dB sums."""
-    dy, xhat, g, rstd = _load_tile(
-        DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
-        IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "evict_first",
-    )  # fmt: skip
-    _write_dx(DX, g, xhat, c1, c2, rstd, rows64, row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N)
-    return dy, xhat
-
-
 @triton.jit(do_not_specialize=["M", "num_programs", "blocks_per_program"])
 def norm_bwd_kernel(
     DY, X, W, MEAN, RSTD, MASK, DX, PARTIAL,
     M, N, stride_dy, stride_x, stride_dx, stride_mask, num_programs, blocks_per_program,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr,
-    CHUNKS_IN_REGISTERS: tl.constexpr,
+    CHUNKS_P2: tl.constexpr,
 ):  # fmt: skip
     """PARTIAL is float32 ``[1 or 2, num_programs, N]``: dW partials, then dB partials when HAS_DBIAS.
-
-    CHUNKS_IN_REGISTERS (a power of two >= NUM_CHUNKS, or 0): a chunked row keeps its dW/dB partials in registers as
-    ``[CHUNKS_IN_REGISTERS, BLOCK_N]`` tiles, chunk c in row c, instead of adding into PARTIAL row by row.
-    """
+    CHUNKS_P2 is NUM_CHUNKS rounded up to a power of two (the rows of a chunked row's partial tiles)."""
     pid = tl.program_id(0)
     dw_row = PARTIAL + pid.to(tl.int64) * N
     db_row = dw_row + num_programs.to(tl.int64) * N
@@ -201,11 +207,10 @@ def norm_bwd_kernel(
         tl.store(dw_row + cols, tl.sum(dw_acc, axis=0), mask=col_ok)
         if HAS_DBIAS:
             tl.store(db_row + cols, tl.sum(db_acc, axis=0), mask=col_ok)
-    else:
-        if CHUNKS_IN_REGISTERS:
-            chunk_ids = tl.arange(0, CHUNKS_IN_REGISTERS)[:, None]
-            dw_acc = tl.zeros([CHUNKS_IN_REGISTERS, BLOCK_N], dtype=ACC)
-            db_acc = tl.zeros([CHUNKS_IN_REGISTERS, BLOCK_N], dtype=ACC)
+    else:  # the whole row's dW/dB partials as [CHUNKS_P2, BLOCK_N] tiles, chunk c in row c
+        chunk_ids = tl.arange(0, CHUNKS_P2)[:, None]
+        dw_acc = tl.zeros([CHUNKS_P2, BLOCK_N], dtype=ACC)
+        db_acc = tl.zeros([CHUNKS_P2, BLOCK_N], dtype=ACC)
         for i in tl.range(0, blocks_per_program):
             rows = (pid + i * num_programs) * BLOCK_M + tl.arange(0, BLOCK_M)
             row_ok = rows < M
@@ -225,38 +230,121 @@ def norm_bwd_kernel(
             c2 = tl.sum(lane_g, axis=1) / N
             # pass two walks the row backwards: its first chunks are the ones pass one read last, the likeliest
             # still in L2
-            if CHUNKS_IN_REGISTERS:
-                for back in tl.static_range(NUM_CHUNKS):  # unrolled: `chunk` is a constant in each copy
-                    chunk = NUM_CHUNKS - 1 - back
-                    dy, xhat = _dx_chunk(
-                        DY, X, W, MASK, MEAN, RSTD, DX, rows, rows64, row_ok, chunk * BLOCK_N, N, stride_dy,
-                        stride_x, stride_dx, stride_mask, c1, c2, IS_RMS, ZERO_CENTERED, HAS_MASK, ACC,
-                        BLOCK_M, BLOCK_N,
-                    )  # fmt: skip
-                    here = chunk_ids == chunk
-                    dw_acc = tl.where(here, dw_acc + tl.sum(dy * xhat, axis=0)[None, :], dw_acc)
-                    if HAS_DBIAS:
-                        db_acc = tl.where(here, db_acc + tl.sum(dy, axis=0)[None, :], db_acc)
-            else:  # add into this program's partial row in memory (only this program touches it)
-                for back in range(NUM_CHUNKS):
-                    chunk = NUM_CHUNKS - 1 - back
-                    cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
-                    col_ok = cols < N
-                    dy, xhat = _dx_chunk(
-                        DY, X, W, MASK, MEAN, RSTD, DX, rows, rows64, row_ok, chunk * BLOCK_N, N, stride_dy,
-                        stride_x, stride_dx, stride_mask, c1, c2, IS_RMS, ZERO_CENTERED, HAS_MASK, ACC,
-                        BLOCK_M, BLOCK_N,
-                    )  # fmt: skip
-                    dw_old = tl.load(dw_row + cols, mask=col_ok, other=0.0, eviction_policy="evict_last")
-                    tl.store(dw_row + cols, dw_old + tl.sum(dy * xhat, axis=0), mask=col_ok)
-                    if HAS_DBIAS:
-                        db_old = tl.load(db_row + cols, mask=col_ok, other=0.0, eviction_policy="evict_last")
-                        tl.store(db_row + cols, db_old + tl.sum(dy, axis=0), mask=col_ok)
-        if CHUNKS_IN_REGISTERS:
-            cols = chunk_ids * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-            tl.store(dw_row + cols, dw_acc, mask=cols < N)
-            if HAS_DBIAS:
-                tl.store(db_row + cols, db_acc, mask=cols < N)
+            for back in tl.static_range(NUM_CHUNKS):  # unrolled: `chunk` is a constant in each copy
+                chunk = NUM_CHUNKS - 1 - back
+                dy, xhat, g, rstd = _load_tile(
+                    DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, chunk * BLOCK_N, N, stride_dy, stride_x,
+                    stride_mask, IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "evict_first",
+                )  # fmt: skip
+                _write_dx(DX, g, xhat, c1, c2, rstd, rows64, row_ok, chunk * BLOCK_N, N, stride_dx, IS_RMS, BLOCK_N)
+                here = chunk_ids == chunk
+                dw_acc = tl.where(here, dw_acc + tl.sum(dy * xhat, axis=0)[None, :], dw_acc)
+                if HAS_DBIAS:
+                    db_acc = tl.where(here, db_acc + tl.sum(dy, axis=0)[None, :], db_acc)
+        cols = chunk_ids * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+        tl.store(dw_row + cols, dw_acc, mask=cols < N)
+        if HAS_DBIAS:
+            tl.store(db_row + cols, db_acc, mask=cols < N)
+
+
+@triton.jit(do_not_specialize=["M"])
+def row_sums_kernel(
+    DY, X, W, MEAN, RSTD, MASK, SUMS, M, N, stride_dy, stride_x, stride_mask,
+    IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
+):  # fmt: skip
+    """Long rows, step one: ``SUMS[0, row] = mean(xhat * g)`` and (LayerNorm) ``SUMS[1, row] = mean(g)``.
+
+    A read-only pass over dy and x in chunks, with per-lane sums merged once a row, so nothing in the loop waits on
+    the other threads and ``UNROLL`` chunks' loads are in flight together. ``(x - mean) * g`` is summed and
+    multiplied by rstd once; columns past N have dy = 0 (hence g = 0) and add nothing.
+    """
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows < M
+    rows64 = rows.to(tl.int64)
+    rstd = tl.load(RSTD + rows, mask=row_ok, other=0.0).to(ACC)
+    mean = rstd  # unused by RMSNorm
+    if not IS_RMS:
+        mean = tl.load(MEAN + rows, mask=row_ok, other=0.0).to(ACC)
+    lane_xg = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)  # sum of x * g (LayerNorm: (x - mean) * g)
+    lane_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
+    for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=UNROLL):
+        col0 = chunk * BLOCK_N
+        dy, x, packed = _load_data(
+            DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, BLOCK_N, "evict_first"
+        )
+        g = (
+            _masked_dy(dy, packed, HAS_MASK, ACC, BLOCK_M, BLOCK_N)
+            * _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N)[None, :]
+        )
+        if IS_RMS:
+            lane_xg += x.to(ACC) * g
+        else:
+            lane_xg += (x.to(ACC) - mean[:, None]) * g
+            lane_g += g
+    tl.store(SUMS + rows, rstd * tl.sum(lane_xg, axis=1) / N, mask=row_ok)
+    if not IS_RMS:
+        tl.store(SUMS + M + rows, tl.sum(lane_g, axis=1) / N, mask=row_ok)
+
+
+@triton.jit(do_not_specialize=["M", "blocks_per_group"])
+def columns_kernel(
+    DY, X, W, MEAN, RSTD, SUMS, MASK, DX, PARTIAL,
+    M, N, stride_dy, stride_x, stride_dx, stride_mask, blocks_per_group,
+    IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
+    ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """Long rows, step two: program ``(s, r)`` owns the columns of strip s in the rows of group r
+    (``blocks_per_group`` blocks of BLOCK_M rows). It writes dx from the row sums of step one and keeps the strip's
+    dW/dB partials in registers, stored once as row r of PARTIAL (float32 ``[1 or 2, groups, N]``).
+
+    Like the whole-row program, it loads its weights once and issues the next row block's loads before it works on
+    the current one.
+    """
+    col0 = tl.program_id(0) * BLOCK_N
+    group = tl.program_id(1)
+    cols = col0 + tl.arange(0, BLOCK_N)
+    w = _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N)
+    dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
+    db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
+    first = group * blocks_per_group * BLOCK_M
+    # the group's rows; the loop's trip count keeps to them, `end` also masks off the loads issued after the last block
+    end = tl.minimum(first + blocks_per_group * BLOCK_M, M)
+    rows = first + tl.arange(0, BLOCK_M)
+    tile = _load_raw(
+        DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < end, col0, N, stride_dy, stride_x, stride_mask,
+        IS_RMS, HAS_MASK, BLOCK_N, "evict_first",
+    )  # fmt: skip
+    c1 = tl.load(SUMS + rows, mask=rows < end, other=0.0)
+    c2 = c1  # unused by RMSNorm
+    if not IS_RMS:
+        c2 = tl.load(SUMS + M + rows, mask=rows < end, other=0.0)
+    for _ in tl.range(0, blocks_per_group):
+        next_rows = rows + BLOCK_M
+        next_ok = next_rows < end
+        next_tile = _load_raw(
+            DY, X, MASK, MEAN, RSTD, next_rows, next_rows.to(tl.int64), next_ok, col0, N, stride_dy, stride_x,
+            stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "evict_first",
+        )  # fmt: skip
+        next_c1 = tl.load(SUMS + next_rows, mask=next_ok, other=0.0)
+        next_c2 = next_c1
+        if not IS_RMS:
+            next_c2 = tl.load(SUMS + M + next_rows, mask=next_ok, other=0.0)
+        row_ok = rows < end
+        dy_raw, x_raw, packed, mean, rstd = tile
+        dy, xhat, g, rstd = _terms(
+            dy_raw, x_raw, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N
+        )
+        _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N)
+        dw_acc += dy * xhat
+        if HAS_DBIAS:
+            db_acc += dy
+        rows, tile, c1, c2 = next_rows, next_tile, next_c1, next_c2
+    partial = PARTIAL + group.to(tl.int64) * N + cols
+    col_ok = cols < N
+    tl.store(partial, tl.sum(dw_acc, axis=0), mask=col_ok)
+    if HAS_DBIAS:
+        tl.store(partial + tl.num_programs(1).to(tl.int64) * N, tl.sum(db_acc, axis=0), mask=col_ok)
 
 
 @triton.jit
