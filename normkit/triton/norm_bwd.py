@@ -19,11 +19,12 @@ columns is processed in chunks: a first pass reduces the two row sums (its loads
 chunks stay in L2), a second (walking back, so the chunks read last come first) writes dx and adds the chunk's
 dW/dB terms into a ``[chunks, BLOCK_N]`` register tile.
 
-Longer rows take two kernels. ``row_sums_kernel`` reads dy and x once and writes the two row sums; then
-``columns_kernel`` gives each program a strip of columns over a group of rows: it writes dx and keeps the strip's
-dW/dB partials in registers. That reads dy and x twice from memory (10 bytes a column of a bf16 row where one pass
-would move 6), where the one-kernel chunked path, whose partials of a 65536-column row no longer fit in
-registers, added them into memory row by row (16 bytes a column more) and ran at 0.9-1.3 TB/s.
+Longer rows (and LayerNorm's above 8192 columns when there are many rows: ``config.chunked_max_n``) take two
+kernels. ``row_sums_kernel`` reads dy and x once and writes the two row sums; then ``columns_kernel`` gives each
+program a strip of columns over a group of rows: it writes dx and keeps the strip's dW/dB partials in registers.
+That reads dy and x twice from memory (10 bytes a column of a bf16 row where one pass would move 6), where the
+one-kernel chunked path, whose partials of a 65536-column row no longer fit in registers, added them into memory row
+by row (16 bytes a column more) and ran at 0.9-1.3 TB/s.
 
 The clamped-ReLU mask is read as bytes (one a row per 8 columns) and its bits spread over the tile with a reshape;
 reading it with one byte load per column cost the masked backward up to 2x the plain one's time.
