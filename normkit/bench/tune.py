@@ -39,7 +39,7 @@ def candidates(case: Case) -> list[LaunchConfig]:
     registers, up to ``config.chunked_max_n`` columns); warps for 16-32 elements a thread in the forward's whole
     rows, 8-32 in the backward's, 4-32 in forward chunks, 4-16 in backward chunks; backward also 1-8 programs per
     SM. Longer rows take the two-kernel backward (``_two_kernel_candidates``). The grid for one long-row case is
-    large (about 30 compiles): tune such shapes one ``--N`` at a time."""
+    large (about 40 compiles for the two-kernel backward): tune such shapes one ``--N`` at a time."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction == "fwd"
