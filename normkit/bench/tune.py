@@ -77,8 +77,7 @@ def _two_kernel_candidates(n: int) -> list[LaunchConfig]:
     """The two-kernel backward, one kernel's options at a time beside the heuristic's choice of the other: row sums
     in chunks of 1024-4096 at 4-16 elements a thread (1 or 2 rows a program); strips of 256-2048 columns, 1-8 rows a
     step, 8-32 elements a thread, 1-4 programs a SM."""
-    with config.limits(ln_bwd_chunked_max_n=min(config.LIMITS["ln_bwd_chunked_max_n"], n - 1)):
-        default = config.bwd_config(1 << 16, n)
+    default = config.two_kernel_config(n)
     out = []
     for block_m, chunk in ((1, 1024), (1, 2048), (1, 4096), (2, 1024), (2, 2048)):
         for warps in _warp_options(block_m * chunk, (4, 8, 16)):

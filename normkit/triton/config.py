@@ -114,7 +114,7 @@ def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False, i
     (RMSNorm 16384; LayerNorm 8192, or 16384 with at most 4096 rows), in chunks, one persistent program per SM, the
     whole row's dW (and dB) partials in registers (chunks of 2048 at 16 warps for dW alone, 4096 at 32 warps with dB
     as well: the second accumulator needs the registers of more threads). Longer rows still: two kernels
-    (``_two_kernels``).
+    (``two_kernel_config``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192,
     4-32 elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``):
@@ -164,7 +164,7 @@ def _few_short_rows(m: int, block_n: int) -> bool:
 @functools.lru_cache(maxsize=4096)
 def _bwd_heuristic(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, _limits: tuple) -> LaunchConfig:
     if row_block_n(n) > chunked_max_n(is_rms, m):
-        return _two_kernels(n)
+        return two_kernel_config(n)
     chunked = _chunked(n, LIMITS["bwd_max_block_n"], 4096 if has_dbias else 2048, per_thread=4)
     if chunked:  # partials in registers, 4 elements a thread in each chunk, one program a SM
         return replace(chunked, programs_per_sm=1)
@@ -192,7 +192,7 @@ def chunked_max_n(is_rms: bool, m: int = 1 << 16) -> int:
     return LIMITS["ln_bwd_chunked_max_n"]
 
 
-def _two_kernels(n: int) -> LaunchConfig:
+def two_kernel_config(n: int) -> LaunchConfig:
     """Rows too long for one kernel: row sums in chunks of 2048 (16 warps from 16 chunks up, 8 below), then strips of
     1024 columns, 2 rows a step, 8 elements a thread, 4 programs a SM. Measured (GPU run 45, each kernel's options
     beside the other's default): at 65536 columns the row sums' best (LayerNorm 2464-2500 GB/s; 4096-column chunks

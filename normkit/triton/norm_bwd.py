@@ -288,6 +288,16 @@ def row_sums_kernel(
         tl.store(SUMS + M + rows, tl.sum(lane_g, axis=1) / N, mask=row_ok)
 
 
+@triton.jit
+def _load_row_sums(SUMS, M, rows, row_ok, IS_RMS: tl.constexpr):
+    """``(c1, c2)`` of these rows as ``row_sums_kernel`` wrote them (RMSNorm has no c2: c1 is returned twice)."""
+    c1 = tl.load(SUMS + rows, mask=row_ok, other=0.0)
+    c2 = c1
+    if not IS_RMS:
+        c2 = tl.load(SUMS + M + rows, mask=row_ok, other=0.0)
+    return c1, c2
+
+
 @triton.jit(do_not_specialize=["M", "blocks_per_group"])
 def columns_kernel(
     DY, X, W, MEAN, RSTD, SUMS, MASK, DX, PARTIAL,
@@ -316,10 +326,7 @@ def columns_kernel(
         DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < end, col0, N, stride_dy, stride_x, stride_mask,
         IS_RMS, HAS_MASK, BLOCK_N, "evict_first",
     )  # fmt: skip
-    c1 = tl.load(SUMS + rows, mask=rows < end, other=0.0)
-    c2 = c1  # unused by RMSNorm
-    if not IS_RMS:
-        c2 = tl.load(SUMS + M + rows, mask=rows < end, other=0.0)
+    c1, c2 = _load_row_sums(SUMS, M, rows, rows < end, IS_RMS)
     for _ in tl.range(0, blocks_per_group):
         next_rows = rows + BLOCK_M
         next_ok = next_rows < end
@@ -327,10 +334,7 @@ def columns_kernel(
             DY, X, MASK, MEAN, RSTD, next_rows, next_rows.to(tl.int64), next_ok, col0, N, stride_dy, stride_x,
             stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "evict_first",
         )  # fmt: skip
-        next_c1 = tl.load(SUMS + next_rows, mask=next_ok, other=0.0)
-        next_c2 = next_c1
-        if not IS_RMS:
-            next_c2 = tl.load(SUMS + M + next_rows, mask=next_ok, other=0.0)
+        next_c1, next_c2 = _load_row_sums(SUMS, M, next_rows, next_ok, IS_RMS)
         row_ok = rows < end
         dy_raw, x_raw, packed, mean, rstd = tile
         dy, xhat, g, rstd = _terms(

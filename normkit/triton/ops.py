@@ -62,45 +62,36 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
         dw = torch.zeros(n, dtype=weight.dtype, device=x.device)
         return dx, dw, torch.zeros_like(dw) if has_dbias else None
     cfg = config.bwd_config(m, n, has_dbias, has_mask=mask is not None, is_rms=is_rms)
-    if cfg.row_sums is not None:
-        return _backward_two_kernels(dy, x, weight, mean, rstd, mask, dx, cfg, is_rms, zero_centered_gamma, has_dbias)
-    row_blocks = triton.cdiv(m, cfg.block_m)
-    programs = config.bwd_programs(x, row_blocks, cfg)
-    partial = torch.empty((2 if has_dbias else 1, programs, n), dtype=acc_torch, device=x.device)
-    norm_bwd_kernel[(programs,)](
-        dy, x, weight, mean if mean is not None else rstd, rstd, mask if mask is not None else dx, dx, partial,
-        m, n, dy.stride(0), x.stride(0), dx.stride(0), mask.stride(0) if mask is not None else 0,
-        programs, triton.cdiv(row_blocks, programs),
-        IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, HAS_MASK=mask is not None, HAS_DBIAS=has_dbias,
-        ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks,
-        CHUNKS_P2=triton.next_power_of_2(cfg.num_chunks), num_warps=cfg.num_warps,
-    )  # fmt: skip
-    dw, db = _sum_partials(partial, weight.dtype)
-    return dx, dw, db
-
-
-def _backward_two_kernels(dy, x, weight, mean, rstd, mask, dx, cfg, is_rms, zero_centered_gamma, has_dbias):
-    """Long rows: the row sums of every row first, then dx and the dW/dB partials by strips of columns."""
-    m, n = x.shape
-    acc_tl, acc_torch = _acc(x)
-    sums_cfg = cfg.row_sums
-    sums = torch.empty((2, m), dtype=acc_torch, device=x.device)
-    mean = mean if mean is not None else rstd
-    mask_arg, mask_stride = (mask, mask.stride(0)) if mask is not None else (dx, 0)
     flags = dict(IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, HAS_MASK=mask is not None, ACC=acc_tl)
-    row_sums_kernel[(triton.cdiv(m, sums_cfg.block_m),)](
-        dy, x, weight, mean, rstd, mask_arg, sums, m, n, dy.stride(0), x.stride(0), mask_stride,
-        BLOCK_M=sums_cfg.block_m, BLOCK_N=sums_cfg.block_n, NUM_CHUNKS=sums_cfg.num_chunks,
-        UNROLL=min(sums_cfg.num_chunks, 8), num_warps=sums_cfg.num_warps, **flags,
-    )  # fmt: skip
-    row_blocks, strips = triton.cdiv(m, cfg.block_m), triton.cdiv(n, cfg.block_n)
-    groups = config.row_groups(x, row_blocks, strips, cfg)
-    partial = torch.empty((2 if has_dbias else 1, groups, n), dtype=acc_torch, device=x.device)
-    columns_kernel[(strips, groups)](
-        dy, x, weight, mean, rstd, sums, mask_arg, dx, partial,
-        m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, triton.cdiv(row_blocks, groups),
-        HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps, **flags,
-    )  # fmt: skip
+    # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean, no mask passes dx for it
+    mean = mean if mean is not None else rstd
+    mask, mask_stride = (mask, mask.stride(0)) if mask is not None else (dx, 0)
+    row_blocks = triton.cdiv(m, cfg.block_m)
+    if cfg.row_sums is not None:  # long rows: the row sums of every row first, then dx and dW/dB by strips
+        sums_cfg = cfg.row_sums
+        sums = torch.empty((1 if is_rms else 2, m), dtype=acc_torch, device=x.device)
+        row_sums_kernel[(triton.cdiv(m, sums_cfg.block_m),)](
+            dy, x, weight, mean, rstd, mask, sums, m, n, dy.stride(0), x.stride(0), mask_stride,
+            BLOCK_M=sums_cfg.block_m, BLOCK_N=sums_cfg.block_n, NUM_CHUNKS=sums_cfg.num_chunks,
+            UNROLL=min(sums_cfg.num_chunks, 8), num_warps=sums_cfg.num_warps, **flags,
+        )  # fmt: skip
+        strips = triton.cdiv(n, cfg.block_n)
+        groups = config.row_groups(x, row_blocks, strips, cfg)
+        partial = torch.empty((2 if has_dbias else 1, groups, n), dtype=acc_torch, device=x.device)
+        columns_kernel[(strips, groups)](
+            dy, x, weight, mean, rstd, sums, mask, dx, partial,
+            m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, triton.cdiv(row_blocks, groups),
+            HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps, **flags,
+        )  # fmt: skip
+    else:
+        programs = config.bwd_programs(x, row_blocks, cfg)
+        partial = torch.empty((2 if has_dbias else 1, programs, n), dtype=acc_torch, device=x.device)
+        norm_bwd_kernel[(programs,)](
+            dy, x, weight, mean, rstd, mask, dx, partial,
+            m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, programs, triton.cdiv(row_blocks, programs),
+            HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks,
+            CHUNKS_P2=triton.next_power_of_2(cfg.num_chunks), num_warps=cfg.num_warps, **flags,
+        )  # fmt: skip
     dw, db = _sum_partials(partial, weight.dtype)
     return dx, dw, db
 
