@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import DEVICE, HAS_GPU, kernel_backends
 
-from normkit import reference
+from normkit import bitmask, reference
 from normkit.testing import compare, compare_masks
 
 BACKENDS = kernel_backends()
@@ -181,6 +181,17 @@ def test_launch_heuristic_is_cached_but_follows_limits():
     assert config.bwd_config(64, 1000).row_sums is None
 
 
+def test_forward_chunks_follow_the_norm():
+    """Many rows of 4097-8192 columns: LayerNorm's forward in chunks of 1024 (faster there), RMSNorm's in 2048 (its
+    1024-column chunks ran 6% slower at 8192); above 8192 both take 2048."""
+    from normkit.triton import config
+
+    for n in (6144, 8192):
+        assert config.fwd_config(32768, n).block_n == 1024
+        assert config.fwd_config(32768, n, is_rms=True).block_n == 2048
+    assert config.fwd_config(32768, 16384).block_n == config.fwd_config(32768, 16384, is_rms=True).block_n == 2048
+
+
 @pytest.mark.parametrize("limit", ["fwd_max_block_n", "bwd_max_block_n"])
 def test_no_tile_is_wider_than_its_limit(limit):
     """A chunk is a tile too: lowering one max_block_n alone (chunk_n left at its default) must still give tiles no
@@ -293,6 +304,26 @@ def test_nan_and_inf_propagate_like_the_reference(backend):
         check_forward(backend, op, x, w, b if op == "layer_norm" else None)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("n", [100, 1024])  # a ragged row, and whole tiles (EVEN_N)
+def test_masked_backward_multiplies_by_the_mask(backend, n):
+    """The masked backward is the backward of ``dy * mask``: an infinite dy where the mask is 0 still gives NaN (inf
+    times 0), in that row's dx and in that column's dW, as the reference and cuDNN's ``mul`` do. A kernel that
+    selected 0 there instead would hide the overflow."""
+    skip_unsupported(backend, "layer_norm_clamped_relu", n, torch.float32, torch.float32)
+    x, w, b = make_inputs(4, n, torch.float32, torch.float32)
+    _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, LOWER, UPPER)
+    keep = bitmask.unpack(mask, n)
+    row, col = 2, int((~keep[2]).nonzero()[0])  # a column the clamp cut off
+    dy = torch.randn(x.shape, device=x.device)
+    dy[row, col] = float("inf")
+    got = backend_ops(backend).layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd)
+    want = reference.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd)
+    assert got[0][row].isnan().all() and got[1][col].isnan()
+    for name, g, e in zip(["dx", "dw", "db"], got, want):
+        compare(g, e, f"{backend} {name}")
+
+
 @pytest.mark.gpu
 def test_more_than_2_to_the_31_elements():
     """64-bit offsets: one op over M * N >= 2**31 elements."""
@@ -332,10 +363,10 @@ def test_tuner_grid_contains_the_heuristics_choice():
     from normkit.triton import config
 
     for m, n, x_dtype, w_dtype in {shape for sweep in SWEEPS.values() for shape in sweep}:
-        for op in ("ln_fwd", "ln_bwd", "rms_bwd"):
+        for op in ("ln_fwd", "rms_fwd", "ln_bwd", "rms_bwd", "ln_relu_bwd"):
             case = Case(op, m, n, x_dtype, w_dtype)
             if case.direction == "fwd":
-                chosen = config.fwd_config(m, n)
+                chosen = config.fwd_config(m, n, case.kind == "rms_norm")
             else:
                 kind = case.kind
                 chosen = config.bwd_config(

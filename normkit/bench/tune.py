@@ -150,7 +150,7 @@ def tune(cases, *, workers: int, rep: int, out_csv: str) -> list[dict]:
         nbytes = bytes_moved(case)
         timed = []
         if case.direction == "fwd":
-            heuristic = config.fwd_config(case.m, case.n)
+            heuristic = config.fwd_config(case.m, case.n, case.kind == "rms_norm")
         else:
             heuristic = config.bwd_config(
                 case.m,

@@ -87,11 +87,11 @@ def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
     return max(1, min(tile // block_n, triton.next_power_of_2(max(m, 1))))
 
 
-def fwd_config(m: int, n: int) -> LaunchConfig:
+def fwd_config(m: int, n: int, is_rms: bool = False) -> LaunchConfig:
     """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns),
-    32 elements a thread. Above 4096 columns, chunks of 2048 at 16 warps (4 elements a thread, as Inductor's looped
-    reductions) when there are more than 2048 rows; with fewer rows, chunks of 2048 (4096 above N = 8192) at 4 warps,
-    so that every program runs in the first wave.
+    32 elements a thread. Above 4096 columns, when there are more than 2048 rows, 4 elements a thread (as Inductor's
+    looped reductions): chunks of 2048 at 16 warps, or for LayerNorm up to 8192 columns 1024 at 8 warps; with fewer
+    rows, chunks of 2048 (4096 above N = 8192) at 4 warps, so that every program runs in the first wave.
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. Chunked rows (GPU runs 24-29: chunks of 1024-16384
@@ -99,18 +99,19 @@ def fwd_config(m: int, n: int) -> LaunchConfig:
     98-100% of copy; LayerNorm 3.3-3.8) and for LayerNorm at 65536, while RMSNorm at 65536 ran 18% faster in chunks
     of 8192 at 32 warps (not taken: one data point). At 1024 x 12288 the 16-warp programs (run 29) ran 4%
     (LayerNorm) and 13% (with the clamped ReLU) slower than the 4-warp ones had in run 22, hence the rule for few
-    rows.
+    rows. GPU runs 52-53 (round 7): chunks of 1024 at 8 warps ran LayerNorm at 32768 x 6144 and x 8192 at 3995 and
+    4035 GB/s against 3440 and 3775 for 2048 at 16 (with the clamped ReLU 2630 against 2280, 2700 against 2565), but
+    RMSNorm at 8192 at 3980 against 4240; at 16384, 2048 at 16 stayed LayerNorm's fastest (4011 against 3645).
     """
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    return _fwd_heuristic(_rows_key(m), n, tuple(LIMITS.values()))
+    return _fwd_heuristic(_rows_key(m), n, is_rms, tuple(LIMITS.values()))
 
 
 def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False, is_rms: bool = False) -> LaunchConfig:
     """Whole rows up to 8192 columns, ``(tile, elements a thread, warps a SM)``: (2048 below N = 2048, else
-    max(4096, N); 32; 8) with dB or at N <= 256, (same tiles; 16; 16) without; the masked backward (its mask bytes
-    and their bits take registers as well) one row of 1024-4096 columns a program at (8; 16), shorter rows in tiles
-    of 1024 at (16; 8). Programs per SM = warps a SM // warps a program. Longer rows, up to ``chunked_max_n``
+    max(4096, N); 32; 8) with dB or at N <= 256, (same tiles; 16; 16) without; the masked backward (max(2048, N); 32;
+    8). Programs per SM = warps a SM // warps a program. Longer rows, up to ``chunked_max_n``
     (RMSNorm 16384; LayerNorm 8192, or 16384 with at most 4096 rows), in chunks, one persistent program per SM, the
     whole row's dW (and dB) partials in registers (chunks of 2048 at 16 warps for dW alone, 4096 at 32 warps with dB
     as well: the second accumulator needs the registers of more threads). Longer rows still: two kernels
@@ -119,10 +120,12 @@ def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False, i
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192,
     4-32 elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``):
     the whole-row rules are the fastest candidate, or within 1%, for LayerNorm at N = 256, 1024, 2048, 4096, 8192,
-    RMSNorm at 256, 1024, 4096, 8192 and the masked LayerNorm at 256, 1024, 2048, 4096, 8192 (at 8192 it keeps
-    LayerNorm's rule: 1833 GB/s against 1707 at 8 a thread). Small calls (5-20 us, timings that swing by 30%): at
-    4096 x 768 the rules are within 0.95-1.0 of the fastest candidate; at 4096 x 1024 (fp16) and 4096 x 128 the
-    rule's config was not among the 12 fastest printed (so at most 0.86 and 0.96 of the fastest). The two kernels
+    RMSNorm at 256, 1024, 4096, 8192. The masked LayerNorm's rule is round 7's (GPU run 50, 8-32 elements a thread
+    and 8 or 16 warps a SM timed with the mask bits tested in place): the fastest candidate at 1024-8192 columns, or
+    within 1% (32768 x 2048 3421 GB/s, the plain backward 3425; x 8192 3466 against 3446). Small calls (5-20 us,
+    timings that swing by 30%): at 4096 x 768 the rules are within 0.95-1.0 of the fastest candidate; at 4096 x 1024
+    (fp16) and 4096 x 128 the rule's config was not among the 12 fastest printed (so at most 0.86 and 0.96 of the
+    fastest). The two kernels
     (GPU runs 45-47, ``logs/run45_two_kernel_candidates.txt``): LayerNorm at 32768 x 16384 1958 -> 2260 GB/s,
     x 65536 about 900 -> 2450; RMSNorm at 65536 about 1300 -> 2480; the masked LayerNorm at 16384 1036 -> 1630.
     """
@@ -140,9 +143,10 @@ def _rows_key(m: int) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def _fwd_heuristic(m: int, n: int, _limits: tuple) -> LaunchConfig:
+def _fwd_heuristic(m: int, n: int, is_rms: bool, _limits: tuple) -> LaunchConfig:
     if m > 2048:  # 4 elements a thread; rows enough to fill the GPU many times over
-        chunked = _chunked(n, LIMITS["fwd_max_block_n"], 2048, per_thread=4)
+        chunk = 1024 if n <= 8192 and not is_rms else 2048
+        chunked = _chunked(n, LIMITS["fwd_max_block_n"], chunk, per_thread=4)
     else:  # few rows: small programs (at most 4 warps), so that all of them run in the first wave
         chunked = _chunked(n, LIMITS["fwd_max_block_n"], 2048 if n <= 8192 else 4096, per_thread=16)
         if chunked:
@@ -170,10 +174,8 @@ def _bwd_heuristic(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool
         return replace(chunked, programs_per_sm=1)
     block_n = row_block_n(n)
     # (tile elements, elements a thread, warps a SM)
-    if has_mask and 1024 <= block_n <= 4096:  # the mask bytes and their bits take registers too
-        tile, per_thread, warps_per_sm = block_n, 8, 16
-    elif has_mask and block_n < 1024:
-        tile, per_thread, warps_per_sm = 1024, 16, 8
+    if has_mask:
+        tile, per_thread, warps_per_sm = max(2048, block_n), 32, 8
     elif has_dbias or block_n <= 256:
         tile, per_thread, warps_per_sm = (2048 if block_n < 2048 else max(4096, block_n)), 32, 8
     else:

@@ -27,7 +27,14 @@ one-kernel chunked path, whose partials of a 65536-column row no longer fit in r
 by row (16 bytes a column more) and ran at 0.9-1.3 TB/s.
 
 The clamped-ReLU mask is read as bytes (one a row per 8 columns) and its bits spread over the tile with a reshape;
-reading it with one byte load per column cost the masked backward up to 2x the plain one's time.
+reading it with one byte load per column cost the masked backward up to 2x the plain one's time. Each bit is tested
+where it lies (``_masked_dy``), which leaves the masked backward the registers of the plain one's launch: within
+2-6% of its time at 2048-8192 columns (GPU runs 50-53; 1.2-1.9x before).
+
+``EVEN_N`` (N a multiple of BLOCK_N) drops the column bounds of the one-kernel paths: a thread's mask bytes load as
+one vector, and LayerNorm's xhat needs no select past the row's end. The two-kernel path keeps the bounds: without
+them its strips took 70 registers instead of 64, 4 programs no longer fit an SM, and LayerNorm ran 10-13% slower
+(GPU run 54).
 
 A whole-row program loads the weights once and issues the next row block's loads (``_load_raw``: the tiles as
 stored, nothing computed from them) before it works on the current one, so two row blocks are in flight a program
@@ -50,17 +57,18 @@ def _add_pairs(a1, a2, b1, b2):
 @triton.jit
 def _load_data(
     DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
-    HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr,
+    HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
-    """Issue the loads of one tile's row data (columns ``col0 ...``): ``(dy, x, packed mask bytes)`` as stored."""
+    """Issue the loads of one tile's row data (columns ``col0 ...``): ``(dy, x, packed mask bytes)`` as stored.
+    EVEN_N: every column of the tile is in the row (no column bounds, so the mask bytes load as one vector)."""
     cols = col0 + tl.arange(0, BLOCK_N)
-    ok = row_ok[:, None] & (cols < N)[None, :]
+    ok = row_ok[:, None] if EVEN_N else row_ok[:, None] & (cols < N)[None, :]
     dy = tl.load(DY + rows64[:, None] * stride_dy + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT)
     x = tl.load(X + rows64[:, None] * stride_x + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT)
     packed = dy  # unused without a mask
     if HAS_MASK:  # one byte a row per 8 columns, loaded once (not once per column)
         byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
-        byte_ok = row_ok[:, None] & (byte_cols < (N + 7) // 8)[None, :]
+        byte_ok = row_ok[:, None] if EVEN_N else row_ok[:, None] & (byte_cols < (N + 7) // 8)[None, :]
         packed = tl.load(
             MASK + rows64[:, None] * stride_mask + byte_cols[None, :], mask=byte_ok, other=0, eviction_policy=EVICT
         )
@@ -70,12 +78,12 @@ def _load_data(
 @triton.jit
 def _load_raw(
     DY, X, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
-    IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr,
+    IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
     """Issue the loads of one tile (columns ``col0 ...``): ``(dy, x, packed mask bytes, mean, rstd)`` as stored.
     Nothing is computed from them here, so a caller can issue the next tile's loads before it works on this one."""
     dy, x, packed = _load_data(
-        DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, BLOCK_N, EVICT
+        DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, BLOCK_N, EVICT, EVEN_N
     )
     rstd = tl.load(RSTD + rows, mask=row_ok, other=0.0)
     mean = rstd  # unused by RMSNorm
@@ -97,11 +105,16 @@ def _load_weight(W, col0, N, ZERO_CENTERED: tl.constexpr, ACC: tl.constexpr, BLO
 @triton.jit
 def _masked_dy(dy, packed, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """dy in the accumulation dtype, times the clamped-ReLU mask bits (each byte's bits spread over its 8 columns
-    with a reshape)."""
+    with a reshape).
+
+    A bit is tested where it lies (``byte & (1 << k)``, one instruction that sets a predicate) and picks dy or
+    ``dy * 0``: the product's value (NaN for an infinite dy, as the reference and cuDNN's ``mul`` give) without
+    turning each bit into a float to multiply by (shift, and, convert: 30 registers more a thread at 16 columns
+    a thread, and at 32 the registers ran out)."""
     dy = dy.to(ACC)
     if HAS_MASK:
-        bits = (packed.to(tl.int32)[:, :, None] >> tl.arange(0, 8)[None, None, :]) & 1
-        dy = dy * tl.reshape(bits, (BLOCK_M, BLOCK_N)).to(ACC)
+        keep = (packed.to(tl.int32)[:, :, None] & (1 << tl.arange(0, 8))[None, None, :]) != 0
+        dy = tl.where(tl.reshape(keep, (BLOCK_M, BLOCK_N)), dy, dy * 0.0)
     return dy
 
 
@@ -109,6 +122,7 @@ def _masked_dy(dy, packed, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: t
 def _terms(
     dy, x, packed, mean, rstd, w, row_ok, col0, N,
     IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    EVEN_N: tl.constexpr,
 ):  # fmt: skip
     """``(dy, xhat, g, rstd)`` of a loaded tile in the accumulation dtype; dy masked by the spread mask bits."""
     dy = _masked_dy(dy, packed, HAS_MASK, ACC, BLOCK_M, BLOCK_N)
@@ -116,6 +130,8 @@ def _terms(
     rstd = rstd.to(ACC)
     if IS_RMS:
         xhat = x * rstd[:, None]
+    elif EVEN_N:  # no column past the row's end; in rows past M x, mean and rstd load as 0, so xhat is 0
+        xhat = (x - mean.to(ACC)[:, None]) * rstd[:, None]
     else:
         cols = col0 + tl.arange(0, BLOCK_N)
         ok = row_ok[:, None] & (cols < N)[None, :]
@@ -127,17 +143,17 @@ def _terms(
 def _load_tile(
     DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
     """Load the tile of columns ``col0 ...`` and return ``(dy, xhat, g, rstd)`` in the accumulation dtype; dy already
     masked. EVICT is the L2 eviction policy of the row data: "evict_last" for a chunk the kernel reads again,
     "evict_first" for the last read."""
     dy, x, packed, mean, rstd = _load_raw(
         DY, X, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
-        IS_RMS, HAS_MASK, BLOCK_N, EVICT,
+        IS_RMS, HAS_MASK, BLOCK_N, EVICT, EVEN_N,
     )  # fmt: skip
     w = _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N)
-    return _terms(dy, x, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N)
+    return _terms(dy, x, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N)
 
 
 @triton.jit
@@ -161,7 +177,7 @@ def norm_bwd_kernel(
     M, N, stride_dy, stride_x, stride_dx, stride_mask, num_programs, blocks_per_program,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr,
-    CHUNKS_P2: tl.constexpr,
+    CHUNKS_P2: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
     """PARTIAL is float32 ``[1 or 2, num_programs, N]``: dW partials, then dB partials when HAS_DBIAS.
     CHUNKS_P2 is NUM_CHUNKS rounded up to a power of two (the rows of a chunked row's partial tiles)."""
@@ -178,19 +194,19 @@ def norm_bwd_kernel(
         rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
         tile = _load_raw(
             DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < M, 0, N, stride_dy, stride_x, stride_mask,
-            IS_RMS, HAS_MASK, BLOCK_N, "",
+            IS_RMS, HAS_MASK, BLOCK_N, "", EVEN_N,
         )  # fmt: skip
         for _ in tl.range(0, blocks_per_program):
             # the next row block's loads go out before this one is worked on: two row blocks in flight a program
             next_rows = rows + num_programs * BLOCK_M
             next_tile = _load_raw(
                 DY, X, MASK, MEAN, RSTD, next_rows, next_rows.to(tl.int64), next_rows < M, 0, N, stride_dy,
-                stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "",
+                stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "", EVEN_N,
             )  # fmt: skip
             row_ok = rows < M
             dy_raw, x_raw, packed, mean, rstd = tile
             dy, xhat, g, rstd = _terms(
-                dy_raw, x_raw, packed, mean, rstd, w, row_ok, 0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N
+                dy_raw, x_raw, packed, mean, rstd, w, row_ok, 0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N
             )
             if IS_RMS:
                 c1 = tl.sum(xhat * g, axis=1) / N
@@ -222,7 +238,7 @@ def norm_bwd_kernel(
             for chunk in range(NUM_CHUNKS):
                 dy, xhat, g, rstd = _load_tile(
                     DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, chunk * BLOCK_N, N, stride_dy, stride_x,
-                    stride_mask, IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "evict_last",
+                    stride_mask, IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "evict_last", EVEN_N,
                 )  # fmt: skip
                 lane_xhat_g += xhat * g
                 if not IS_RMS:
@@ -235,7 +251,7 @@ def norm_bwd_kernel(
                 chunk = NUM_CHUNKS - 1 - back
                 dy, xhat, g, rstd = _load_tile(
                     DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, chunk * BLOCK_N, N, stride_dy, stride_x,
-                    stride_mask, IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "evict_first",
+                    stride_mask, IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "evict_first", EVEN_N,
                 )  # fmt: skip
                 _write_dx(DX, g, xhat, c1, c2, rstd, rows64, row_ok, chunk * BLOCK_N, N, stride_dx, IS_RMS, BLOCK_N)
                 here = chunk_ids == chunk
@@ -271,9 +287,12 @@ def row_sums_kernel(
     lane_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
     for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=UNROLL):
         col0 = chunk * BLOCK_N
+        # the bounds kept even for whole chunks: without them this kernel's code changed and the two kernels ran
+        # LayerNorm 10% slower (GPU run 54)
         dy, x, packed = _load_data(
-            DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, BLOCK_N, "evict_first"
-        )
+            DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, BLOCK_N, "evict_first",
+            False,
+        )  # fmt: skip
         g = (
             _masked_dy(dy, packed, HAS_MASK, ACC, BLOCK_M, BLOCK_N)
             * _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N)[None, :]
@@ -324,7 +343,7 @@ def columns_kernel(
     rows = first + tl.arange(0, BLOCK_M)
     tile = _load_raw(
         DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < end, col0, N, stride_dy, stride_x, stride_mask,
-        IS_RMS, HAS_MASK, BLOCK_N, "evict_first",
+        IS_RMS, HAS_MASK, BLOCK_N, "evict_first", False,
     )  # fmt: skip
     c1, c2 = _load_row_sums(SUMS, M, rows, rows < end, IS_RMS)
     for _ in tl.range(0, blocks_per_group):
@@ -332,13 +351,13 @@ def columns_kernel(
         next_ok = next_rows < end
         next_tile = _load_raw(
             DY, X, MASK, MEAN, RSTD, next_rows, next_rows.to(tl.int64), next_ok, col0, N, stride_dy, stride_x,
-            stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "evict_first",
+            stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "evict_first", False,
         )  # fmt: skip
         next_c1, next_c2 = _load_row_sums(SUMS, M, next_rows, next_ok, IS_RMS)
         row_ok = rows < end
         dy_raw, x_raw, packed, mean, rstd = tile
         dy, xhat, g, rstd = _terms(
-            dy_raw, x_raw, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N
+            dy_raw, x_raw, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, False
         )
         _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N)
         dw_acc += dy * xhat

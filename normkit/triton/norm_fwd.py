@@ -35,7 +35,7 @@ import triton.language as tl
 def _scale_shift_store(
     xhat, rows64, row_ok, col0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
     HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
     """Apply weight/bias (and the clamp + mask) to one ``[BLOCK_M, BLOCK_N]`` tile starting at column col0."""
     cols = col0 + tl.arange(0, BLOCK_N)
@@ -53,9 +53,11 @@ def _scale_shift_store(
     y_out = y.to(Y.dtype.element_ty)
     if CLAMP_MASK:
         stored = y_out.to(xhat.dtype)  # the mask describes out as stored, as cuDNN computes it
-        keep = ((stored > lower) & (stored < upper) & ok).to(tl.int32)
-        bits = tl.reshape(keep, (BLOCK_M, BLOCK_N // 8, 8))
-        packed = tl.sum(bits << tl.arange(0, 8)[None, None, :], axis=2)
+        keep = (stored > lower) & (stored < upper)
+        if not EVEN_N:  # padding bits are 0
+            keep &= ok
+        keep = tl.reshape(keep, (BLOCK_M, BLOCK_N // 8, 8))
+        packed = tl.sum(tl.where(keep, 1 << tl.arange(0, 8)[None, None, :], 0), axis=2)
         byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
         byte_ok = row_ok[:, None] & (byte_cols < (N + 7) // 8)[None, :]
         tl.store(MASK + rows64[:, None] * stride_mask + byte_cols[None, :], packed.to(tl.uint8), mask=byte_ok)
@@ -92,7 +94,7 @@ def norm_fwd_kernel(
         tl.store(RSTD + rows, rstd, mask=row_ok)
         _scale_shift_store(
             xhat, rows64, row_ok, 0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
-            HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, BLOCK_M, BLOCK_N,
+            HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, BLOCK_M, BLOCK_N, EVEN_N,
         )  # fmt: skip
     else:
         # Pass one: per-lane statistics, merged across the lanes once, after the loop. LayerNorm's lanes sum
@@ -139,5 +141,5 @@ def norm_fwd_kernel(
                 xhat = (x - mean[:, None]) * rstd[:, None]
             _scale_shift_store(
                 xhat, rows64, row_ok, chunk * BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
-                HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, BLOCK_M, BLOCK_N,
+                HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, BLOCK_M, BLOCK_N, EVEN_N,
             )  # fmt: skip

@@ -26,7 +26,7 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
     mask = torch.empty((m, packed_width(n)), dtype=torch.uint8, device=x.device) if clamp else None
     if m == 0:
         return y, mean, rstd, mask
-    cfg = config.fwd_config(m, n)
+    cfg = config.fwd_config(m, n, is_rms)
     lower, upper = clamp or (0.0, 0.0)
     norm_fwd_kernel[(triton.cdiv(m, cfg.block_m),)](
         x, y, weight, bias if bias is not None else weight, mean, rstd, mask if mask is not None else y,
@@ -90,7 +90,8 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
             dy, x, weight, mean, rstd, mask, dx, partial,
             m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, programs, triton.cdiv(row_blocks, programs),
             HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks,
-            CHUNKS_P2=triton.next_power_of_2(cfg.num_chunks), num_warps=cfg.num_warps, **flags,
+            CHUNKS_P2=triton.next_power_of_2(cfg.num_chunks), EVEN_N=n % cfg.block_n == 0, num_warps=cfg.num_warps,
+            **flags,
         )  # fmt: skip
     dw, db = _sum_partials(partial, weight.dtype)
     return dx, dw, db
