@@ -287,8 +287,7 @@ def row_sums_kernel(
     lane_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
     for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=UNROLL):
         col0 = chunk * BLOCK_N
-        # the bounds kept even for whole chunks: without them this kernel's code changed and the two kernels ran
-        # LayerNorm 10% slower (GPU run 54)
+        # column bounds kept for whole chunks too: the two-kernel path does not take EVEN_N (module docstring)
         dy, x, packed = _load_data(
             DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, BLOCK_N, "evict_first",
             False,
