@@ -26,6 +26,11 @@ def _normkit(backend: str, case: Case, t: Inputs):
         ops = importlib.import_module(f"normkit.{backend}")
     except Exception as error:  # BackendUnavailable, or a missing package
         raise Unsupported(str(error)) from error
+    return normkit_call(ops, case, t)
+
+
+def normkit_call(ops, case: Case, t: Inputs):
+    """The case's op from a module with normkit's six functions (a backend, or another version's: ``bench.ab``)."""
     zc = case.zero_centered_gamma
     if case.direction == "fwd":
         if case.kind == "rms_norm":

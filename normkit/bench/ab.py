@@ -1,0 +1,135 @@
+"""``python -m normkit.bench.ab REV``: the Triton kernels of git revision REV against the working tree's, one process.
+
+A kernel change is judged by its speed before and after on the same GPU, inputs and minute: a machine's speed
+drifts between runs (just after a start every provider has run 2-3x slower), so figures from two runs do not
+compare. This command copies the ``normkit`` package of REV (``git archive``) beside the working tree's under
+another name, checks both against ``normkit.reference`` on each case, then times them in turns, ``--rounds`` times
+each, and prints GB/s (median of the rounds; every round in the CSV) and the ratio now / before.
+
+Example: ``python -m normkit.bench.ab HEAD~1 --M 32768 --N 1024 4096 --ops ln_bwd ln_relu_bwd --rep 20 --warmup 5``
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import io
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+import torch
+
+from .__main__ import _check, cases_from_args, copy_bandwidth_gbs, write_csv
+from .cases import OPS, SWEEPS, bytes_moved, make_inputs
+from .providers import normkit_call
+
+
+def load_revision(rev: str, repo: str = "."):
+    """The ``triton`` ops module of the ``normkit`` package at git revision ``rev`` of ``repo``, imported as
+    ``normkit_at_<commit>`` (its imports are relative, so the copy uses its own kernels, config and checks)."""
+    found = subprocess.run(
+        ["git", "-C", repo, "rev-parse", "--short", f"{rev}^{{commit}}"], capture_output=True, text=True
+    )
+    if found.returncode != 0:
+        raise ValueError(f"rev: {rev!r} is not a commit of the git repository at {os.path.abspath(repo)!r}")
+    commit = found.stdout.strip()
+    name = f"normkit_at_{commit}"
+    if name not in sys.modules:
+        archive = subprocess.run(["git", "-C", repo, "archive", commit, "normkit"], capture_output=True, check=True)
+        root = tempfile.mkdtemp(prefix="normkit-ab-")
+        with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+            tar.extractall(root, filter="data")
+        os.rename(os.path.join(root, "normkit"), os.path.join(root, name))
+        sys.path.insert(0, root)
+    return importlib.import_module(f"{name}.triton")
+
+
+def measure(before, cases, *, rounds=3, warmup=25, rep=100, on_row=None) -> list[dict]:
+    """For each case: check both versions, then time them in turns; one row per case."""
+    if not torch.cuda.is_available():
+        raise SystemExit("normkit.bench.ab times kernels on an NVIDIA GPU; none is visible here")
+    from triton.testing import do_bench
+
+    from .. import triton as now_ops
+
+    copy = copy_bandwidth_gbs(do_bench)
+    print(f"{torch.cuda.get_device_name()}: device-to-device copy {copy:.0f} GB/s", flush=True)
+    rows = []
+    for case in cases:
+        inputs = make_inputs(case)
+        nbytes = bytes_moved(case)
+        fns = {"before": normkit_call(before, case, inputs), "now": normkit_call(now_ops, case, inputs)}
+        row = {"op": case.op, "M": case.m, "N": case.n, "x_dtype": case.x_dtype, "w_dtype": case.w_dtype}
+        wrong = None
+        for version, fn in fns.items():  # a wrong result is reported as such, never timed
+            try:
+                _check(case, fn(), inputs.expected)
+            except AssertionError as why:
+                wrong = f"wrong ({version}): {why}"
+                break
+        if wrong:
+            row.update(status=wrong[:160])
+        else:
+            gbs = {version: [] for version in fns}
+            for _ in range(rounds):
+                for version, fn in fns.items():
+                    gbs[version].append(nbytes / do_bench(fn, warmup=warmup, rep=rep, return_mode="median") / 1e6)
+            row.update(status="ok", copy_gbs=round(copy, 1))
+            for version, values in gbs.items():
+                row[f"{version}_gbs"] = round(statistics.median(values), 1)
+                row[f"{version}_rounds"] = " ".join(f"{v:.0f}" for v in values)
+            row["ratio"] = round(row["now_gbs"] / row["before_gbs"], 3)
+            row["now_pct_of_copy"] = round(100 * row["now_gbs"] / copy, 1)
+        rows.append(row)
+        if on_row:
+            on_row(row)
+        del inputs
+        torch.cuda.empty_cache()
+    return rows
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m normkit.bench.ab", description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "rev", help="the git revision to compare with (a commit, branch or tag; HEAD for the last commit)"
+    )
+    parser.add_argument("--sweep", nargs="*", choices=sorted(SWEEPS), help="named shape sweeps")
+    parser.add_argument("--ops", nargs="+", default=list(OPS), choices=list(OPS))
+    parser.add_argument("--M", type=int, help="custom shape: rows")
+    parser.add_argument("--N", type=int, nargs="+", help="custom shape: hidden sizes")
+    parser.add_argument("--dtype", default="bf16", choices=["fp32", "fp16", "bf16"])
+    parser.add_argument("--wdtype", choices=["fp32", "fp16", "bf16"], help="weight dtype (default: --dtype)")
+    parser.add_argument("--rounds", type=int, default=3, help="timings of each version, taken in turns")
+    parser.add_argument("--warmup", type=int, default=25, help="ms of warm-up per timing")
+    parser.add_argument("--rep", type=int, default=100, help="ms of repetitions per timing")
+    parser.add_argument("--out", default="benchmarks/results", help="folder for the CSV")
+    parser.add_argument("--tag", default="ab", help="file name stem of the CSV")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    if not torch.cuda.is_available():
+        raise SystemExit("normkit.bench.ab times kernels on an NVIDIA GPU; none is visible here")
+    before = load_revision(args.rev)
+    os.makedirs(args.out, exist_ok=True)
+    done = []
+
+    def on_row(row):
+        done.append(row)
+        shape = f"{row['op']:<12}{row['M']:>7}{row['N']:>7} {row['x_dtype']}/{row['w_dtype']}"
+        if row["status"] == "ok":
+            print(f"{shape}  before {row['before_rounds']:<17} now {row['now_rounds']:<17} x{row['ratio']:.3f}"
+                  f"  {row['now_pct_of_copy']:.0f}% of copy", flush=True)  # fmt: skip
+        else:
+            print(f"{shape}  {row['status']}", flush=True)
+        write_csv(done, os.path.join(args.out, f"{args.tag}.csv"))
+
+    measure(before, cases_from_args(args), rounds=args.rounds, warmup=args.warmup, rep=args.rep, on_row=on_row)
+    print(f"wrote {args.out}/{args.tag}.csv (GB/s of {args.rev} and of the working tree)")
+
+
+if __name__ == "__main__":
+    main()
