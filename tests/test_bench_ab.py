@@ -38,3 +38,51 @@ def test_ab_says_it_needs_a_gpu():
 
     with pytest.raises(SystemExit, match="NVIDIA GPU"):
         main(["HEAD", "--M", "8", "--N", "64", "--ops", "ln_fwd"])
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """``measure`` with the GPU parts replaced: inputs on this device, a fixed copy speed, and a do_bench that
+    records what it timed and answers 2 ns for odd calls, 1 ns for even ones."""
+    import triton.testing
+
+    from normkit.bench import ab, cases
+
+    timed = []
+
+    def do_bench(fn, **kwargs):
+        timed.append(fn)
+        return 2e-6 if len(timed) % 2 else 1e-6
+
+    monkeypatch.setattr(ab.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(ab.torch.cuda, "get_device_name", lambda: "fake GPU")
+    monkeypatch.setattr(ab.torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(ab, "copy_bandwidth_gbs", lambda do_bench: 1000.0)
+    monkeypatch.setattr(ab, "make_inputs", lambda case: cases.make_inputs(case, device="cpu"))
+    monkeypatch.setattr(triton.testing, "do_bench", do_bench)
+    return timed
+
+
+def test_measure_times_both_versions_in_turns(fake_gpu):
+    from normkit.bench import ab, cases
+
+    case = cases.Case("ln_fwd", 4, 64, "fp32", "fp32")
+    (row,) = ab.measure(ab.load_revision("HEAD"), [case], rounds=3)
+    assert len(fake_gpu) == 6 and fake_gpu[0::2] == [fake_gpu[0]] * 3 and fake_gpu[1::2] == [fake_gpu[1]] * 3
+    assert fake_gpu[0] is not fake_gpu[1]  # before, now, before, now, ...
+    assert row["status"] == "ok" and len(row["before_rounds"].split()) == len(row["now_rounds"].split()) == 3
+    mb = cases.bytes_moved(case) / 1e6
+    assert row["before_gbs"] == round(mb / 2e-6, 1) and row["now_gbs"] == round(mb / 1e-6, 1) and row["ratio"] == 2.0
+
+
+def test_measure_reports_a_wrong_version_without_timing_it(fake_gpu):
+    from types import SimpleNamespace
+
+    from normkit.bench import ab, cases
+
+    def wrong_forward(x, w, b, eps, zero_centered_gamma):
+        y, mean, rstd = reference.layer_norm_fwd(x, w, b, eps)
+        return y + 1, mean, rstd
+
+    (row,) = ab.measure(SimpleNamespace(layer_norm_fwd=wrong_forward), [cases.Case("ln_fwd", 4, 64, "fp32", "fp32")])
+    assert row["status"].startswith("wrong (before)") and not fake_gpu

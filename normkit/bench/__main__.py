@@ -51,6 +51,18 @@ def versions() -> dict:
     return info
 
 
+def add_case_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options that pick the cases (``cases_from_args``) and the timing, shared by the bench commands."""
+    parser.add_argument("--sweep", nargs="*", choices=sorted(SWEEPS), help="named shape sweeps")
+    parser.add_argument("--ops", nargs="+", default=list(OPS), choices=list(OPS))
+    parser.add_argument("--M", type=int, help="custom shape: rows")
+    parser.add_argument("--N", type=int, nargs="+", help="custom shape: hidden sizes")
+    parser.add_argument("--dtype", default="bf16", choices=["fp32", "fp16", "bf16"])
+    parser.add_argument("--wdtype", choices=["fp32", "fp16", "bf16"], help="weight dtype (default: --dtype)")
+    parser.add_argument("--warmup", type=int, default=25, help="ms of warm-up per timing")
+    parser.add_argument("--rep", type=int, default=100, help="ms of repetitions per timing")
+
+
 def cases_from_args(args) -> list[Case]:
     shapes = []
     for sweep in args.sweep or []:
@@ -164,15 +176,8 @@ def plot(rows: list[dict], path: str) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m normkit.bench", description=__doc__.splitlines()[0])
-    parser.add_argument("--sweep", nargs="*", choices=sorted(SWEEPS), help="named shape sweeps")
-    parser.add_argument("--ops", nargs="+", default=list(OPS), choices=list(OPS))
+    add_case_arguments(parser)
     parser.add_argument("--providers", nargs="+", default=list(PROVIDERS), choices=list(PROVIDERS))
-    parser.add_argument("--M", type=int, help="custom shape: rows")
-    parser.add_argument("--N", type=int, nargs="+", help="custom shape: hidden sizes")
-    parser.add_argument("--dtype", default="bf16", choices=["fp32", "fp16", "bf16"])
-    parser.add_argument("--wdtype", choices=["fp32", "fp16", "bf16"], help="weight dtype (default: --dtype)")
-    parser.add_argument("--warmup", type=int, default=25, help="ms of warm-up per timing")
-    parser.add_argument("--rep", type=int, default=100, help="ms of repetitions per timing")
     parser.add_argument("--out", default="benchmarks/results", help="folder for bench.csv and bench.png")
     parser.add_argument("--tag", default="bench", help="file name stem of the CSV and PNG")
     args = parser.parse_args(argv)

@@ -23,8 +23,8 @@ import tempfile
 
 import torch
 
-from .__main__ import _check, cases_from_args, copy_bandwidth_gbs, write_csv
-from .cases import OPS, SWEEPS, bytes_moved, make_inputs
+from .__main__ import _check, add_case_arguments, cases_from_args, copy_bandwidth_gbs, write_csv
+from .cases import bytes_moved, make_inputs
 from .providers import normkit_call
 
 
@@ -78,12 +78,12 @@ def measure(before, cases, *, rounds=3, warmup=25, rep=100, on_row=None) -> list
             for _ in range(rounds):
                 for version, fn in fns.items():
                     gbs[version].append(nbytes / do_bench(fn, warmup=warmup, rep=rep, return_mode="median") / 1e6)
-            row.update(status="ok", copy_gbs=round(copy, 1))
+            median = {version: statistics.median(values) for version, values in gbs.items()}
+            row.update(status="ok", copy_gbs=round(copy, 1), ratio=round(median["now"] / median["before"], 3))
+            row["now_pct_of_copy"] = round(100 * median["now"] / copy, 1)
             for version, values in gbs.items():
-                row[f"{version}_gbs"] = round(statistics.median(values), 1)
+                row[f"{version}_gbs"] = round(median[version], 1)
                 row[f"{version}_rounds"] = " ".join(f"{v:.0f}" for v in values)
-            row["ratio"] = round(row["now_gbs"] / row["before_gbs"], 3)
-            row["now_pct_of_copy"] = round(100 * row["now_gbs"] / copy, 1)
         rows.append(row)
         if on_row:
             on_row(row)
@@ -97,15 +97,8 @@ def main(argv=None) -> None:
     parser.add_argument(
         "rev", help="the git revision to compare with (a commit, branch or tag; HEAD for the last commit)"
     )
-    parser.add_argument("--sweep", nargs="*", choices=sorted(SWEEPS), help="named shape sweeps")
-    parser.add_argument("--ops", nargs="+", default=list(OPS), choices=list(OPS))
-    parser.add_argument("--M", type=int, help="custom shape: rows")
-    parser.add_argument("--N", type=int, nargs="+", help="custom shape: hidden sizes")
-    parser.add_argument("--dtype", default="bf16", choices=["fp32", "fp16", "bf16"])
-    parser.add_argument("--wdtype", choices=["fp32", "fp16", "bf16"], help="weight dtype (default: --dtype)")
+    add_case_arguments(parser)
     parser.add_argument("--rounds", type=int, default=3, help="timings of each version, taken in turns")
-    parser.add_argument("--warmup", type=int, default=25, help="ms of warm-up per timing")
-    parser.add_argument("--rep", type=int, default=100, help="ms of repetitions per timing")
     parser.add_argument("--out", default="benchmarks/results", help="folder for the CSV")
     parser.add_argument("--tag", default="ab", help="file name stem of the CSV")
     args = parser.parse_args(argv)
