@@ -9,7 +9,15 @@ from conftest import HAS_GPU
 from normkit import reference
 from normkit.testing import compare
 
-IN_GIT_CHECKOUT = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True).returncode == 0
+
+def _in_git_checkout() -> bool:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True).returncode == 0
+    except FileNotFoundError:  # no git on this machine
+        return False
+
+
+IN_GIT_CHECKOUT = _in_git_checkout()
 pytestmark = pytest.mark.skipif(not IN_GIT_CHECKOUT, reason="needs the git checkout of normkit")
 
 

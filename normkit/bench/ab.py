@@ -31,9 +31,12 @@ from .providers import normkit_call
 def load_revision(rev: str, repo: str = "."):
     """The ``triton`` ops module of the ``normkit`` package at git revision ``rev`` of ``repo``, imported as
     ``normkit_at_<commit>`` (its imports are relative, so the copy uses its own kernels, config and checks)."""
-    found = subprocess.run(
-        ["git", "-C", repo, "rev-parse", "--short", f"{rev}^{{commit}}"], capture_output=True, text=True
-    )
+    try:
+        found = subprocess.run(
+            ["git", "-C", repo, "rev-parse", "--short", f"{rev}^{{commit}}"], capture_output=True, text=True
+        )
+    except FileNotFoundError as error:
+        raise RuntimeError("normkit.bench.ab reads other revisions with git, which is not installed here") from error
     if found.returncode != 0:
         raise ValueError(f"rev: {rev!r} is not a commit of the git repository at {os.path.abspath(repo)!r}")
     commit = found.stdout.strip()
