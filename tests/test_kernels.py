@@ -308,8 +308,8 @@ def test_nan_and_inf_propagate_like_the_reference(backend):
 @pytest.mark.parametrize("n", [100, 1024])  # a ragged row, and whole tiles (EVEN_N)
 def test_masked_backward_multiplies_by_the_mask(backend, n):
     """The masked backward is the backward of ``dy * mask``: an infinite dy where the mask is 0 still gives NaN (inf
-    times 0), in that row's dx and in that column's dW, as the reference and cuDNN's ``mul`` do. A kernel that
-    selected 0 there instead would hide the overflow."""
+    times 0), in that row's dx and in that column's dW, as the reference gives. A kernel that selected 0 there
+    instead would hide the overflow. (cuDNN's graph is ``mul(dy, mask)``; its case here has not yet run on a GPU.)"""
     skip_unsupported(backend, "layer_norm_clamped_relu", n, torch.float32, torch.float32)
     x, w, b = make_inputs(4, n, torch.float32, torch.float32)
     _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, LOWER, UPPER)

@@ -108,7 +108,7 @@ def _masked_dy(dy, packed, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: t
     with a reshape).
 
     A bit is tested where it lies (``byte & (1 << k)``, one instruction that sets a predicate) and picks dy or
-    ``dy * 0``: the product's value (NaN for an infinite dy, as the reference and cuDNN's ``mul`` give) without
+    ``dy * 0``: the product's value (NaN for an infinite dy, as the reference's ``dy * mask`` gives) without
     turning each bit into a float to multiply by (shift, and, convert: 30 registers more a thread at 16 columns
     a thread, and at 32 the registers ran out)."""
     dy = dy.to(ACC)
