@@ -74,10 +74,15 @@ def cases_from_args(args) -> list[Case]:
     return [Case(op, m, n, xd, wd) for (m, n, xd, wd) in shapes for op in args.ops]
 
 
+def require_gpu(command: str, what: str = "kernels") -> None:
+    """Exit with a message naming the command where no NVIDIA GPU is visible (the bench commands time on one)."""
+    if not torch.cuda.is_available():
+        raise SystemExit(f"{command} times {what} on an NVIDIA GPU; none is visible here")
+
+
 def measure(cases, providers, *, warmup=25, rep=100, on_row=None) -> list[dict]:
     """Check then time each provider on each case; one row per (case, provider)."""
-    if not torch.cuda.is_available():
-        raise SystemExit("normkit.bench times kernels on an NVIDIA GPU; none is visible here")
+    require_gpu("normkit.bench")
     from tqdm.auto import tqdm
     from triton.testing import do_bench
 

@@ -23,7 +23,7 @@ import tempfile
 
 import torch
 
-from .__main__ import _check, add_case_arguments, cases_from_args, copy_bandwidth_gbs, write_csv
+from .__main__ import _check, add_case_arguments, cases_from_args, copy_bandwidth_gbs, require_gpu, write_csv
 from .cases import bytes_moved, make_inputs
 from .providers import normkit_call
 
@@ -53,8 +53,7 @@ def load_revision(rev: str, repo: str = "."):
 
 def measure(before, cases, *, rounds=3, warmup=25, rep=100, on_row=None) -> list[dict]:
     """For each case: check both versions, then time them in turns; one row per case."""
-    if not torch.cuda.is_available():
-        raise SystemExit("normkit.bench.ab times kernels on an NVIDIA GPU; none is visible here")
+    require_gpu("normkit.bench.ab")
     from triton.testing import do_bench
 
     from .. import triton as now_ops
@@ -107,8 +106,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
-    if not torch.cuda.is_available():
-        raise SystemExit("normkit.bench.ab times kernels on an NVIDIA GPU; none is visible here")
+    require_gpu("normkit.bench.ab")  # before the copy's import, which needs a GPU (or Triton's interpreter)
     before = load_revision(args.rev)
     os.makedirs(args.out, exist_ok=True)
     done = []

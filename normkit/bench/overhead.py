@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from .__main__ import _check, write_csv
+from .__main__ import _check, require_gpu, write_csv
 from .cases import OPS, Case, make_inputs
 from .providers import PROVIDERS, Unsupported, make
 
@@ -86,8 +86,7 @@ def main(argv=None) -> None:
     parser.add_argument("--providers", nargs="+", default=["triton", "cudnn", "eager", "compile"], choices=PROVIDERS)
     parser.add_argument("--out", default="benchmarks/results/overhead.csv")
     args = parser.parse_args(argv)
-    if not torch.cuda.is_available():
-        raise SystemExit("normkit.bench.overhead times calls on an NVIDIA GPU; none is visible here")
+    require_gpu("normkit.bench.overhead", "calls")
     print(f"{torch.cuda.get_device_name()}: microseconds a call ({CALLS} calls)")
     print(f"{'op':<12}{'M x N':>12}  {'provider':<9}" + "".join(f"{k:>9}" for k in TIMES))
     rows = []

@@ -22,7 +22,7 @@ import triton
 
 from ..triton import config
 from ..triton.config import LaunchConfig
-from .__main__ import _check, copy_bandwidth_gbs, write_csv
+from .__main__ import _check, copy_bandwidth_gbs, require_gpu, write_csv
 from .cases import OPS, SWEEPS, Case, bytes_moved, make_inputs
 from .providers import make
 
@@ -208,8 +208,7 @@ def main(argv=None) -> None:
     parser.add_argument("--rep", type=int, default=15, help="ms of repetitions per timing")
     parser.add_argument("--out", default="benchmarks/tuning")
     args = parser.parse_args(argv)
-    if not torch.cuda.is_available():
-        raise SystemExit("normkit.bench.tune times kernels on an NVIDIA GPU; none is visible here")
+    require_gpu("normkit.bench.tune")
     shapes = [s for sweep in args.sweep for s in SWEEPS[sweep] if not args.N or s[1] in args.N]
     cases = [Case(op, m, n, xd, wd) for (m, n, xd, wd) in dict.fromkeys(shapes) for op in args.ops]
     os.makedirs(args.out, exist_ok=True)

@@ -125,9 +125,9 @@ def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False, i
     within 1% (32768 x 2048 3421 GB/s, the plain backward 3425; x 8192 3466 against 3446). Small calls (5-20 us,
     timings that swing by 30%): at 4096 x 768 the rules are within 0.95-1.0 of the fastest candidate; at 4096 x 1024
     (fp16) and 4096 x 128 the rule's config was not among the 12 fastest printed (so at most 0.86 and 0.96 of the
-    fastest). The two kernels
-    (GPU runs 45-47, ``logs/run45_two_kernel_candidates.txt``): LayerNorm at 32768 x 16384 1958 -> 2260 GB/s,
-    x 65536 about 900 -> 2450; RMSNorm at 65536 about 1300 -> 2480; the masked LayerNorm at 16384 1036 -> 1630.
+    fastest). The two kernels (GPU runs 45-47, ``logs/run45_two_kernel_candidates.txt``): LayerNorm at 32768 x 16384
+    1958 -> 2260 GB/s, x 65536 about 900 -> 2450; RMSNorm at 65536 about 1300 -> 2480; the masked LayerNorm at 16384
+    1036 -> 1630.
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
