@@ -1,5 +1,6 @@
 """``python -m normkit.bench.ab``: another revision's package imported beside this one (its timing needs a GPU)."""
 
+import os
 import subprocess
 
 import pytest
@@ -30,6 +31,23 @@ def test_load_revision_imports_that_commits_package():
     assert load_revision("HEAD") is before  # copied and imported once
     x, w, b = torch.randn(3, 40) * 2 + 1, torch.randn(40), torch.randn(40)
     for got, want, name in zip(before.layer_norm_fwd(x, w, b, 1e-5), reference.layer_norm_fwd(x, w, b, 1e-5), "yms"):
+        compare(got, want, name)
+
+
+def test_load_revision_reads_a_folder(tmp_path):
+    """A folder holding a normkit package (how a machine without the git history gets the "before" version)."""
+    import shutil
+
+    import normkit
+    import normkit.triton as now
+    from normkit.bench.ab import load_revision
+
+    shutil.copytree(os.path.dirname(normkit.__file__), tmp_path / "normkit")
+    before = load_revision(str(tmp_path))
+    assert before.__name__.startswith("normkit_in_") and before.layer_norm_fwd is not now.layer_norm_fwd
+    assert load_revision(str(tmp_path)) is before
+    x, w = torch.randn(3, 40) * 2 + 1, torch.randn(40)
+    for got, want, name in zip(before.rms_norm_fwd(x, w, None, 1e-5), reference.rms_norm_fwd(x, w, None, 1e-5), "yr"):
         compare(got, want, name)
 
 

@@ -1,6 +1,7 @@
 """Every kernel backend available here (Triton, and cuDNN on a GPU) against normkit.reference."""
 
 import importlib
+import math
 
 import pytest
 import torch
@@ -210,12 +211,14 @@ def test_no_tile_is_wider_than_its_limit(limit):
 @pytest.mark.parametrize("n", [1000, 300, 1024])
 def test_chunked_rows_with_several_rows_per_program(op, block_m, n):
     """The chunked path over [BLOCK_M, chunk] tiles: rows of a block that run past M, and partial dW/dB shared by
-    the block's rows, kept in registers (8 or 3 chunks of 128, the last one part full, or 8 whole chunks)."""
+    the block's rows, kept in registers (8 or 3 chunks of 128, the last one part full, or 8 whole chunks). One warp
+    for several rows: the fused forward's pass two then runs its plain loop (8-16 elements a thread), with one row
+    its unrolled one."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
     x, w, b = make_inputs(7, n, torch.bfloat16, torch.float32, row_pad=5)
-    fwd = LaunchConfig(block_m, 128, -(-n // 128), 4)
+    fwd = LaunchConfig(block_m, 128, -(-n // 128), 4 if block_m == 1 else 1)
     bwd = LaunchConfig(block_m, 128, -(-n // 128), 4, 1)
     with config.forced(fwd=fwd, bwd=bwd):
         check_forward("triton", op, x, w, b)
@@ -322,6 +325,79 @@ def test_masked_backward_multiplies_by_the_mask(backend, n):
     assert got[0][row].isnan().all() and got[1][col].isnan()
     for name, g, e in zip(["dx", "dw", "db"], got, want):
         compare(g, e, f"{backend} {name}")
+
+
+# bounds on a value of every dtype, bounds no 16-bit dtype holds (0.1, 6.0001), bounds closer than a bf16 step
+CLAMP_BOUNDS = [(-0.25, 1.0), (0.1, 6.0001), (1.0, 1.001), (-math.inf, 0.5)]
+
+
+def values_around_mask_thresholds(lower, upper, out_dtype):
+    """float32 y at the Triton forward's mask thresholds, the 40 float32 values each side of them and of the
+    bounds, +-inf, +-0 and NaN."""
+    from normkit.triton.ops import mask_thresholds
+
+    around = [v for v in (*mask_thresholds(lower, upper, out_dtype), lower, upper) if math.isfinite(v)]
+    bits = torch.tensor(around, dtype=torch.float32).view(torch.int32)
+    steps = torch.arange(-40, 41, dtype=torch.int32)
+    near = (bits[:, None] + steps[None, :]).view(torch.float32).flatten()  # same-sign neighbours of each value
+    return torch.cat([near, torch.tensor([-math.inf, math.inf, math.nan, 0.0, -0.0])])
+
+
+@pytest.mark.parametrize("out_dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("bounds", CLAMP_BOUNDS, ids=str)
+def test_mask_thresholds_give_the_references_bits(out_dtype, bounds):
+    """The Triton forward sets a bit where ``keep_from <= y <= keep_to`` for its float32 y: exactly the bits of
+    ``reference.clamp_and_mask`` at and around the thresholds."""
+    from normkit.triton.ops import mask_thresholds
+
+    lower, upper = bounds
+    keep_from, keep_to = mask_thresholds(lower, upper, out_dtype)
+    y = values_around_mask_thresholds(lower, upper, out_dtype)
+    want = reference.clamp_and_mask(y, lower, upper, out_dtype)[1]
+    got = (y >= keep_from) & (y <= keep_to)
+    assert torch.equal(got, want), f"differs at y = {y[got != want].tolist()[:5]}"
+    assert want.any() or (lower, upper) == (1.0, 1.001)  # the values tried reach both sides of each threshold
+
+
+@pytest.mark.parametrize("x_dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
+@pytest.mark.parametrize("bounds", CLAMP_BOUNDS, ids=str)
+def test_forward_mask_bits_at_the_thresholds(x_dtype, bounds):
+    """The kernel's comparison itself: a zero weight makes y the float32 bias exactly, so the bias sets y on and
+    around each threshold; every bit must be the reference's."""
+    from normkit import triton as nt
+
+    lower, upper = bounds
+    b = values_around_mask_thresholds(lower, upper, x_dtype).to(DEVICE)
+    x = torch.randn(3, b.numel(), device=DEVICE).to(x_dtype)
+    w = torch.zeros_like(b)
+    _, _, _, mask = nt.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, lower, upper)
+    want = reference.clamp_and_mask(b.expand(3, -1), lower, upper, x_dtype)[1]
+    assert torch.equal(bitmask.unpack(mask, b.numel()), want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtypes", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("bounds", CLAMP_BOUNDS[:2], ids=str)
+def test_mask_describes_the_stored_output(backend, dtypes, bounds):
+    """Bit = ``lower < out < upper`` for the kernel's own stored ``out``, exactly (cuDNN's rule), with the norm's
+    output crowded within a few steps of its dtype around both bounds: weight a few steps wide, bias on a bound."""
+    skip_unsupported(backend, "layer_norm_clamped_relu", 1024, *dtypes)
+    lower, upper = bounds
+    x_dtype, w_dtype = dtypes
+    if backend == "triton" and not HAS_GPU and x_dtype == torch.bfloat16:
+        pytest.skip("Triton's CPU interpreter truncates float32 to bfloat16 (a GPU rounds to nearest even), so its "
+                    "stored out may sit a step below the value the mask describes")  # fmt: skip
+    n = 1024
+    x = torch.randn(6, n, device=DEVICE).to(x_dtype)
+    step = torch.finfo(x_dtype).eps * max(abs(lower), abs(upper))
+    w = torch.full((n,), 3 * step, device=DEVICE).to(w_dtype)
+    b = torch.tensor([lower, upper], device=DEVICE).repeat_interleave(n // 2).to(w_dtype)
+    out, _, _, mask = backend_ops(backend).layer_norm_clamped_relu_fwd(x, w, b, 1e-5, lower, upper)
+    stored = out.float()
+    for half, bound in ((stored[:, : n // 2], lower), (stored[:, n // 2 :], upper)):  # crowded as intended
+        assert ((half - bound).abs() <= 4 * step).float().mean() > 0.5
+    want = (stored > lower) & (stored < upper)  # all ones in bf16 for (0.1, 6.0001): round(0.1) > 0.1, 6.0 < 6.0001
+    assert torch.equal(bitmask.unpack(mask, n), want)
 
 
 @pytest.mark.gpu

@@ -15,6 +15,7 @@ import argparse
 import importlib
 import io
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,7 +31,11 @@ from .providers import normkit_call
 
 def load_revision(rev: str, repo: str = "."):
     """The ``triton`` ops module of the ``normkit`` package at git revision ``rev`` of ``repo``, imported as
-    ``normkit_at_<commit>`` (its imports are relative, so the copy uses its own kernels, config and checks)."""
+    ``normkit_at_<commit>`` (its imports are relative, so the copy uses its own kernels, config and checks).
+    ``rev`` may also be a folder holding a ``normkit`` package (``git archive REV normkit | tar -x -C FOLDER``), for
+    a machine that has the working tree but not its git history."""
+    if os.path.isdir(os.path.join(rev, "normkit")):
+        return _import_copy(os.path.join(rev, "normkit"), "normkit_in_" + _identifier(os.path.abspath(rev)))
     try:
         found = subprocess.run(
             ["git", "-C", repo, "rev-parse", "--short", f"{rev}^{{commit}}"], capture_output=True, text=True
@@ -46,7 +51,19 @@ def load_revision(rev: str, repo: str = "."):
         root = tempfile.mkdtemp(prefix="normkit-ab-")
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(root, filter="data")
-        os.rename(os.path.join(root, "normkit"), os.path.join(root, name))
+        return _import_copy(os.path.join(root, "normkit"), name)
+    return importlib.import_module(f"{name}.triton")
+
+
+def _identifier(path: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in path.strip("/"))[-60:]
+
+
+def _import_copy(package: str, name: str):
+    """Import the package folder ``package`` as ``name`` (a copy beside it, so the working tree's stays apart)."""
+    if name not in sys.modules:
+        root = tempfile.mkdtemp(prefix="normkit-ab-")
+        shutil.copytree(package, os.path.join(root, name), ignore=shutil.ignore_patterns("__pycache__"))
         sys.path.insert(0, root)
     return importlib.import_module(f"{name}.triton")
 
@@ -97,7 +114,9 @@ def measure(before, cases, *, rounds=3, warmup=25, rep=100, on_row=None) -> list
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m normkit.bench.ab", description=__doc__.splitlines()[0])
     parser.add_argument(
-        "rev", help="the git revision to compare with (a commit, branch or tag; HEAD for the last commit)"
+        "rev",
+        help="the git revision to compare with (a commit, branch or tag; HEAD for the last commit), or a folder "
+        "holding a normkit package",
     )
     add_case_arguments(parser)
     parser.add_argument("--rounds", type=int, default=3, help="timings of each version, taken in turns")

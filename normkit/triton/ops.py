@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import math
+
 import torch
 import triton
 import triton.language as tl
 
-from .. import checks
+from .. import checks, reference
 from ..bitmask import packed_width
 from . import config
 from .norm_bwd import columns_kernel, norm_bwd_kernel, row_sums_kernel, sum_partials_kernel
@@ -28,16 +31,70 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
         return y, mean, rstd, mask
     cfg = config.fwd_config(m, n, is_rms)
     lower, upper = clamp or (0.0, 0.0)
+    # the fused forward unrolls its second pass where a thread holds at most 4 elements of a chunk (norm_fwd.py)
+    unroll_pass_two = clamp is not None and cfg.num_chunks > 1 and cfg.block_m * cfg.block_n <= 4 * 32 * cfg.num_warps
+    keep_from, keep_to = (0.0, 0.0)  # float64 kernels compare y itself
+    if clamp and x.dtype != torch.float64:
+        keep_from, keep_to = mask_thresholds(float(lower), float(upper), x.dtype)
     norm_fwd_kernel[(triton.cdiv(m, cfg.block_m),)](
         x, y, weight, bias if bias is not None else weight, mean, rstd, mask if mask is not None else y,
         m, n, x.stride(0), y.stride(0), mask.stride(0) if mask is not None else 0, float(eps),
-        float(lower), float(upper),
+        float(lower), float(upper), keep_from, keep_to,
         IS_RMS=is_rms, HAS_BIAS=bias is not None, ZERO_CENTERED=zero_centered_gamma, CLAMP_MASK=clamp is not None,
         ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, UNROLL=min(cfg.num_chunks, 8),
-        EVEN_N=n % cfg.block_n == 0,
+        EVEN_N=n % cfg.block_n == 0, UNROLL_PASS_TWO=unroll_pass_two,
         num_warps=cfg.num_warps,
     )  # fmt: skip
     return y, mean, rstd, mask
+
+
+def _float32_key(value: float) -> int:
+    """float32 values in order as integers (-0.0 just below +0.0; NaN excluded)."""
+    bits = torch.tensor([value], dtype=torch.float32).view(torch.int32).item()
+    return bits if bits >= 0 else -(bits & 0x7FFFFFFF) - 1
+
+
+def _float32_at(key: int) -> float:
+    bits = key if key >= 0 else -(key + 1) | -0x80000000
+    return torch.tensor([bits], dtype=torch.int32).view(torch.float32).item()
+
+
+@functools.lru_cache(maxsize=256)
+def mask_thresholds(lower: float, upper: float, out_dtype: torch.dtype) -> tuple[float, float]:
+    """``(keep_from, keep_to)``: the float32 interval of the clamp's input ``y`` whose bit is 1.
+
+    The bit is 1 where ``lower < out < upper`` for ``out = clamp(y, lower, upper)`` as stored in ``out_dtype``
+    (``reference.clamp_and_mask``). Rounding and clamping never reorder values, so those y form one interval
+    ``keep_from <= y <= keep_to``; the kernel compares y with its ends instead of rounding y and reading it back
+    (two instructions an element fewer). Both ends are found here by bisection over the float32 values, asking
+    ``reference.clamp_and_mask`` itself, once per (lower, upper, dtype). NaN where no y qualifies (a NaN end
+    makes every comparison false). float64 kernels compare y itself (no rounding): not used there."""
+
+    def keep(key: int) -> tuple[bool, bool]:
+        y = torch.tensor([_float32_at(key)], dtype=torch.float32)
+        stored = reference.clamp_and_mask(y, lower, upper, out_dtype)[0].float()
+        return bool(stored > lower), bool(stored < upper)  # compared as the reference does (in float32)
+
+    lo, hi = _float32_key(-math.inf), _float32_key(math.inf)
+    # keep_from: the first y whose stored value is above lower (the predicate rises once over the ordered values)
+    if not keep(hi)[0]:
+        keep_from = math.nan
+    else:
+        a, b = lo - 1, hi  # keep(a) false (a virtual key below -inf), keep(b) true
+        while b - a > 1:
+            mid = (a + b) // 2
+            a, b = (a, mid) if keep(mid)[0] else (mid, b)
+        keep_from = _float32_at(b)
+    # keep_to: the last y whose stored value is below upper
+    if not keep(lo)[1]:
+        keep_to = math.nan
+    else:
+        a, b = lo, hi + 1
+        while b - a > 1:
+            mid = (a + b) // 2
+            a, b = (mid, b) if keep(mid)[1] else (a, mid)
+        keep_to = _float32_at(a)
+    return keep_from, keep_to
 
 
 def _sum_partials(partial: torch.Tensor, dtype: torch.dtype):
