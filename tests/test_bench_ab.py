@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import sys
 
 import pytest
 import torch
@@ -28,6 +29,8 @@ def test_load_revision_imports_that_commits_package():
 
     before = load_revision("HEAD")
     assert before.__name__.startswith("normkit_at_") and before.layer_norm_fwd is not now.layer_norm_fwd
+    # the copy's functional module (torch custom ops under normkit's fixed names) is never imported
+    assert before.__name__.replace(".triton", ".functional") not in sys.modules
     assert load_revision("HEAD") is before  # copied and imported once
     x, w, b = torch.randn(3, 40) * 2 + 1, torch.randn(40), torch.randn(40)
     for got, want, name in zip(before.layer_norm_fwd(x, w, b, 1e-5), reference.layer_norm_fwd(x, w, b, 1e-5), "yms"):
@@ -45,6 +48,7 @@ def test_load_revision_reads_a_folder(tmp_path):
     shutil.copytree(os.path.dirname(normkit.__file__), tmp_path / "normkit")
     before = load_revision(str(tmp_path))
     assert before.__name__.startswith("normkit_in_") and before.layer_norm_fwd is not now.layer_norm_fwd
+    assert before.__name__.replace(".triton", ".functional") not in sys.modules
     assert load_revision(str(tmp_path)) is before
     x, w = torch.randn(3, 40) * 2 + 1, torch.randn(40)
     for got, want, name in zip(before.rms_norm_fwd(x, w, None, 1e-5), reference.rms_norm_fwd(x, w, None, 1e-5), "yr"):

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import types
 
 import torch
 
@@ -60,11 +61,16 @@ def _identifier(path: str) -> str:
 
 
 def _import_copy(package: str, name: str):
-    """Import the package folder ``package`` as ``name`` (a copy beside it, so the working tree's stays apart)."""
+    """The ``triton`` subpackage of the package folder ``package``, copied and imported as ``name.triton``. The
+    copy's own ``__init__`` is not run: it would register normkit's torch custom ops (``normkit::norm_fwd``, ...) a
+    second time under the same names, which left later calls of them failing with ``std::bad_alloc`` in one process
+    (the CI run of commit 450c441)."""
     if name not in sys.modules:
         root = tempfile.mkdtemp(prefix="normkit-ab-")
         shutil.copytree(package, os.path.join(root, name), ignore=shutil.ignore_patterns("__pycache__"))
-        sys.path.insert(0, root)
+        stub = types.ModuleType(name)
+        stub.__path__ = [os.path.join(root, name)]  # a package whose submodules import from the copy
+        sys.modules[name] = stub
     return importlib.import_module(f"{name}.triton")
 
 
