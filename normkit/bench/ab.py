@@ -15,7 +15,6 @@ import argparse
 import importlib
 import io
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -36,7 +35,7 @@ def load_revision(rev: str, repo: str = "."):
     ``rev`` may also be a folder holding a ``normkit`` package (``git archive REV normkit | tar -x -C FOLDER``), for
     a machine that has the working tree but not its git history."""
     if os.path.isdir(os.path.join(rev, "normkit")):
-        return _import_copy(os.path.join(rev, "normkit"), "normkit_in_" + _identifier(os.path.abspath(rev)))
+        return _import_as(os.path.join(rev, "normkit"), "normkit_in_" + _identifier(os.path.abspath(rev)))
     try:
         found = subprocess.run(
             ["git", "-C", repo, "rev-parse", "--short", f"{rev}^{{commit}}"], capture_output=True, text=True
@@ -52,7 +51,7 @@ def load_revision(rev: str, repo: str = "."):
         root = tempfile.mkdtemp(prefix="normkit-ab-")
         with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
             tar.extractall(root, filter="data")
-        return _import_copy(os.path.join(root, "normkit"), name)
+        return _import_as(os.path.join(root, "normkit"), name)
     return importlib.import_module(f"{name}.triton")
 
 
@@ -60,16 +59,14 @@ def _identifier(path: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in path.strip("/"))[-60:]
 
 
-def _import_copy(package: str, name: str):
-    """The ``triton`` subpackage of the package folder ``package``, copied and imported as ``name.triton``. The
-    copy's own ``__init__`` is not run: it would register normkit's torch custom ops (``normkit::norm_fwd``, ...) a
-    second time under the same names, which left later calls of them failing with ``std::bad_alloc`` in one process
-    (the CI run of commit 450c441)."""
+def _import_as(package: str, name: str):
+    """The ``triton`` subpackage of the package folder ``package``, imported as ``name.triton`` (imported once). The
+    package's own ``__init__`` is not run: it would register normkit's torch custom ops (``normkit::norm_fwd``, ...)
+    a second time under the same names, which left later calls of them failing with ``std::bad_alloc`` in one
+    process (the CI run of commit 450c441)."""
     if name not in sys.modules:
-        root = tempfile.mkdtemp(prefix="normkit-ab-")
-        shutil.copytree(package, os.path.join(root, name), ignore=shutil.ignore_patterns("__pycache__"))
         stub = types.ModuleType(name)
-        stub.__path__ = [os.path.join(root, name)]  # a package whose submodules import from the copy
+        stub.__path__ = [package]  # a package whose submodules are the folder's modules
         sys.modules[name] = stub
     return importlib.import_module(f"{name}.triton")
 

@@ -74,7 +74,7 @@ def norm_fwd_kernel(
     M, N, stride_x, stride_y, stride_mask, eps, lower, upper, keep_from, keep_to,
     IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
-    EVEN_N: tl.constexpr, UNROLL_PASS_TWO: tl.constexpr,
+    EVEN_N: tl.constexpr, PASS_TWO_UNROLL: tl.constexpr,
 ):  # fmt: skip
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
@@ -125,7 +125,6 @@ def norm_fwd_kernel(
                 lane_sq += d * d
         if IS_RMS:
             sq = tl.sum(lane_sq, axis=1)
-            mean = sq  # not read: RMSNorm has no mean
         else:  # lane j, n_j values: sum (x - mean)^2 = sum_j [Q_j + e_j (2 S_j + n_j e_j)], e_j = shift_j - mean
             lane_n = (N - tl.arange(0, BLOCK_N) + BLOCK_N - 1) // BLOCK_N
             lane_n = tl.minimum(tl.maximum(lane_n, 0), NUM_CHUNKS).to(ACC)[None, :]
@@ -136,43 +135,20 @@ def norm_fwd_kernel(
         tl.store(RSTD + rows, rstd, mask=row_ok)
         if not IS_RMS:
             tl.store(MEAN + rows, mean, mask=row_ok)
-        # Pass two. UNROLL_PASS_TWO (the clamped ReLU's small chunks): the bytes of the mask are assembled across
-        # threads through shared memory, and the barrier that takes kept the compiler from unrolling the loop;
-        # unrolled, the fused forward ran 8-20% faster at 32768 x 6144-16384 (GPU runs 55-56), but 6.5% slower
-        # at 1024 x 12288 (chunks of 32 elements a thread). The plain forward, which the compiler unrolls anyway,
-        # ran 19% slower at 8192 and 16384 with the hint, so it keeps the plain loop.
-        if UNROLL_PASS_TWO:
-            for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=UNROLL):
-                _normalize_chunk(
-                    chunk, x_rows, rows64, row_ok, mean, rstd, W, B, Y, MASK, N, stride_y, stride_mask,
-                    lower, upper, keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC,
-                    BLOCK_M, BLOCK_N, EVEN_N,
-                )  # fmt: skip
-        else:
-            for chunk in range(NUM_CHUNKS):
-                _normalize_chunk(
-                    chunk, x_rows, rows64, row_ok, mean, rstd, W, B, Y, MASK, N, stride_y, stride_mask,
-                    lower, upper, keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC,
-                    BLOCK_M, BLOCK_N, EVEN_N,
-                )  # fmt: skip
-
-
-@triton.jit
-def _normalize_chunk(
-    chunk, x_rows, rows64, row_ok, mean, rstd, W, B, Y, MASK, N, stride_y, stride_mask,
-    lower, upper, keep_from, keep_to,
-    IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
-    ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
-):  # fmt: skip
-    """Pass two of a chunked row: normalize chunk ``chunk`` (x read again, mostly from L2) and store it."""
-    cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
-    ok = row_ok[:, None] & (cols < N)[None, :]
-    x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0, eviction_policy="evict_first").to(ACC)
-    if IS_RMS:
-        xhat = x * rstd[:, None]
-    else:
-        xhat = (x - mean[:, None]) * rstd[:, None]
-    _scale_shift_store(
-        xhat, rows64, row_ok, chunk * BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
-        keep_from, keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, BLOCK_M, BLOCK_N, EVEN_N,
-    )  # fmt: skip
+        # Pass two. PASS_TWO_UNROLL, the clamped ReLU's small chunks only (None: the compiler's choice): the bytes
+        # of the mask are assembled across threads through shared memory, and the barrier that takes kept the
+        # compiler from unrolling the loop; unrolled, the fused forward ran 8-20% faster at 32768 x 6144-16384 (GPU
+        # runs 55-56), but 6.5% slower at 1024 x 12288 (chunks of 32 elements a thread). The plain forward, which
+        # the compiler unrolls anyway, ran 19% slower at 8192 and 16384 with the hint.
+        for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=PASS_TWO_UNROLL):
+            cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
+            ok = row_ok[:, None] & (cols < N)[None, :]
+            x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0, eviction_policy="evict_first").to(ACC)
+            if IS_RMS:
+                xhat = x * rstd[:, None]
+            else:
+                xhat = (x - mean[:, None]) * rstd[:, None]
+            _scale_shift_store(
+                xhat, rows64, row_ok, chunk * BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
+                keep_from, keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, BLOCK_M, BLOCK_N, EVEN_N,
+            )  # fmt: skip

@@ -32,7 +32,8 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
     cfg = config.fwd_config(m, n, is_rms)
     lower, upper = clamp or (0.0, 0.0)
     # the fused forward unrolls its second pass where a thread holds at most 4 elements of a chunk (norm_fwd.py)
-    unroll_pass_two = clamp is not None and cfg.num_chunks > 1 and cfg.block_m * cfg.block_n <= 4 * 32 * cfg.num_warps
+    small_chunks = cfg.num_chunks > 1 and cfg.block_m * cfg.block_n <= 4 * 32 * cfg.num_warps
+    pass_two_unroll = min(cfg.num_chunks, 8) if clamp is not None and small_chunks else None
     keep_from, keep_to = (0.0, 0.0)  # float64 kernels compare y itself
     if clamp and x.dtype != torch.float64:
         keep_from, keep_to = mask_thresholds(float(lower), float(upper), x.dtype)
@@ -42,7 +43,7 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
         float(lower), float(upper), keep_from, keep_to,
         IS_RMS=is_rms, HAS_BIAS=bias is not None, ZERO_CENTERED=zero_centered_gamma, CLAMP_MASK=clamp is not None,
         ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, UNROLL=min(cfg.num_chunks, 8),
-        EVEN_N=n % cfg.block_n == 0, UNROLL_PASS_TWO=unroll_pass_two,
+        EVEN_N=n % cfg.block_n == 0, PASS_TWO_UNROLL=pass_two_unroll,
         num_warps=cfg.num_warps,
     )  # fmt: skip
     return y, mean, rstd, mask
@@ -76,25 +77,25 @@ def mask_thresholds(lower: float, upper: float, out_dtype: torch.dtype) -> tuple
         return bool(stored > lower), bool(stored < upper)  # compared as the reference does (in float32)
 
     lo, hi = _float32_key(-math.inf), _float32_key(math.inf)
-    # keep_from: the first y whose stored value is above lower (the predicate rises once over the ordered values)
-    if not keep(hi)[0]:
-        keep_from = math.nan
+    above_lower = _first_key(lambda key: keep(key)[0], lo, hi)  # stored > lower from here on
+    not_below_upper = _first_key(lambda key: not keep(key)[1], lo, hi)  # stored < upper up to just before here
+    keep_from = math.nan if above_lower is None else _float32_at(above_lower)
+    if not_below_upper is None:
+        keep_to = _float32_at(hi)
     else:
-        a, b = lo - 1, hi  # keep(a) false (a virtual key below -inf), keep(b) true
-        while b - a > 1:
-            mid = (a + b) // 2
-            a, b = (a, mid) if keep(mid)[0] else (mid, b)
-        keep_from = _float32_at(b)
-    # keep_to: the last y whose stored value is below upper
-    if not keep(lo)[1]:
-        keep_to = math.nan
-    else:
-        a, b = lo, hi + 1
-        while b - a > 1:
-            mid = (a + b) // 2
-            a, b = (mid, b) if keep(mid)[1] else (a, mid)
-        keep_to = _float32_at(a)
+        keep_to = math.nan if not_below_upper == lo else _float32_at(not_below_upper - 1)
     return keep_from, keep_to
+
+
+def _first_key(rises, lo: int, hi: int) -> int | None:
+    """The first key of ``lo..hi`` where ``rises`` (false, then true from some key on) is true; None if never."""
+    if not rises(hi):
+        return None
+    before, at = lo - 1, hi  # rises(before) false (a virtual key below lo), rises(at) true
+    while at - before > 1:
+        mid = (before + at) // 2
+        before, at = (before, mid) if rises(mid) else (mid, at)
+    return at
 
 
 def _sum_partials(partial: torch.Tensor, dtype: torch.dtype):
