@@ -6,7 +6,7 @@ import sys
 
 import pytest
 import torch
-from conftest import HAS_GPU
+from conftest import DEVICE, HAS_GPU
 
 from normkit import reference
 from normkit.testing import compare
@@ -32,7 +32,8 @@ def test_load_revision_imports_that_commits_package():
     # the copy's functional module (torch custom ops under normkit's fixed names) is never imported
     assert before.__name__.replace(".triton", ".functional") not in sys.modules
     assert load_revision("HEAD") is before  # copied and imported once
-    x, w, b = torch.randn(3, 40) * 2 + 1, torch.randn(40), torch.randn(40)
+    x = torch.randn(3, 40, device=DEVICE) * 2 + 1  # on the GPU where there is one: the copy's kernels run there
+    w, b = torch.randn(40, device=DEVICE), torch.randn(40, device=DEVICE)
     for got, want, name in zip(before.layer_norm_fwd(x, w, b, 1e-5), reference.layer_norm_fwd(x, w, b, 1e-5), "yms"):
         compare(got, want, name)
 
@@ -50,7 +51,7 @@ def test_load_revision_reads_a_folder(tmp_path):
     assert before.__name__.startswith("normkit_in_") and before.layer_norm_fwd is not now.layer_norm_fwd
     assert before.__name__.replace(".triton", ".functional") not in sys.modules
     assert load_revision(str(tmp_path)) is before
-    x, w = torch.randn(3, 40) * 2 + 1, torch.randn(40)
+    x, w = torch.randn(3, 40, device=DEVICE) * 2 + 1, torch.randn(40, device=DEVICE)
     for got, want, name in zip(before.rms_norm_fwd(x, w, None, 1e-5), reference.rms_norm_fwd(x, w, None, 1e-5), "yr"):
         compare(got, want, name)
 
@@ -72,7 +73,7 @@ def test_ab_says_it_needs_a_gpu():
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    """``measure`` with the GPU parts replaced: inputs on this device, a fixed copy speed, and a do_bench that
+    """``measure`` with the GPU parts replaced: inputs on the tests' device, a fixed copy speed, and a do_bench that
     records what it timed and answers 2 ns for odd calls, 1 ns for even ones."""
     import triton.testing
 
@@ -88,7 +89,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(ab.torch.cuda, "get_device_name", lambda: "fake GPU")
     monkeypatch.setattr(ab.torch.cuda, "empty_cache", lambda: None)
     monkeypatch.setattr(ab, "copy_bandwidth_gbs", lambda do_bench: 1000.0)
-    monkeypatch.setattr(ab, "make_inputs", lambda case: cases.make_inputs(case, device="cpu"))
+    monkeypatch.setattr(ab, "make_inputs", lambda case: cases.make_inputs(case, device=DEVICE))
     monkeypatch.setattr(triton.testing, "do_bench", do_bench)
     return timed
 

@@ -102,6 +102,30 @@ def test_torch_compile_fullgraph_matches_eager():
     assert x.grad is not None
 
 
+@pytest.mark.parametrize("kind", ["layer_norm", "rms_norm", "layer_norm_clamped_relu"])
+def test_custom_ops_pass_opcheck(kind):
+    """torch.library.opcheck: the schemas, the fake (shape) functions and the autograd registration agree with what
+    the ops do (the reference backend, on this machine's device). Not its test_aot_dispatch_dynamic: it
+    differentiates the backward op too, which has no backward (double backward raises, as asserted below);
+    torch.compile is tested by the tests after this one."""
+    from normkit import functional
+
+    x = torch.randn(6, 40, device=DEVICE, requires_grad=True)
+    w = torch.randn(40, device=DEVICE, requires_grad=True)
+    b = torch.randn(40, device=DEVICE, requires_grad=True) if kind != "rms_norm" else None
+    bounds = (-0.5, 0.5) if kind == "layer_norm_clamped_relu" else (0.0, 0.0)
+    checks = ("test_schema", "test_autograd_registration", "test_faketensor")
+    torch.library.opcheck(functional.norm_fwd, (x, w, b, 1e-5, kind, False, *bounds, "torch"), test_utils=checks)
+    y, mean, rstd, mask = functional.norm_fwd(x.detach(), w.detach(), b, 1e-5, kind, False, *bounds, "torch")
+    dy = torch.randn_like(y)
+    args = (dy, x.detach(), w.detach(), mean, rstd, mask, kind, False, True, "torch")
+    torch.library.opcheck(functional.norm_bwd, args, test_utils=checks)
+    with pytest.raises(RuntimeError, match="double backward|once_differentiable"):
+        y = FUNCTIONS[kind](x, w, b)
+        (gx,) = torch.autograd.grad(y.square().sum(), x, create_graph=True)
+        gx.sum().backward()
+
+
 def test_backends_reports_each_backend():
     status = nk.backends()
     assert set(status) == {"triton", "cudnn", "torch"} and status["torch"] == "ok"

@@ -18,7 +18,6 @@ import multiprocessing
 import os
 
 import torch
-import triton
 
 from ..triton import config
 from ..triton.config import LaunchConfig
@@ -30,14 +29,15 @@ SMALL_M = 128  # rows of the compile-and-check pass: every kernel sees several r
 
 
 def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
-    return sorted({min(32, max(1, triton.next_power_of_2(max(1, elements // (32 * p))))) for p in per_thread})
+    return sorted({min(32, max(1, config.next_power_of_2(max(1, elements // (32 * p))))) for p in per_thread})
 
 
 def candidates(case: Case) -> list[LaunchConfig]:
-    """The grid: whole-row tiles up to 8192 elements, and for rows that do not fit, chunks of 1024-4096 (several rows
-    a step for the shorter chunks in the forward; the backward's chunks keep the whole row's dW/dB partials in
-    registers, up to ``config.chunked_max_n`` columns); warps for 16-32 elements a thread in the forward's whole
-    rows, 8-32 in the backward's, 4-32 in forward chunks, 4-16 in backward chunks; backward also 1-8 programs per
+    """The grid: whole-row tiles up to 8192 elements (from 256 in the forward, from 1024 in the backward), and for rows
+    that do not fit, chunks of 1024-4096 (several rows a step for the shorter chunks in the forward; the backward's
+    chunks keep the whole row's dW/dB partials in registers, up to ``config.chunked_max_n`` columns); warps for 4-32
+    elements a thread in the forward's whole rows (Inductor's persistent reductions hold 4-8), 8-32 in the
+    backward's, 4-32 in forward chunks, 4-16 in backward chunks; backward also 1-8 programs per
     SM. Longer rows take the two-kernel backward (``_two_kernel_candidates``). The grid for one long-row case is
     large (about 40 compiles for the two-kernel backward): tune such shapes one ``--N`` at a time."""
     n = case.n
@@ -49,10 +49,10 @@ def candidates(case: Case) -> list[LaunchConfig]:
     two_kernels = (
         _two_kernel_candidates(n) if not fwd and full > config.chunked_max_n(case.kind == "rms_norm", case.m) else []
     )
-    per_thread = (16, 32) if fwd else (8, 16, 32)
+    per_thread = (4, 8, 16, 32) if fwd else (8, 16, 32)
     out = []
-    for tile in (1024, 2048, 4096, 8192):
-        if tile < full or tile // full > triton.next_power_of_2(case.m):
+    for tile in (256, 512, 1024, 2048, 4096, 8192) if fwd else (1024, 2048, 4096, 8192):
+        if tile < full or tile // full > config.next_power_of_2(case.m):
             continue
         for warps in _warp_options(tile, per_thread):
             out.append(LaunchConfig(tile // full, full, 1, warps))
@@ -60,7 +60,7 @@ def candidates(case: Case) -> list[LaunchConfig]:
         out.append(LaunchConfig(1, full, 1, 32))
     if full >= 8192:
         for block_m, chunk in ((1, 1024), (1, 2048), (1, 4096), (2, 1024), (2, 2048), (4, 1024)):
-            chunks = triton.cdiv(n, chunk)
+            chunks = config.cdiv(n, chunk)
             if fwd:
                 for warps in _warp_options(block_m * chunk, (4, 8, 16, 32)):
                     out.append(LaunchConfig(block_m, chunk, chunks, warps))
@@ -81,7 +81,7 @@ def _two_kernel_candidates(n: int) -> list[LaunchConfig]:
     out = []
     for block_m, chunk in ((1, 1024), (1, 2048), (1, 4096), (2, 1024), (2, 2048)):
         for warps in _warp_options(block_m * chunk, (4, 8, 16)):
-            sums = LaunchConfig(block_m, chunk, triton.cdiv(n, chunk), warps)
+            sums = LaunchConfig(block_m, chunk, config.cdiv(n, chunk), warps)
             out.append(dataclasses.replace(default, row_sums=sums))
     for tile in (2048, 4096, 8192):
         for block_m in (1, 2, 4, 8):

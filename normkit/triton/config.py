@@ -12,7 +12,6 @@ import functools
 from dataclasses import dataclass, replace
 
 import torch
-import triton
 
 # fwd/bwd_max_block_n: the longest row (elements) kept in registers in one tile; longer rows are processed in chunks
 # of chunk_n. rms/ln_bwd_chunked_max_n: the longest row whose backward runs as one kernel, in chunks, with the whole
@@ -68,10 +67,21 @@ def forced(fwd: LaunchConfig | None = None, bwd: LaunchConfig | None = None):
     return _overridden(_FORCED, {k: v for k, v in (("fwd", fwd), ("bwd", bwd)) if v is not None})
 
 
+# Plain Python: triton.cdiv and triton.next_power_of_2 are constexpr functions, about 2 microseconds a call on the
+# host, and a small call's launch asks for several.
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1)."""
+    return 1 << max(0, n - 1).bit_length()
+
+
 def row_block_n(n: int) -> int:
     """The tile width that holds a whole row: N rounded up to a power of two, at least 16 (the mask packs whole
     bytes of 8 columns)."""
-    return max(16, triton.next_power_of_2(n))
+    return max(16, next_power_of_2(n))
 
 
 def _chunked(n: int, max_block_n: int, chunk: int, per_thread: int) -> LaunchConfig | None:
@@ -80,11 +90,11 @@ def _chunked(n: int, max_block_n: int, chunk: int, per_thread: int) -> LaunchCon
     if row_block_n(n) <= max_block_n:
         return None
     chunk = min(LIMITS["chunk_n"], max_block_n, chunk)
-    return LaunchConfig(1, chunk, triton.cdiv(n, chunk), max(1, chunk // (32 * per_thread)))
+    return LaunchConfig(1, chunk, cdiv(n, chunk), max(1, chunk // (32 * per_thread)))
 
 
 def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
-    return max(1, min(tile // block_n, triton.next_power_of_2(max(m, 1))))
+    return max(1, min(tile // block_n, next_power_of_2(max(m, 1))))
 
 
 def fwd_config(m: int, n: int, is_rms: bool = False) -> LaunchConfig:
@@ -94,14 +104,17 @@ def fwd_config(m: int, n: int, is_rms: bool = False) -> LaunchConfig:
     rows, chunks of 2048 (4096 above N = 8192) at 4 warps, so that every program runs in the first wave.
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
-    choice was the fastest candidate timed or within 1% of it. Chunked rows (GPU runs 24-29: chunks of 1024-16384
-    at 4-32 warps): 2048 at 16 warps was the fastest at 8192 and 16384 for both norms (RMSNorm 4.15-4.25 TB/s,
-    98-100% of copy; LayerNorm 3.3-3.8) and for LayerNorm at 65536, while RMSNorm at 65536 ran 18% faster in chunks
-    of 8192 at 32 warps (not taken: one data point). At 1024 x 12288 the 16-warp programs (run 29) ran 4%
-    (LayerNorm) and 13% (with the clamped ReLU) slower than the 4-warp ones had in run 22, hence the rule for few
-    rows. GPU runs 52-53 (round 7): chunks of 1024 at 8 warps ran LayerNorm at 32768 x 6144 and x 8192 at 3995 and
-    4035 GB/s against 3440 and 3775 for 2048 at 16 (with the clamped ReLU 2630 against 2280, 2700 against 2565), but
-    RMSNorm at 8192 at 3980 against 4240; at 16384, 2048 at 16 stayed LayerNorm's fastest (4011 against 3645).
+    choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
+    of 256-8192 at N = 256-1024 too: the fastest candidate, a different one in each run, was 1-4% ahead, and tiles
+    of 2048 at every N <= 1024 ran 0.98-1.03x this rule side by side (run 61), so it stays. Chunked rows (GPU runs
+    24-29: chunks of 1024-16384 at 4-32 warps): 2048 at 16 warps was the fastest at 8192 and 16384 for both norms
+    (RMSNorm 4.15-4.25 TB/s, 98-100% of copy; LayerNorm 3.3-3.8) and for LayerNorm at 65536, while RMSNorm at 65536
+    ran 18% faster in chunks of 8192 at 32 warps (not taken: one data point). At 1024 x 12288 the 16-warp programs
+    (run 29) ran 4% (LayerNorm) and 13% (with the clamped ReLU) slower than the 4-warp ones had in run 22, hence the
+    rule for few rows. GPU runs 52-53 (round 7): chunks of 1024 at 8 warps ran LayerNorm at 32768 x 6144 and x 8192
+    at 3995 and 4035 GB/s against 3440 and 3775 for 2048 at 16 (with the clamped ReLU 2630 against 2280, 2700
+    against 2565), but RMSNorm at 8192 at 3980 against 4240; at 16384, 2048 at 16 stayed LayerNorm's fastest (4011
+    against 3645).
     """
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
@@ -139,7 +152,7 @@ def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False, i
 def _rows_key(m: int) -> int:
     """M matters to the heuristic only through ``_rows_per_tile``'s power of two (at most 512 rows a tile), so
     M = 3000 and M = 4000 share one cache entry."""
-    return min(triton.next_power_of_2(max(m, 1)), 1 << 16)
+    return min(next_power_of_2(max(m, 1)), 1 << 16)
 
 
 @functools.lru_cache(maxsize=4096)

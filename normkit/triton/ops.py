@@ -6,14 +6,22 @@ import functools
 import math
 
 import torch
-import triton
 import triton.language as tl
 
 from .. import checks, reference
 from ..bitmask import packed_width
 from . import config
+from .config import cdiv, next_power_of_2
+from .launch import Launcher
 from .norm_bwd import columns_kernel, norm_bwd_kernel, row_sums_kernel, sum_partials_kernel
 from .norm_fwd import norm_fwd_kernel
+
+# the kernels, launched with less host work a call than kernel[grid](...) (launch.py)
+NORM_FWD = Launcher(norm_fwd_kernel)
+NORM_BWD = Launcher(norm_bwd_kernel)
+ROW_SUMS = Launcher(row_sums_kernel)
+COLUMNS = Launcher(columns_kernel)
+SUM_PARTIALS = Launcher(sum_partials_kernel)
 
 
 def _acc(x: torch.Tensor):
@@ -37,7 +45,7 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
     keep_from, keep_to = (0.0, 0.0)  # float64 kernels compare y itself
     if clamp and x.dtype != torch.float64:
         keep_from, keep_to = mask_thresholds(float(lower), float(upper), x.dtype)
-    norm_fwd_kernel[(triton.cdiv(m, cfg.block_m),)](
+    NORM_FWD[(cdiv(m, cfg.block_m),)](
         x, y, weight, bias if bias is not None else weight, mean, rstd, mask if mask is not None else y,
         m, n, x.stride(0), y.stride(0), mask.stride(0) if mask is not None else 0, float(eps),
         float(lower), float(upper), keep_from, keep_to,
@@ -104,8 +112,8 @@ def _sum_partials(partial: torch.Tensor, dtype: torch.dtype):
     dw = torch.empty(n, dtype=dtype, device=partial.device)
     db = torch.empty(n, dtype=dtype, device=partial.device) if which == 2 else dw
     # narrow column blocks, so even a short row is summed by many programs
-    block_n = min(128, max(16, triton.next_power_of_2(triton.cdiv(n, 64))))
-    sum_partials_kernel[(triton.cdiv(n, block_n), which)](
+    block_n = min(128, max(16, next_power_of_2(cdiv(n, 64))))
+    SUM_PARTIALS[(cdiv(n, block_n), which)](
         partial, dw, db, g, n, BLOCK_G=64 if block_n <= 32 else 32, BLOCK_N=block_n,
         ACC=_acc(partial)[0], num_warps=4,
     )  # fmt: skip
@@ -124,31 +132,31 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean, no mask passes dx for it
     mean = mean if mean is not None else rstd
     mask, mask_stride = (mask, mask.stride(0)) if mask is not None else (dx, 0)
-    row_blocks = triton.cdiv(m, cfg.block_m)
+    row_blocks = cdiv(m, cfg.block_m)
     if cfg.row_sums is not None:  # long rows: the row sums of every row first, then dx and dW/dB by strips
         sums_cfg = cfg.row_sums
         sums = torch.empty((1 if is_rms else 2, m), dtype=acc_torch, device=x.device)
-        row_sums_kernel[(triton.cdiv(m, sums_cfg.block_m),)](
+        ROW_SUMS[(cdiv(m, sums_cfg.block_m),)](
             dy, x, weight, mean, rstd, mask, sums, m, n, dy.stride(0), x.stride(0), mask_stride,
             BLOCK_M=sums_cfg.block_m, BLOCK_N=sums_cfg.block_n, NUM_CHUNKS=sums_cfg.num_chunks,
             UNROLL=min(sums_cfg.num_chunks, 8), num_warps=sums_cfg.num_warps, **flags,
         )  # fmt: skip
-        strips = triton.cdiv(n, cfg.block_n)
+        strips = cdiv(n, cfg.block_n)
         groups = config.row_groups(x, row_blocks, strips, cfg)
         partial = torch.empty((2 if has_dbias else 1, groups, n), dtype=acc_torch, device=x.device)
-        columns_kernel[(strips, groups)](
+        COLUMNS[(strips, groups)](
             dy, x, weight, mean, rstd, sums, mask, dx, partial,
-            m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, triton.cdiv(row_blocks, groups),
+            m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, cdiv(row_blocks, groups),
             HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps, **flags,
         )  # fmt: skip
     else:
         programs = config.bwd_programs(x, row_blocks, cfg)
         partial = torch.empty((2 if has_dbias else 1, programs, n), dtype=acc_torch, device=x.device)
-        norm_bwd_kernel[(programs,)](
+        NORM_BWD[(programs,)](
             dy, x, weight, mean, rstd, mask, dx, partial,
-            m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, programs, triton.cdiv(row_blocks, programs),
+            m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, programs, cdiv(row_blocks, programs),
             HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks,
-            CHUNKS_P2=triton.next_power_of_2(cfg.num_chunks), EVEN_N=n % cfg.block_n == 0, num_warps=cfg.num_warps,
+            CHUNKS_P2=next_power_of_2(cfg.num_chunks), EVEN_N=n % cfg.block_n == 0, num_warps=cfg.num_warps,
             **flags,
         )  # fmt: skip
     dw, db = _sum_partials(partial, weight.dtype)

@@ -1,0 +1,81 @@
+"""The Triton launcher's cache key (``normkit.triton.launch``): a call reuses a compiled kernel only where Triton
+would have chosen the same one."""
+
+import pytest
+import torch
+
+pytest.importorskip("triton")
+
+from triton._C.libtriton import native_specialize_impl  # noqa: E402
+from triton.backends.compiler import BaseBackend  # noqa: E402
+
+from normkit import reference  # noqa: E402
+from normkit.testing import compare  # noqa: E402
+from normkit.triton import launch  # noqa: E402
+
+INTS = [0, 1, 2, 15, 16, 17, 48, 768, 4097, -1, -16, 2**31 - 16, 2**31 - 1, 2**31, 2**32 + 16, 2**63 - 1, 2**63]
+INTS += [2**63 + 16, 2**64 - 1, -(2**31), -(2**31) - 1, -(2**63)]
+
+
+def _runtime_args():
+    base = torch.zeros(64, dtype=torch.uint8)
+    tensors = [base[i:].view(dtype) for i in (0, 16) for dtype in (torch.float32, torch.bfloat16, torch.uint8)]
+    tensors += [base[i:] for i in (1, 2, 4, 8)]  # addresses that are not multiples of 16
+    tensors += [base[2:].view(torch.float16), torch.nn.Parameter(torch.zeros(4)), torch.zeros(3, dtype=torch.float64)]
+    return tensors + INTS + [0.0, 1.0, -2.5, 1e300, float("inf"), True, False]
+
+
+def _tritons_choice(arg):
+    return native_specialize_impl(BaseBackend, arg, False, True, True)
+
+
+def test_equal_keys_mean_equal_specializations():
+    """Two arguments with one key must get one specialization from Triton (the key may be finer than Triton's)."""
+    seen = {}
+    for arg in _runtime_args():
+        key = launch._key_of(arg)
+        if key in seen:
+            first = seen[key]
+            assert _tritons_choice(arg) == _tritons_choice(first), (arg, first, key)
+        else:
+            seen[key] = arg
+    # the key is not finer than it needs to be for tensors and ints: one entry per specialization
+    tensors_and_ints = [a for a in _runtime_args() if isinstance(a, torch.Tensor) or type(a) is int]
+    keys = {launch._key_of(a) for a in tensors_and_ints}
+    assert len(keys) == len({_tritons_choice(a) for a in tensors_and_ints})
+
+
+def test_an_unexpected_argument_type_is_named():
+    with pytest.raises(TypeError, match="str"):
+        launch._key_of("x")
+
+
+def test_launcher_checks_its_arguments():
+    from normkit.triton.norm_fwd import norm_fwd_kernel
+
+    launcher = launch.Launcher(norm_fwd_kernel)
+    assert launcher.runtime_count == 17 and launcher.constexpr_names[0] == "IS_RMS"
+    with pytest.raises(TypeError, match="norm_fwd_kernel takes 17 runtime arguments"):
+        launcher[(1,)](1, 2, num_warps=1, IS_RMS=True)
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="the cached path needs a GPU (the interpreter takes Triton's)"
+)
+def test_cached_launch_keeps_alignment_apart():
+    """Aligned and misaligned x share everything but their addresses: each gets its own compiled kernel, and the
+    second call of each (the cached path) is right."""
+    from normkit.triton import layer_norm_fwd
+    from normkit.triton.ops import NORM_FWD
+
+    wide = torch.randn(64, 1025, device="cuda", dtype=torch.bfloat16)
+    weight = torch.randn(1024, device="cuda", dtype=torch.float32)
+    bias = torch.randn(1024, device="cuda", dtype=torch.float32)
+    for x in (wide[:, :1024], wide[:, 1:]):  # the second starts 2 bytes past a multiple of 16
+        before = len(NORM_FWD.compiled)
+        for _ in range(2):
+            y = layer_norm_fwd(x, weight, bias, 1e-5)[0]
+            compare(y, reference.layer_norm_fwd(x, weight, bias, 1e-5)[0], "y")
+        assert len(NORM_FWD.compiled) <= before + 1
+    keys = [k for k in NORM_FWD.compiled if k[1][6] == 1024]  # BLOCK_N
+    assert len({k[3] for k in keys}) == 2  # x: (bf16, aligned) and (bf16, not aligned)
