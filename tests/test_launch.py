@@ -50,6 +50,31 @@ def test_an_unexpected_argument_type_is_named():
         launch._key_of("x")
 
 
+def test_launch_hooks_are_seen():
+    """A profiler's launch hook sends every call through Triton's path, which calls it. Triton 3.6's hook chains are
+    truthy objects even when empty (a launcher that tested them so never took its own path: GPU run 61)."""
+    from triton import knobs
+
+    assert not launch._hooked()
+
+    def hook(metadata):
+        pass
+
+    if hasattr(knobs.runtime.launch_enter_hook, "add"):
+        knobs.runtime.launch_enter_hook.add(hook)
+        try:
+            assert launch._hooked()
+        finally:
+            knobs.runtime.launch_enter_hook.remove(hook)
+    saved = knobs.runtime.launch_exit_hook
+    knobs.runtime.launch_exit_hook = hook  # a callable in the chain's place
+    try:
+        assert launch._hooked()
+    finally:
+        knobs.runtime.launch_exit_hook = saved
+    assert not launch._hooked()
+
+
 def test_launcher_checks_its_arguments():
     from normkit.triton.norm_fwd import norm_fwd_kernel
 

@@ -14,8 +14,9 @@ The key holds everything Triton specializes a runtime argument on, so two calls 
 same compiled kernel from Triton too: a tensor's dtype and whether its address is a multiple of 16; an integer's
 type (int32, int64 or uint64 by its value), whether it is 1 and whether it is a multiple of 16; a float is a
 float32 whatever its value. ``tests/test_launch.py`` checks this against Triton's own specialization. Plus the
-constexpr values, ``num_warps`` and the current device. Triton's interpreter (no GPU), launch hooks (profilers
-such as proton set them) and Triton versions other than 3.6 take Triton's own path on every call.
+constexpr values, ``num_warps`` and the current device; compile options Triton reads from its knobs (debug,
+instrumentation) are those of a key's first call. Triton's interpreter (no GPU), launch hooks (profilers such as
+proton set them) and Triton versions other than 3.6 take Triton's own path on every call.
 """
 
 from __future__ import annotations
@@ -62,6 +63,13 @@ def _direct_launch_supported() -> bool:
     return triton.__version__.startswith("3.6.")
 
 
+def _hooked() -> bool:
+    """A launch hook is set (a profiler's, such as proton's): Triton's own path calls it. The hooks are chains in
+    Triton 3.6, which are always truthy objects (so ask for their calls), or a callable set in their place."""
+    hooks = (knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook)
+    return any(getattr(hook, "calls", hook) for hook in hooks)
+
+
 class Launcher:
     """``Launcher(kernel)[grid](*args, num_warps=w, **constexprs)`` does what ``kernel[grid](*args, num_warps=w,
     **constexprs)`` does, with less host work from the second call of a key on: ``args`` are the runtime arguments,
@@ -89,8 +97,8 @@ class Launcher:
                 f"Launcher: {self.kernel.fn.__name__} takes {self.runtime_count} runtime arguments and the constexprs "
                 f"{self.constexpr_names}; got {len(args)} and {tuple(constexprs)}"
             )
-        if not self.direct or knobs.runtime.launch_enter_hook.calls or knobs.runtime.launch_exit_hook.calls:
-            self.kernel[grid](*args, num_warps=num_warps, **constexprs)  # (hooks: a profiler's, such as proton's)
+        if not self.direct or _hooked():
+            self.kernel[grid](*args, num_warps=num_warps, **constexprs)
             return
         device = torch._C._cuda_getDevice()
         values = tuple([constexprs[name] for name in self.constexpr_names])
