@@ -435,17 +435,10 @@ def test_tuner_grid_contains_the_heuristics_choice():
     """`python -m normkit.bench.tune` times the heuristic next to its grid; every shape of the benchmark sweeps must
     find the heuristic's config in that grid, or the tuner could not show that it is the fastest one."""
     from normkit.bench.cases import SWEEPS, Case
-    from normkit.bench.tune import candidates
-    from normkit.triton import config
+    from normkit.bench.tune import candidates, heuristic_config
 
     for m, n, x_dtype, w_dtype in {shape for sweep in SWEEPS.values() for shape in sweep}:
-        for op in ("ln_fwd", "rms_fwd", "ln_bwd", "rms_bwd", "ln_relu_bwd"):
+        for op in ("ln_fwd", "rms_fwd", "ln_bwd", "rms_bwd", "ln_relu_bwd", "ln_relu_fwd"):
             case = Case(op, m, n, x_dtype, w_dtype)
-            if case.direction == "fwd":
-                chosen = config.fwd_config(m, n, case.kind == "rms_norm")
-            else:
-                kind = case.kind
-                chosen = config.bwd_config(
-                    m, n, kind != "rms_norm", kind == "layer_norm_clamped_relu", is_rms=kind == "rms_norm"
-                )
+            chosen = heuristic_config(case)
             assert chosen in candidates(case), (op, m, n, chosen)

@@ -73,6 +73,17 @@ def candidates(case: Case) -> list[LaunchConfig]:
     return out + two_kernels
 
 
+def heuristic_config(case: Case) -> LaunchConfig:
+    """The launch config the heuristic gives the case's op (the benchmark's backward ops compute dB for LayerNorm,
+    not for RMSNorm, as the providers call them)."""
+    is_rms = case.kind == "rms_norm"
+    if case.direction == "fwd":
+        return config.fwd_config(case.m, case.n, is_rms)
+    return config.bwd_config(
+        case.m, case.n, has_dbias=not is_rms, has_mask=case.kind == "layer_norm_clamped_relu", is_rms=is_rms
+    )
+
+
 def _two_kernel_candidates(n: int) -> list[LaunchConfig]:
     """The two-kernel backward, one kernel's options at a time beside the heuristic's choice of the other: row sums
     in chunks of 1024-4096 at 4-16 elements a thread (1 or 2 rows a program); strips of 256-2048 columns, 1-8 rows a
@@ -149,16 +160,7 @@ def tune(cases, *, workers: int, rep: int, out_csv: str) -> list[dict]:
         inputs = make_inputs(case)
         nbytes = bytes_moved(case)
         timed = []
-        if case.direction == "fwd":
-            heuristic = config.fwd_config(case.m, case.n, case.kind == "rms_norm")
-        else:
-            heuristic = config.bwd_config(
-                case.m,
-                case.n,
-                has_dbias=case.kind != "rms_norm",
-                has_mask=case.kind == "layer_norm_clamped_relu",
-                is_rms=case.kind == "rms_norm",
-            )
+        heuristic = heuristic_config(case)
         for cfg in [None] + candidates(case):  # None: the heuristic's own choice
             if cfg is not None and status.get((case, _compile_key(cfg))) != "ok":
                 continue
