@@ -17,6 +17,7 @@ import platform
 import torch
 
 from ..testing import compare, compare_norm
+from . import timing
 from .cases import OPS, SWEEPS, Case, bytes_moved, make_inputs
 from .providers import PROVIDERS, Unsupported, make
 
@@ -61,6 +62,13 @@ def add_case_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wdtype", choices=["fp32", "fp16", "bf16"], help="weight dtype (default: --dtype)")
     parser.add_argument("--warmup", type=int, default=25, help="ms of warm-up per timing")
     parser.add_argument("--rep", type=int, default=100, help="ms of repetitions per timing")
+    parser.add_argument(
+        "--timer",
+        default="triton",
+        choices=["triton", "backlog"],
+        help="triton: triton.testing.do_bench (every recorded figure); backlog: the host's issuing time kept out "
+        "(normkit/bench/timing.py; not yet run on a GPU)",
+    )
 
 
 def cases_from_args(args) -> list[Case]:
@@ -80,13 +88,15 @@ def require_gpu(command: str, what: str = "kernels") -> None:
         raise SystemExit(f"{command} times {what} on an NVIDIA GPU; none is visible here")
 
 
-def measure(cases, providers, *, warmup=25, rep=100, on_row=None) -> list[dict]:
+def measure(cases, providers, *, warmup=25, rep=100, timer="triton", on_row=None) -> list[dict]:
     """Check then time each provider on each case; one row per (case, provider)."""
     require_gpu("normkit.bench")
     from tqdm.auto import tqdm
     from triton.testing import do_bench
 
-    meta = {"gpu": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(), **versions()}
+    time_ms = timing.timer(timer)
+    meta = {"gpu": torch.cuda.get_device_name(), "date": datetime.date.today().isoformat(), "timer": timer}
+    meta.update(versions())
     copy = copy_bandwidth_gbs(do_bench)
     print(f"{meta['gpu']}: device-to-device copy {copy:.0f} GB/s", flush=True)
     rows = []
@@ -100,7 +110,7 @@ def measure(cases, providers, *, warmup=25, rep=100, on_row=None) -> list[dict]:
             try:
                 fn = make(provider, case, inputs)
                 _check(case, fn(), inputs.expected)
-                ms = do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+                ms = time_ms(fn, warmup=warmup, rep=rep)
                 row.update(status="ok", us=round(ms * 1e3, 2), gbs=round(nbytes / ms / 1e6, 1))
                 row["pct_of_copy"] = round(100 * row["gbs"] / copy, 1)
                 results[provider] = ms
@@ -195,7 +205,9 @@ def main(argv=None) -> None:
         write_csv(done, os.path.join(args.out, f"{args.tag}.csv"))
 
     print(HEADER)
-    rows = measure(cases_from_args(args), args.providers, warmup=args.warmup, rep=args.rep, on_row=on_row)
+    rows = measure(
+        cases_from_args(args), args.providers, warmup=args.warmup, rep=args.rep, timer=args.timer, on_row=on_row
+    )
     plot(rows, os.path.join(args.out, f"{args.tag}.png"))
     print(f"wrote {args.out}/{args.tag}.csv and {args.tag}.png")
 

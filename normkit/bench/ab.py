@@ -24,6 +24,7 @@ import types
 
 import torch
 
+from . import timing
 from .__main__ import _check, add_case_arguments, cases_from_args, copy_bandwidth_gbs, require_gpu, write_csv
 from .cases import bytes_moved, make_inputs
 from .providers import normkit_call
@@ -71,10 +72,12 @@ def _import_as(package: str, name: str):
     return importlib.import_module(f"{name}.triton")
 
 
-def measure(before, cases, *, rounds=3, warmup=25, rep=100, on_row=None) -> list[dict]:
+def measure(before, cases, *, rounds=3, warmup=25, rep=100, timer="triton", on_row=None) -> list[dict]:
     """For each case: check both versions, then time them in turns; one row per case."""
     require_gpu("normkit.bench.ab")
     from triton.testing import do_bench
+
+    time_ms = timing.timer(timer)
 
     from .. import triton as now_ops
 
@@ -99,9 +102,11 @@ def measure(before, cases, *, rounds=3, warmup=25, rep=100, on_row=None) -> list
             gbs = {version: [] for version in fns}
             for _ in range(rounds):
                 for version, fn in fns.items():
-                    gbs[version].append(nbytes / do_bench(fn, warmup=warmup, rep=rep, return_mode="median") / 1e6)
+                    gbs[version].append(nbytes / time_ms(fn, warmup=warmup, rep=rep) / 1e6)
             median = {version: statistics.median(values) for version, values in gbs.items()}
-            row.update(status="ok", copy_gbs=round(copy, 1), ratio=round(median["now"] / median["before"], 3))
+            row.update(
+                status="ok", copy_gbs=round(copy, 1), ratio=round(median["now"] / median["before"], 3), timer=timer
+            )
             row["now_pct_of_copy"] = round(100 * median["now"] / copy, 1)
             for version, values in gbs.items():
                 row[f"{version}_gbs"] = round(median[version], 1)
@@ -143,7 +148,8 @@ def main(argv=None) -> None:
             print(f"{shape}  {row['status']}", flush=True)
         write_csv(done, os.path.join(args.out, f"{args.tag}.csv"))
 
-    measure(before, cases_from_args(args), rounds=args.rounds, warmup=args.warmup, rep=args.rep, on_row=on_row)
+    cases = cases_from_args(args)
+    measure(before, cases, rounds=args.rounds, warmup=args.warmup, rep=args.rep, timer=args.timer, on_row=on_row)
     print(f"wrote {args.out}/{args.tag}.csv (GB/s of {args.rev} and of the working tree)")
 
 

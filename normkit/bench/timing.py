@@ -1,0 +1,100 @@
+"""The GPU time of a call, with the host's time to issue it kept out (``--timer backlog``; not yet run on a GPU).
+
+``triton.testing.do_bench``, which timed every figure in benchmarks/README.md, repeats: write a 256 MB buffer (to
+flush L2), record a start event, call ``fn``, record an end event. The interval holds only ``fn``'s GPU work while
+the GPU is still busy with the flush when the host has issued ``fn``. A call whose host time is longer than the
+flush (about 70 microseconds on an H200) leaves the GPU waiting for the host between the two events, and the
+"GPU time" becomes partly host time. That fits the small calls that swung 2-10x between providers and runs (GPU runs
+53-65): the providers with the most host work a call (autograd backward in Python, cuDNN's plan lookup) came out
+slowest, and normkit's own backward (45-70 us of host time) swung with the speed of the GPU machine's host.
+
+``gpu_time_ms`` does what ``do_bench`` does, plus a GPU sleep (``torch.cuda._sleep``) queued between the flush
+and the start event, longer than the host takes to issue ``fn`` (three times a measured call, and 50 us more): the
+GPU is still sleeping when ``fn``'s work arrives, so the interval is that work alone. The sleep's cycles a
+millisecond are measured once per device.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import time
+
+import torch
+
+FLUSH_BYTES = 256 * 2**20  # as triton.testing.do_bench: more than any GPU's L2
+
+
+class _Cuda:
+    """The CUDA calls ``gpu_time_ms`` makes (tests give it a fake)."""
+
+    def flush_buffer(self):
+        return torch.empty(FLUSH_BYTES // 4, dtype=torch.int, device="cuda")
+
+    def event(self):
+        return torch.cuda.Event(enable_timing=True)
+
+    def sleep(self, cycles: int) -> None:
+        torch.cuda._sleep(cycles)
+
+    def synchronize(self) -> None:
+        torch.cuda.synchronize()
+
+    def sleep_cycles_per_ms(self) -> float:
+        return _sleep_cycles_per_ms(torch.cuda.current_device())
+
+
+@functools.cache
+def _sleep_cycles_per_ms(device: int) -> float:
+    cycles = 10_000_000
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(cycles)  # once untimed: the first call loads the kernel
+    start.record()
+    torch.cuda._sleep(cycles)
+    end.record()
+    torch.cuda.synchronize()
+    return cycles / start.elapsed_time(end)
+
+
+def gpu_time_ms(fn, *, warmup: int = 25, rep: int = 100, cuda: _Cuda | None = None) -> float:
+    """Median GPU time of ``fn`` in ms, L2 flushed before each call and the host's issuing time kept out. ``warmup``
+    and ``rep`` are milliseconds of calls, as for ``do_bench``."""
+    cuda = cuda or _Cuda()
+    fn()
+    cuda.synchronize()
+    cache = cuda.flush_buffer()
+    host_ms = []
+    for _ in range(5):
+        began = time.perf_counter()
+        fn()
+        host_ms.append((time.perf_counter() - began) * 1e3)
+        cuda.synchronize()
+    cycles = int(cuda.sleep_cycles_per_ms() * (3 * statistics.median(host_ms) + 0.05))
+
+    def timed(count: int) -> list[float]:
+        events = [(cuda.event(), cuda.event()) for _ in range(count)]
+        for start, end in events:
+            cache.zero_()
+            cuda.sleep(cycles)
+            start.record()
+            fn()
+            end.record()
+        cuda.synchronize()
+        return [start.elapsed_time(end) for start, end in events]
+
+    estimate = statistics.median(timed(5))
+    for _ in range(max(1, int(warmup / max(estimate, 1e-3)))):
+        fn()
+    return statistics.median(timed(max(1, int(rep / max(estimate, 1e-3)))))
+
+
+def timer(name: str):
+    """The timing function named by ``--timer``: ``triton`` (``triton.testing.do_bench``, median) or ``backlog``
+    (``gpu_time_ms``); each is called as ``timer(fn, warmup=ms, rep=ms)`` and returns milliseconds."""
+    if name == "triton":
+        from triton.testing import do_bench
+
+        return functools.partial(do_bench, return_mode="median")
+    if name == "backlog":
+        return gpu_time_ms
+    raise ValueError(f"timer must be 'triton' or 'backlog', got {name!r}")
