@@ -65,7 +65,7 @@ def add_case_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timer",
         default="triton",
-        choices=["triton", "backlog"],
+        choices=timing.TIMERS,
         help="triton: triton.testing.do_bench (every recorded figure); backlog: the host's issuing time kept out "
         "(normkit/bench/timing.py; not yet run on a GPU)",
     )

@@ -77,10 +77,9 @@ def measure(before, cases, *, rounds=3, warmup=25, rep=100, timer="triton", on_r
     require_gpu("normkit.bench.ab")
     from triton.testing import do_bench
 
-    time_ms = timing.timer(timer)
-
     from .. import triton as now_ops
 
+    time_ms = timing.timer(timer)
     copy = copy_bandwidth_gbs(do_bench)
     print(f"{torch.cuda.get_device_name()}: device-to-device copy {copy:.0f} GB/s", flush=True)
     rows = []

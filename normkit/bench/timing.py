@@ -23,6 +23,7 @@ import time
 import torch
 
 FLUSH_BYTES = 256 * 2**20  # as triton.testing.do_bench: more than any GPU's L2
+TIMERS = ("triton", "backlog")  # the names ``timer`` takes (``--timer``)
 
 
 class _Cuda:
@@ -97,4 +98,4 @@ def timer(name: str):
         return functools.partial(do_bench, return_mode="median")
     if name == "backlog":
         return gpu_time_ms
-    raise ValueError(f"timer must be 'triton' or 'backlog', got {name!r}")
+    raise ValueError(f"timer must be one of {TIMERS}, got {name!r}")
