@@ -60,6 +60,32 @@ def _forward(x, weight, bias, eps, kind, zero_centered_gamma, lower, upper, back
     return ops.layer_norm_clamped_relu_fwd(x, weight, bias, eps, lower, upper, zero_centered_gamma)
 
 
+# backends with entry points that skip the argument checks (the eager paths below check every argument once, in
+# ``_apply``; the custom ops, which anyone can call, go through the checked functions)
+_UNCHECKED = {"triton": "normkit.triton.ops"}
+
+
+@functools.cache
+def _unchecked_module(backend: str):
+    return importlib.import_module(_UNCHECKED[backend]) if backend in _UNCHECKED else None
+
+
+def _eager_forward(x, weight, bias, eps, kind, zero_centered_gamma, lower, upper, backend):
+    """``_forward`` on arguments ``_apply`` has checked."""
+    ops = _unchecked_module(backend)
+    if ops is None:
+        return _forward(x, weight, bias, eps, kind, zero_centered_gamma, lower, upper, backend)
+    return ops.forward_unchecked(kind, x, weight, bias, eps, zero_centered_gamma, lower, upper)
+
+
+def _eager_backward(dy, x, weight, mean, rstd, mask, kind, zero_centered_gamma, has_dbias, backend):
+    """``_norm_bwd`` on the outputs of ``_eager_forward`` (db None without a bias)."""
+    ops = _unchecked_module(backend)
+    if ops is None:
+        return _norm_bwd(dy, x, weight, mean, rstd, mask, kind, zero_centered_gamma, has_dbias, backend)
+    return ops.backward_unchecked(kind, dy, x, weight, mean, rstd, mask, zero_centered_gamma, has_dbias)
+
+
 def _norm_fwd(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -162,14 +188,14 @@ class _EagerNorm(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, *inputs):
-        output = _forward(*inputs)  # mean and mask may be None: saved as such, never read
+        output = _eager_forward(*inputs)  # mean and mask may be None: saved as such, never read
         _setup_context(ctx, inputs, output)
         return output[0]
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dy):
-        return _gradients(ctx, dy, _norm_bwd)
+        return _gradients(ctx, dy, _eager_backward)
 
 
 def _apply(kind, x, weight, bias, eps, zero_centered_gamma, backend, lower=0.0, upper=0.0):
@@ -181,19 +207,25 @@ def _apply(kind, x, weight, bias, eps, zero_centered_gamma, backend, lower=0.0, 
     checks.check_flag("zero_centered_gamma", zero_centered_gamma)
     if kind == "layer_norm_clamped_relu":
         checks.check_clamp_bounds(lower, upper)
-    backend = resolve(backend, x)
     n = x.shape[-1]
-    rows = x.reshape(-1, n)  # a view whenever the leading dims flatten to one row stride
+    if n == 0:
+        raise ValueError("x must have at least one element in its last (normalized) dim")
+    backend = resolve(backend, x)
+    # 2-D x as it is (a reshape would add a view to the autograd graph); more dims flattened to rows, a view
+    # whenever the leading dims flatten to one row stride
+    rows = x if x.dim() == 2 else x.reshape(-1, n)
     if n > 1 and rows.stride(1) != 1:
         rows = rows.contiguous()  # the kernels need a unit stride along the normalized dim
     args = (rows, weight, bias, float(eps), kind, zero_centered_gamma, float(lower), float(upper), backend)
     if torch.compiler.is_compiling():
         y = norm_fwd(*args)[0]  # the custom op: one opaque node of the compiled graph
-    elif torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (rows, weight, bias)):
+    elif torch.is_grad_enabled() and (
+        x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
+    ):
         y = _EagerNorm.apply(*args)
     else:
-        y = _forward(*args)[0]  # nothing to differentiate: the implementation itself
-    return y.reshape(x.shape)
+        y = _eager_forward(*args)[0]  # nothing to differentiate: the implementation itself
+    return y if x.dim() == 2 else y.reshape(x.shape)
 
 
 def layer_norm(x, weight, bias=None, eps=1e-5, *, zero_centered_gamma=False, backend="auto"):

@@ -3,7 +3,7 @@ TypeError/ValueError that names it, before any kernel launches."""
 
 import pytest
 import torch
-from conftest import kernel_backends
+from conftest import DEVICE, kernel_backends
 
 import normkit as nk
 
@@ -110,6 +110,36 @@ def test_functional_api_and_modules():
         nk.RMSNorm(8, eps=-1.0)
     with pytest.raises(nk.BackendUnavailable):
         nk.layer_norm(x, w, backend="cudnn")  # CPU tensors (and here perhaps no cuDNN at all)
+
+
+FUNCTIONAL_BAD = [  # x may have any number of dims and any strides here; the rest as for the explicit kernels
+    ("x", lambda a: a["x"].int(), TypeError),
+    ("weight", lambda a: torch.randn(N + 1), ValueError),
+    ("weight", lambda a: torch.randn(N).half(), TypeError),
+    ("weight", lambda a: torch.randn(2 * N)[::2], ValueError),
+    ("bias", lambda a: torch.randn(N - 1), ValueError),
+    ("bias", lambda a: torch.randn(N).double(), TypeError),
+    ("eps", lambda a: 0.0, ValueError),
+    ("eps", lambda a: "1e-5", TypeError),
+]
+
+
+@pytest.mark.parametrize("backend", ["torch"] + [b for b in kernel_backends() if b == "triton"])
+@pytest.mark.parametrize("name", ["layer_norm", "rms_norm", "layer_norm_clamped_relu"])
+@pytest.mark.parametrize("arg, make, error", FUNCTIONAL_BAD, ids=[f"{c[0]}-{i}" for i, c in enumerate(FUNCTIONAL_BAD)])
+def test_functional_api_names_the_bad_argument_on_each_backend(backend, name, arg, make, error):
+    """The functional API checks every argument itself, once (its Triton path skips the kernels' own checks)."""
+    args = ok()
+    args[arg] = make(args)
+    with pytest.raises(error, match=arg):
+        getattr(nk, name)(args["x"], args["weight"], args["bias"], args["eps"], backend=backend)
+
+
+@pytest.mark.parametrize("backend", ["torch"] + [b for b in kernel_backends() if b == "triton"])
+@pytest.mark.parametrize("shape", [(M, 0), (2, M, 0)])
+def test_functional_api_refuses_an_empty_normalized_dim(backend, shape):
+    with pytest.raises(ValueError, match="x must have at least one element"):
+        nk.layer_norm(torch.randn(shape, device=DEVICE), torch.randn(0, device=DEVICE), backend=backend)
 
 
 def test_cudnn_unavailable_here_says_why():

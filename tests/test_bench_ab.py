@@ -73,15 +73,15 @@ def test_ab_says_it_needs_a_gpu():
 
 @pytest.fixture
 def fake_gpu(monkeypatch):
-    """``measure`` with the GPU parts replaced: inputs on the tests' device, a fixed copy speed, and a do_bench that
-    records what it timed and answers 2 ns for odd calls, 1 ns for even ones."""
+    """``measure`` with the GPU parts replaced: inputs on the tests' device, a fixed copy speed, and timers (both
+    ``--timer`` choices) that record what they timed and answer 2 ns for odd calls, 1 ns for even ones."""
     import triton.testing
 
-    from normkit.bench import ab, cases
+    from normkit.bench import ab, cases, timing
 
     timed = []
 
-    def do_bench(fn, **kwargs):
+    def fake_timer(fn, **kwargs):
         timed.append(fn)
         return 2e-6 if len(timed) % 2 else 1e-6
 
@@ -90,7 +90,8 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(ab.torch.cuda, "empty_cache", lambda: None)
     monkeypatch.setattr(ab, "copy_bandwidth_gbs", lambda do_bench: 1000.0)
     monkeypatch.setattr(ab, "make_inputs", lambda case: cases.make_inputs(case, device=DEVICE))
-    monkeypatch.setattr(triton.testing, "do_bench", do_bench)
+    monkeypatch.setattr(triton.testing, "do_bench", fake_timer)
+    monkeypatch.setattr(timing, "gpu_time_ms", fake_timer)
     return timed
 
 

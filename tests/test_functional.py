@@ -48,6 +48,40 @@ def test_leading_dims_and_autograd_match_the_reference(backend):
     compare(b.grad, db, "db")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_two_dim_input_autograd_matches_the_reference(backend, name):
+    """2-D x goes to the backend as it is, with no view of it in the autograd graph (the eager path checks the
+    arguments once and calls the Triton kernels' unchecked entry points); bf16 x, float32 weight and bias."""
+    if backend == "cudnn" and name == "layer_norm_clamped_relu":
+        pytest.skip("cuDNN's fused LayerNorm + ReLU needs N % 64 == 0 and weight in x's dtype (test_kernels.py)")
+    m, n = 7, 100
+    x = torch.randn(m, n, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
+    w = torch.randn(n, device=DEVICE, requires_grad=True)
+    b = torch.randn(n, device=DEVICE, requires_grad=True)
+    y = FUNCTIONS[name](x, w, b, backend=backend)
+    assert type(y.grad_fn).__name__ == "_EagerNormBackward"  # the norm's own node, no view after it
+    assert type(y.grad_fn.next_functions[0][0]).__name__ == "AccumulateGrad"  # nor between it and x
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    args = (x.detach(), w.detach(), b.detach(), 1e-5)
+    if name == "rms_norm":
+        y_ref, rstd = reference.rms_norm_fwd(*args)
+        dx, dw, db = reference.rms_norm_bwd(dy, x.detach(), w.detach(), rstd, False, True)
+    elif name == "layer_norm":
+        y_ref, mean, rstd = reference.layer_norm_fwd(*args)
+        dx, dw, db = reference.layer_norm_bwd(dy, x.detach(), w.detach(), mean, rstd)
+    else:
+        y_ref, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(*args)
+        dx, dw, db = reference.layer_norm_clamped_relu_bwd(dy, mask, x.detach(), w.detach(), mean, rstd)
+    compare(y.detach(), y_ref, "y")
+    compare(x.grad, dx, "dx")
+    compare(w.grad, dw, "dw")
+    compare(b.grad, db, "db")
+    with torch.no_grad():  # the forward alone, same arguments
+        compare(FUNCTIONS[name](x, w, b, backend=backend), y_ref, "y without a graph")
+
+
 def test_transposed_input_and_expanded_gradient():
     x = torch.randn(16, 6, device=DEVICE).t().requires_grad_(True)  # last dim not contiguous: copied, then normed
     w = torch.randn(16, device=DEVICE, requires_grad=True)

@@ -328,19 +328,21 @@ def test_masked_backward_multiplies_by_the_mask(backend, n):
 
 
 # bounds on a value of every dtype, bounds no 16-bit dtype holds (0.1, 6.0001), bounds closer than a bf16 step
-CLAMP_BOUNDS = [(-0.25, 1.0), (0.1, 6.0001), (1.0, 1.001), (-math.inf, 0.5)]
+# the default (0, 6) and (0.1, 6.0001), (1.0, 1.001) give keep_from > 0: the kernel's test on the float's bits
+CLAMP_BOUNDS = [(-0.25, 1.0), (0.1, 6.0001), (1.0, 1.001), (-math.inf, 0.5), (0.0, 6.0)]
 
 
 def values_around_mask_thresholds(lower, upper, out_dtype):
     """float32 y at the Triton forward's mask thresholds, the 40 float32 values each side of them and of the
-    bounds, +-inf, +-0 and NaN."""
+    bounds, +-inf, +-0 and NaN of either sign."""
     from normkit.triton.ops import mask_thresholds
 
     around = [v for v in (*mask_thresholds(lower, upper, out_dtype), lower, upper) if math.isfinite(v)]
     bits = torch.tensor(around, dtype=torch.float32).view(torch.int32)
     steps = torch.arange(-40, 41, dtype=torch.int32)
     near = (bits[:, None] + steps[None, :]).view(torch.float32).flatten()  # same-sign neighbours of each value
-    return torch.cat([near, torch.tensor([-math.inf, math.inf, math.nan, 0.0, -0.0])])
+    negative_nan = torch.tensor([-0x400000], dtype=torch.int32).view(torch.float32)  # bits 0xFFC00000
+    return torch.cat([near, torch.tensor([-math.inf, math.inf, math.nan, 0.0, -0.0]), negative_nan])
 
 
 @pytest.mark.parametrize("out_dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])

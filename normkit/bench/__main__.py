@@ -62,12 +62,16 @@ def add_case_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--wdtype", choices=["fp32", "fp16", "bf16"], help="weight dtype (default: --dtype)")
     parser.add_argument("--warmup", type=int, default=25, help="ms of warm-up per timing")
     parser.add_argument("--rep", type=int, default=100, help="ms of repetitions per timing")
+    add_timer_argument(parser)
+
+
+def add_timer_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--timer",
-        default="triton",
+        default="backlog",
         choices=timing.TIMERS,
-        help="triton: triton.testing.do_bench (every recorded figure); backlog: the host's issuing time kept out "
-        "(normkit/bench/timing.py; not yet run on a GPU)",
+        help="backlog: the GPU time with the host's issuing time kept out (normkit/bench/timing.py); triton: "
+        "triton.testing.do_bench, which timed the figures of rounds 1-9 in benchmarks/README.md",
     )
 
 
@@ -88,7 +92,7 @@ def require_gpu(command: str, what: str = "kernels") -> None:
         raise SystemExit(f"{command} times {what} on an NVIDIA GPU; none is visible here")
 
 
-def measure(cases, providers, *, warmup=25, rep=100, timer="triton", on_row=None) -> list[dict]:
+def measure(cases, providers, *, warmup=25, rep=100, timer="backlog", on_row=None) -> list[dict]:
     """Check then time each provider on each case; one row per (case, provider)."""
     require_gpu("normkit.bench")
     from tqdm.auto import tqdm

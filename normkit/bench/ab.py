@@ -72,7 +72,7 @@ def _import_as(package: str, name: str):
     return importlib.import_module(f"{name}.triton")
 
 
-def measure(before, cases, *, rounds=3, warmup=25, rep=100, timer="triton", on_row=None) -> list[dict]:
+def measure(before, cases, *, rounds=3, warmup=25, rep=100, timer="backlog", on_row=None) -> list[dict]:
     """For each case: check both versions, then time them in turns; one row per case."""
     require_gpu("normkit.bench.ab")
     from triton.testing import do_bench

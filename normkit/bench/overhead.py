@@ -2,7 +2,8 @@
 
 For each case and provider it measures, in microseconds a call:
 
-- ``gpu``: the device time (``do_bench``: events around each call, median), what the GB/s tables use;
+- ``gpu``: the device time (``timing.gpu_time_ms``: events around each call, the host's issuing time kept out,
+  median), what the GB/s tables use;
 - ``enqueue``: host time to issue one call (1000 calls in a row, no synchronization inside the loop);
 - ``stream``: wall time a call when 1000 calls run back to back (the larger of host and device time);
 - ``graph``: wall time a call when the same call is captured once in a CUDA graph and replayed 1000 times.
@@ -21,6 +22,7 @@ import time
 
 import torch
 
+from . import timing
 from .__main__ import _check, require_gpu, write_csv
 from .cases import OPS, Case, make_inputs
 from .providers import PROVIDERS, Unsupported, make
@@ -54,8 +56,6 @@ def _graph_us(fn, calls: int = CALLS) -> float:
 
 
 def measure(case: Case, provider: str) -> dict:
-    from triton.testing import do_bench
-
     row = {"op": case.op, "M": case.m, "N": case.n, "x_dtype": case.x_dtype, "provider": provider}
     inputs = make_inputs(case)
     try:
@@ -65,7 +65,7 @@ def measure(case: Case, provider: str) -> dict:
         return {**row, "note": str(reason)[:80]}
     for _ in range(20):  # warm caches and compilers
         fn()
-    row["gpu"] = do_bench(fn, warmup=10, rep=50, return_mode="median") * 1e3
+    row["gpu"] = timing.gpu_time_ms(fn, warmup=10, rep=50) * 1e3
     row["enqueue"], row["stream"] = _wall_us(fn)
     if case.direction == "bwd" and provider not in ("triton", "cudnn"):
         # an autograd backward cannot be captured, and a failed capture leaves the CUDA RNG unusable

@@ -1,9 +1,9 @@
 """``python -m normkit.bench.tune``: time every launch config of the Triton kernels on the benchmark's shapes.
 
-For each case it enumerates candidate ``LaunchConfig`` s (tile shape, warps, persistent programs
-per SM), compiles them in parallel worker processes (each checks its result against ``normkit.reference`` on a
-small M), then times each one on the full shape with ``do_bench``, next to the heuristic's own choice. The table
-it prints is what ``normkit/triton/config.py``'s heuristic is fitted to; the CSV keeps every timing.
+For each case it enumerates candidate ``LaunchConfig`` s (tile shape, warps, persistent programs per SM), compiles
+them in parallel worker processes (each checks its result against ``normkit.reference`` on a small M), then times
+each one on the full shape (``--timer``, as for ``python -m normkit.bench``), next to the heuristic's own choice.
+The table it prints is what ``normkit/triton/config.py``'s heuristic is fitted to; the CSV keeps every timing.
 
 Example: ``python -m normkit.bench.tune --sweep genai small --ops ln_fwd ln_bwd --out benchmarks/tuning``
 """
@@ -21,7 +21,8 @@ import torch
 
 from ..triton import config
 from ..triton.config import LaunchConfig
-from .__main__ import _check, copy_bandwidth_gbs, require_gpu, write_csv
+from . import timing
+from .__main__ import _check, add_timer_argument, copy_bandwidth_gbs, require_gpu, write_csv
 from .cases import OPS, SWEEPS, Case, bytes_moved, make_inputs
 from .providers import make
 
@@ -149,9 +150,10 @@ def _compile_all(cases, workers: int) -> dict:
     return status
 
 
-def tune(cases, *, workers: int, rep: int, out_csv: str) -> list[dict]:
+def tune(cases, *, workers: int, rep: int, out_csv: str, timer: str = "backlog") -> list[dict]:
     from triton.testing import do_bench
 
+    time_ms = timing.timer(timer)
     copy = copy_bandwidth_gbs(do_bench)
     print(f"{torch.cuda.get_device_name()}: copy {copy:.0f} GB/s; compiling on {workers} workers", flush=True)
     status = _compile_all(cases, workers)
@@ -168,15 +170,15 @@ def tune(cases, *, workers: int, rep: int, out_csv: str) -> list[dict]:
                 with _forced(case, cfg) if cfg is not None else contextlib.nullcontext():
                     fn = make("triton", case, inputs)
                     _check(case, fn(), inputs.expected)
-                    ms = do_bench(fn, warmup=5, rep=rep, return_mode="median")
+                    ms = time_ms(fn, warmup=5, rep=rep)
             except Exception as error:
                 print(f"  {case.op} {case.m}x{case.n} {cfg}: {type(error).__name__}: {str(error)[:120]}")
                 continue
             gbs = nbytes / ms / 1e6
             shape = {"op": case.op, "M": case.m, "N": case.n, "x_dtype": case.x_dtype, "w_dtype": case.w_dtype}
             launch = dataclasses.asdict(cfg if cfg is not None else heuristic)
-            timing = {"us": round(ms * 1e3, 2), "gbs": round(gbs, 1), "pct_of_copy": round(100 * gbs / copy, 1)}
-            timed.append({**shape, "config": "heuristic" if cfg is None else "candidate", **launch, **timing})
+            speed = {"us": round(ms * 1e3, 2), "gbs": round(gbs, 1), "pct_of_copy": round(100 * gbs / copy, 1)}
+            timed.append({**shape, "config": "heuristic" if cfg is None else "candidate", **launch, **speed})
         rows += timed
         write_csv(rows, out_csv)
         best = max(timed, key=lambda r: r["gbs"])
@@ -209,12 +211,13 @@ def main(argv=None) -> None:
     parser.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1))
     parser.add_argument("--rep", type=int, default=15, help="ms of repetitions per timing")
     parser.add_argument("--out", default="benchmarks/tuning")
+    add_timer_argument(parser)
     args = parser.parse_args(argv)
     require_gpu("normkit.bench.tune")
     shapes = [s for sweep in args.sweep for s in SWEEPS[sweep] if not args.N or s[1] in args.N]
     cases = [Case(op, m, n, xd, wd) for (m, n, xd, wd) in dict.fromkeys(shapes) for op in args.ops]
     os.makedirs(args.out, exist_ok=True)
-    tune(cases, workers=args.workers, rep=args.rep, out_csv=os.path.join(args.out, "tune.csv"))
+    tune(cases, workers=args.workers, rep=args.rep, out_csv=os.path.join(args.out, "tune.csv"), timer=args.timer)
 
 
 if __name__ == "__main__":

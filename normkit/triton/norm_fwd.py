@@ -32,9 +32,14 @@ import triton.language as tl
 
 
 @triton.jit
+def _bit_or(a, b):
+    return a | b
+
+
+@triton.jit
 def _scale_shift_store(
     xhat, rows64, row_ok, col0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
-    HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
+    HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
     """Apply weight/bias (and the clamp + mask) to one ``[BLOCK_M, BLOCK_N]`` tile starting at column col0."""
@@ -52,6 +57,12 @@ def _scale_shift_store(
         # [keep_from, keep_to] found on the host (ops.mask_thresholds), so y is neither rounded nor read back here
         if xhat.dtype == tl.float64:  # no rounding to describe
             keep = (y > lower) & (y < upper)
+        elif KEEP_BY_BITS:
+            # 0 < keep_from <= keep_to: positive floats are ordered as their bits, and a negative y or a NaN lands
+            # outside the span after the unsigned subtract (one compare and one select a bit instead of two each)
+            first = tl.cast(keep_from, tl.float32).to(tl.uint32, bitcast=True)  # (a Python float when interpreted)
+            span = tl.cast(keep_to, tl.float32).to(tl.uint32, bitcast=True) - first
+            keep = (y.to(tl.uint32, bitcast=True) - first) <= span
         else:
             keep = (y >= keep_from) & (y <= keep_to)
         y = tl.maximum(y, lower, propagate_nan=tl.PropagateNan.ALL)
@@ -61,7 +72,7 @@ def _scale_shift_store(
         if not EVEN_N:  # padding bits are 0
             keep &= ok
         keep = tl.reshape(keep, (BLOCK_M, BLOCK_N // 8, 8))
-        packed = tl.sum(tl.where(keep, 1 << tl.arange(0, 8)[None, None, :], 0), axis=2)
+        packed = tl.reduce(tl.where(keep, 1 << tl.arange(0, 8)[None, None, :], 0), 2, _bit_or)  # 3-input ORs
         byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
         byte_ok = row_ok[:, None] & (byte_cols < (N + 7) // 8)[None, :]
         tl.store(MASK + rows64[:, None] * stride_mask + byte_cols[None, :], packed.to(tl.uint8), mask=byte_ok)
@@ -74,7 +85,7 @@ def norm_fwd_kernel(
     M, N, stride_x, stride_y, stride_mask, eps, lower, upper, keep_from, keep_to,
     IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
-    EVEN_N: tl.constexpr, PASS_TWO_UNROLL: tl.constexpr,
+    EVEN_N: tl.constexpr, PASS_TWO_UNROLL: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
 ):  # fmt: skip
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
@@ -98,7 +109,7 @@ def norm_fwd_kernel(
         tl.store(RSTD + rows, rstd, mask=row_ok)
         _scale_shift_store(
             xhat, rows64, row_ok, 0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
-            HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, BLOCK_M, BLOCK_N, EVEN_N,
+            HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, BLOCK_M, BLOCK_N, EVEN_N,
         )  # fmt: skip
     else:
         # Pass one: per-lane statistics, merged across the lanes once, after the loop. LayerNorm's lanes sum
@@ -150,5 +161,5 @@ def norm_fwd_kernel(
                 xhat = (x - mean[:, None]) * rstd[:, None]
             _scale_shift_store(
                 xhat, rows64, row_ok, chunk * BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
-                keep_from, keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, BLOCK_M, BLOCK_N, EVEN_N,
+                keep_from, keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, BLOCK_M, BLOCK_N, EVEN_N,
             )  # fmt: skip

@@ -32,8 +32,8 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
     m, n = x.shape
     acc_tl, acc_torch = _acc(x)
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    mean = torch.empty(m, dtype=acc_torch, device=x.device)
     rstd = torch.empty(m, dtype=acc_torch, device=x.device)
+    mean = None if is_rms else torch.empty(m, dtype=acc_torch, device=x.device)
     mask = torch.empty((m, packed_width(n)), dtype=torch.uint8, device=x.device) if clamp else None
     if m == 0:
         return y, mean, rstd, mask
@@ -46,12 +46,13 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
     if clamp and x.dtype != torch.float64:
         keep_from, keep_to = mask_thresholds(float(lower), float(upper), x.dtype)
     NORM_FWD[(cdiv(m, cfg.block_m),)](
-        x, y, weight, bias if bias is not None else weight, mean, rstd, mask if mask is not None else y,
+        x, y, weight, bias if bias is not None else weight, rstd if is_rms else mean, rstd,
+        mask if mask is not None else y,
         m, n, x.stride(0), y.stride(0), mask.stride(0) if mask is not None else 0, float(eps),
         float(lower), float(upper), keep_from, keep_to,
         IS_RMS=is_rms, HAS_BIAS=bias is not None, ZERO_CENTERED=zero_centered_gamma, CLAMP_MASK=clamp is not None,
         ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, UNROLL=min(cfg.num_chunks, 8),
-        EVEN_N=n % cfg.block_n == 0, PASS_TWO_UNROLL=pass_two_unroll,
+        EVEN_N=n % cfg.block_n == 0, PASS_TWO_UNROLL=pass_two_unroll, KEEP_BY_BITS=0.0 < keep_from <= keep_to,
         num_warps=cfg.num_warps,
     )  # fmt: skip
     return y, mean, rstd, mask
@@ -161,6 +162,26 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
         )  # fmt: skip
     dw, db = _sum_partials(partial, weight.dtype)
     return dx, dw, db
+
+
+def forward_unchecked(kind, x, weight, bias, eps, zero_centered_gamma, lower=0.0, upper=0.0):
+    """The forward of ``kind`` (``"layer_norm"``, ``"rms_norm"`` or ``"layer_norm_clamped_relu"``) on arguments the
+    caller has checked (``normkit.functional`` checks them once; the six functions below check their own):
+    ``(y, mean, rstd, mask)``, mean None for RMSNorm, mask None without the clamped ReLU."""
+    clamp = (lower, upper) if kind == "layer_norm_clamped_relu" else None
+    return _forward(
+        x, weight, bias, eps, is_rms=kind == "rms_norm", zero_centered_gamma=zero_centered_gamma, clamp=clamp
+    )
+
+
+def backward_unchecked(kind, dy, x, weight, mean, rstd, mask, zero_centered_gamma, has_dbias):
+    """The backward of ``kind`` on arguments the caller has checked (``forward_unchecked``'s outputs): ``(dx, dw,
+    db or None)``."""
+    is_rms = kind == "rms_norm"
+    return _backward(
+        dy, x, weight, None if is_rms else mean, rstd, mask if kind == "layer_norm_clamped_relu" else None,
+        is_rms=is_rms, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias,
+    )  # fmt: skip
 
 
 def layer_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
