@@ -34,6 +34,16 @@ def backend_ops(name):
     return importlib.import_module(f"normkit.{name}")
 
 
+def tile_layout(layout):
+    """The forward's one-tile rows held as ``[rows, N]`` tiles ("2d") or ``[rows, N / 8, 8]`` ("3d", ``TILE_3D``),
+    whatever their width and dtypes (the heuristic's choice: ``ops._tiles_3d``)."""
+    from unittest import mock
+
+    from normkit.triton import ops
+
+    return mock.patch.object(ops, "_tiles_3d", lambda cfg, x, weight: layout == "3d" and cfg.num_chunks == 1)
+
+
 def make_inputs(m, n, x_dtype, w_dtype, *, bias=True, row_pad=0, device=DEVICE):
     """x [m, n] with row stride n + row_pad (a strided view, not a copy), weight and bias [n]."""
     storage = torch.randn(m, n + row_pad, device=device) * 2 + 0.5
@@ -112,6 +122,47 @@ def test_flags(backend, op, zero_centered_gamma, bias):
     x, w, b = make_inputs(9, 768 if backend == "cudnn" else 264, *dtypes, bias=bias)
     check_forward(backend, op, x, w, b, zero_centered_gamma)
     check_backward(backend, op, x, w, b, zero_centered_gamma, has_dbias=bias)
+
+
+@pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize("dtypes", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize("n", [1, 7, 100, 264, 1024])
+@pytest.mark.parametrize("zero_centered_gamma, bias", [(False, True), (True, False)])
+def test_forwards_in_3d_tiles(op, dtypes, n, zero_centered_gamma, bias):
+    """The forwards' one-tile rows held as [rows, N / 8, 8] (TILE_3D, the heuristic's layout from 2048 columns
+    with float32 weights), forced at every width and dtype: strided rows, ragged and whole bytes, with and without
+    bias."""
+    x, w, b = make_inputs(6, n, *dtypes, bias=bias, row_pad=24)
+    with tile_layout("3d"):
+        check_forward("triton", op, x, w, b, zero_centered_gamma)
+
+
+def test_3d_tiles_from_the_heuristics_width():
+    """TILE_3D where the forwards' one-tile rows are at least ``tile_3d_min_n`` wide and the weights wider than x
+    (and only there)."""
+    from normkit.triton import config, ops
+
+    launched = []
+
+    class Recorder:
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launched.append(kwargs)
+
+    x, w, b = make_inputs(4, 2048, torch.bfloat16, torch.float32)
+    saved = ops.NORM_FWD
+    ops.NORM_FWD = Recorder()
+    try:
+        ops.layer_norm_clamped_relu_fwd(x, w, b, 1e-5)
+        ops.layer_norm_fwd(x, w, b, 1e-5)
+        ops.layer_norm_clamped_relu_fwd(x[:, :1024], w[:1024], b[:1024], 1e-5)
+        ops.layer_norm_clamped_relu_fwd(x, w.bfloat16(), b.bfloat16(), 1e-5)  # weights in x's dtype
+        ops.layer_norm_clamped_relu_fwd(x.float(), w, b, 1e-5)
+        with config.limits(fwd_max_block_n=1024):  # 2048 columns in chunks
+            ops.layer_norm_clamped_relu_fwd(x, w, b, 1e-5)
+    finally:
+        ops.NORM_FWD = saved
+    assert [k["TILE_3D"] for k in launched] == [True, True, False, False, False, False]
+    assert config.LIMITS["tile_3d_min_n"] == 2048 and launched[0]["BLOCK_N"] == 2048
 
 
 @pytest.mark.parametrize("op", list(FORWARDS))
@@ -361,9 +412,10 @@ def test_mask_thresholds_give_the_references_bits(out_dtype, bounds):
     assert want.any() or (lower, upper) == (1.0, 1.001)  # the values tried reach both sides of each threshold
 
 
+@pytest.mark.parametrize("layout", ["2d", "3d"])
 @pytest.mark.parametrize("x_dtype", [torch.float32, torch.float16, torch.bfloat16], ids=["fp32", "fp16", "bf16"])
 @pytest.mark.parametrize("bounds", CLAMP_BOUNDS, ids=str)
-def test_forward_mask_bits_at_the_thresholds(x_dtype, bounds):
+def test_forward_mask_bits_at_the_thresholds(x_dtype, bounds, layout):
     """The kernel's comparison itself: a zero weight makes y the float32 bias exactly, so the bias sets y on and
     around each threshold; every bit must be the reference's."""
     from normkit import triton as nt
@@ -372,15 +424,17 @@ def test_forward_mask_bits_at_the_thresholds(x_dtype, bounds):
     b = values_around_mask_thresholds(lower, upper, x_dtype).to(DEVICE)
     x = torch.randn(3, b.numel(), device=DEVICE).to(x_dtype)
     w = torch.zeros_like(b)
-    _, _, _, mask = nt.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, lower, upper)
+    with tile_layout(layout):
+        _, _, _, mask = nt.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, lower, upper)
     want = reference.clamp_and_mask(b.expand(3, -1), lower, upper, x_dtype)[1]
     assert torch.equal(bitmask.unpack(mask, b.numel()), want)
 
 
+@pytest.mark.parametrize("layout", ["2d", "3d"])
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtypes", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("bounds", CLAMP_BOUNDS[:2], ids=str)
-def test_mask_describes_the_stored_output(backend, dtypes, bounds):
+def test_mask_describes_the_stored_output(backend, dtypes, bounds, layout):
     """Bit = ``lower < out < upper`` for the kernel's own stored ``out``, exactly (cuDNN's rule), with the norm's
     output crowded within a few steps of its dtype around both bounds: weight a few steps wide, bias on a bound."""
     skip_unsupported(backend, "layer_norm_clamped_relu", 1024, *dtypes)
@@ -394,7 +448,10 @@ def test_mask_describes_the_stored_output(backend, dtypes, bounds):
     step = torch.finfo(x_dtype).eps * max(abs(lower), abs(upper))
     w = torch.full((n,), 3 * step, device=DEVICE).to(w_dtype)
     b = torch.tensor([lower, upper], device=DEVICE).repeat_interleave(n // 2).to(w_dtype)
-    out, _, _, mask = backend_ops(backend).layer_norm_clamped_relu_fwd(x, w, b, 1e-5, lower, upper)
+    if backend != "triton" and layout == "3d":
+        pytest.skip("a layout of the Triton kernel")
+    with tile_layout(layout):
+        out, _, _, mask = backend_ops(backend).layer_norm_clamped_relu_fwd(x, w, b, 1e-5, lower, upper)
     stored = out.float()
     for half, bound in ((stored[:, : n // 2], lower), (stored[:, n // 2 :], upper)):  # crowded as intended
         assert ((half - bound).abs() <= 4 * step).float().mean() > 0.5

@@ -18,9 +18,11 @@ import torch
 # row's dW/dB partials in registers (two float32 rows of 16384 fill half the register file of an SM); longer rows
 # take two kernels (row sums, then strips of columns). LayerNorm's chunked backward (a mean and a second row sum
 # more) ran at 1.96 TB/s at 32768 x 16384 against 2.26 for its two kernels (GPU run 46), so with many rows it has no
-# chunked rows (``chunked_max_n``).
+# chunked rows (``chunked_max_n``). tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32
+# weights over 16-bit x hold their tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
 LIMITS = {
     "fwd_max_block_n": 4096,
+    "tile_3d_min_n": 2048,
     "bwd_max_block_n": 8192,
     "chunk_n": 4096,
     "rms_bwd_chunked_max_n": 16384,

@@ -6,6 +6,10 @@ One kernel body; ``tl.constexpr`` switches pick the variant:
 - ``HAS_BIAS``, ``ZERO_CENTERED``: ``y = xhat * (w or 1 + w) [+ b]``.
 - ``CLAMP_MASK``: ``y = clamp(y, lower, upper)`` and write bit 1 where ``lower < y < upper`` for y as stored in
   its dtype (cuDNN's rule), 8 columns a byte.
+- ``TILE_3D`` (one-tile rows only): the tile as ``[BLOCK_M, BLOCK_N // 8, 8]`` instead of ``[BLOCK_M, BLOCK_N]``.
+  In the 2-D tile the compiler loads float32 weights as a vector and passes them through shared memory to meet
+  x's 16-bit layout (14 stores and loads, 13 barriers a program at 2 x 4096 on sm_90); in the 3-D tile they load
+  in x's layout (4 and 5), and the mask's bytes need no reshape. ``ops._tiles_3d`` says where it is faster.
 
 A program normalizes ``BLOCK_M`` rows. A row that fits in one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) is
 read once and kept in registers. A longer row is read in ``NUM_CHUNKS`` chunks twice: the first pass keeps
@@ -37,21 +41,63 @@ def _bit_or(a, b):
 
 
 @triton.jit
+def _tile_cols(col0, BLOCK_N: tl.constexpr, BYTES: tl.constexpr):
+    """A tile's column offsets: ``[1, BLOCK_N]``, or with ``BYTES`` ``[1, BLOCK_N // 8, 8]``, the 8 columns of a
+    mask byte along the last axis."""
+    if BYTES:
+        return col0 + (tl.arange(0, BLOCK_N // 8)[:, None] * 8 + tl.arange(0, 8)[None, :])[None, :, :]
+    else:
+        return col0 + tl.arange(0, BLOCK_N)[None, :]
+
+
+@triton.jit
+def _per_row(v, BYTES: tl.constexpr):
+    """A ``[BLOCK_M]`` vector shaped to broadcast over a tile of ``_tile_cols``."""
+    if BYTES:
+        return v[:, None, None]
+    else:
+        return v[:, None]
+
+
+@triton.jit
+def _row_sum(v, BYTES: tl.constexpr):
+    if BYTES:
+        return tl.sum(tl.sum(v, axis=2), axis=1)
+    else:
+        return tl.sum(v, axis=1)
+
+
+@triton.jit
 def _scale_shift_store(
     xhat, rows64, row_ok, col0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
     HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
+    TILE_3D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
-    """Apply weight/bias (and the clamp + mask) to one ``[BLOCK_M, BLOCK_N]`` tile starting at column col0."""
-    cols = col0 + tl.arange(0, BLOCK_N)
-    col_ok = cols < N
-    ok = row_ok[:, None] & col_ok[None, :]
-    w = tl.load(W + cols, mask=col_ok, other=0.0).to(xhat.dtype)
-    if ZERO_CENTERED:
-        w += 1.0
-    y = xhat * w[None, :]
-    if HAS_BIAS:
-        y += tl.load(B + cols, mask=col_ok, other=0.0).to(xhat.dtype)[None, :]
+    """Apply weight/bias (and the clamp + mask) to one tile starting at column col0: ``[BLOCK_M, BLOCK_N]``, or
+    with ``TILE_3D`` ``[BLOCK_M, BLOCK_N // 8, 8]`` (``_tile_cols``), whose weights load straight into the tile's
+    layout and whose mask bytes gather along the last axis with no reshape."""
+    if TILE_3D:
+        cols = _tile_cols(col0, BLOCK_N, True)
+        col_ok = cols < N
+        ok = row_ok[:, None, None] & col_ok
+        w = tl.load(W + cols, mask=col_ok, other=0.0).to(xhat.dtype)
+        if ZERO_CENTERED:
+            w += 1.0
+        y = xhat * w
+        if HAS_BIAS:
+            y += tl.load(B + cols, mask=col_ok, other=0.0).to(xhat.dtype)
+        y_ptrs = Y + rows64[:, None, None] * stride_y + cols
+    else:  # the weights loaded as a vector: as [1, BLOCK_N] the plain forward ran slower
+        cols = col0 + tl.arange(0, BLOCK_N)
+        col_ok = cols < N
+        ok = row_ok[:, None] & col_ok[None, :]
+        w = tl.load(W + cols, mask=col_ok, other=0.0).to(xhat.dtype)
+        if ZERO_CENTERED:
+            w += 1.0
+        y = xhat * w[None, :]
+        if HAS_BIAS:
+            y += tl.load(B + cols, mask=col_ok, other=0.0).to(xhat.dtype)[None, :]
+        y_ptrs = Y + rows64[:, None] * stride_y + cols[None, :]
     if CLAMP_MASK:
         # the bit describes out as stored (cuDNN's rule): lower < out < upper, which for float32 y is one interval
         # [keep_from, keep_to] found on the host (ops.mask_thresholds), so y is neither rounded nor read back here
@@ -71,12 +117,13 @@ def _scale_shift_store(
     if CLAMP_MASK:
         if not EVEN_N:  # padding bits are 0
             keep &= ok
-        keep = tl.reshape(keep, (BLOCK_M, BLOCK_N // 8, 8))
+        if not TILE_3D:
+            keep = tl.reshape(keep, (BLOCK_M, BLOCK_N // 8, 8))
         packed = tl.reduce(tl.where(keep, 1 << tl.arange(0, 8)[None, None, :], 0), 2, _bit_or)  # 3-input ORs
         byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
         byte_ok = row_ok[:, None] & (byte_cols < (N + 7) // 8)[None, :]
         tl.store(MASK + rows64[:, None] * stride_mask + byte_cols[None, :], packed.to(tl.uint8), mask=byte_ok)
-    tl.store(Y + rows64[:, None] * stride_y + cols[None, :], y_out, mask=ok)
+    tl.store(y_ptrs, y_out, mask=ok)
 
 
 @triton.jit(do_not_specialize=["M"])
@@ -85,31 +132,31 @@ def norm_fwd_kernel(
     M, N, stride_x, stride_y, stride_mask, eps, lower, upper, keep_from, keep_to,
     IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
-    EVEN_N: tl.constexpr, PASS_TWO_UNROLL: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
+    EVEN_N: tl.constexpr, PASS_TWO_UNROLL: tl.constexpr, KEEP_BY_BITS: tl.constexpr, TILE_3D: tl.constexpr,
 ):  # fmt: skip
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
     rows64 = rows.to(tl.int64)  # 64-bit offsets: M * N may pass 2**31
     x_rows = X + rows64[:, None] * stride_x
-    if NUM_CHUNKS == 1:
-        cols = tl.arange(0, BLOCK_N)
-        ok = row_ok[:, None] & (cols < N)[None, :]
-        x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0).to(ACC)
+    if NUM_CHUNKS == 1:  # tiles of _tile_cols: [BLOCK_M, BLOCK_N], or with TILE_3D [BLOCK_M, BLOCK_N // 8, 8]
+        cols = _tile_cols(0, BLOCK_N, TILE_3D)
+        ok = _per_row(row_ok, TILE_3D) & (cols < N)
+        x = tl.load(_per_row(X + rows64 * stride_x, TILE_3D) + cols, mask=ok, other=0.0).to(ACC)
         if IS_RMS:
-            rstd = 1.0 / tl.sqrt(tl.sum(x * x, axis=1) / N + eps)
-            xhat = x * rstd[:, None]
+            rstd = 1.0 / tl.sqrt(_row_sum(x * x, TILE_3D) / N + eps)
+            xhat = x * _per_row(rstd, TILE_3D)
         else:
-            mean = tl.sum(x, axis=1) / N
-            centered = x - mean[:, None]
+            mean = _row_sum(x, TILE_3D) / N
+            centered = x - _per_row(mean, TILE_3D)
             if not EVEN_N:
                 centered = tl.where(ok, centered, 0.0)
-            rstd = 1.0 / tl.sqrt(tl.sum(centered * centered, axis=1) / N + eps)
-            xhat = centered * rstd[:, None]
+            rstd = 1.0 / tl.sqrt(_row_sum(centered * centered, TILE_3D) / N + eps)
+            xhat = centered * _per_row(rstd, TILE_3D)
             tl.store(MEAN + rows, mean, mask=row_ok)
         tl.store(RSTD + rows, rstd, mask=row_ok)
         _scale_shift_store(
             xhat, rows64, row_ok, 0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
-            HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, BLOCK_M, BLOCK_N, EVEN_N,
+            HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N, EVEN_N,
         )  # fmt: skip
     else:
         # Pass one: per-lane statistics, merged across the lanes once, after the loop. LayerNorm's lanes sum
@@ -161,5 +208,5 @@ def norm_fwd_kernel(
                 xhat = (x - mean[:, None]) * rstd[:, None]
             _scale_shift_store(
                 xhat, rows64, row_ok, chunk * BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
-                keep_from, keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, BLOCK_M, BLOCK_N, EVEN_N,
+                keep_from, keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, False, BLOCK_M, BLOCK_N, EVEN_N,
             )  # fmt: skip

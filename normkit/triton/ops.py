@@ -53,9 +53,21 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
         IS_RMS=is_rms, HAS_BIAS=bias is not None, ZERO_CENTERED=zero_centered_gamma, CLAMP_MASK=clamp is not None,
         ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, UNROLL=min(cfg.num_chunks, 8),
         EVEN_N=n % cfg.block_n == 0, PASS_TWO_UNROLL=pass_two_unroll, KEEP_BY_BITS=0.0 < keep_from <= keep_to,
+        TILE_3D=_tiles_3d(cfg, x, weight),
         num_warps=cfg.num_warps,
     )  # fmt: skip
     return y, mean, rstd, mask
+
+
+def _tiles_3d(cfg, x, weight) -> bool:
+    """The forward holds its tiles as [rows, N / 8, 8] (``TILE_3D``: the weights load in x's layout, not through
+    shared memory) for one-tile rows of at least ``LIMITS["tile_3d_min_n"]`` columns with weights wider than x
+    (float32 weights, 16-bit x). Measured on an H200 against [rows, N] tiles (``bench.ab``, bf16 x): with float32
+    weights, LayerNorm 1.06x faster at 2048 and 1.14x at 4096 columns, LayerNorm + clamped ReLU 1.05-1.07x (32768
+    and 4096 rows), RMSNorm level (0.998-1.002) (GPU runs 75-77); but at 256-1024 columns 0.71-1.00x, and with
+    weights in x's dtype 0.87-0.98x (bf16 and fp16; LayerNorm at 4096 0.91x)."""
+    wide_weights = weight.element_size() > x.element_size()
+    return cfg.num_chunks == 1 and cfg.block_n >= config.LIMITS["tile_3d_min_n"] and wide_weights
 
 
 def _float32_key(value: float) -> int:
