@@ -41,27 +41,27 @@ def _bit_or(a, b):
 
 
 @triton.jit
-def _tile_cols(col0, BLOCK_N: tl.constexpr, BYTES: tl.constexpr):
-    """A tile's column offsets: ``[1, BLOCK_N]``, or with ``BYTES`` ``[1, BLOCK_N // 8, 8]``, the 8 columns of a
-    mask byte along the last axis."""
-    if BYTES:
+def _tile_cols(col0, BLOCK_N: tl.constexpr, TILE_3D: tl.constexpr):
+    """A tile's column offsets: ``[1, BLOCK_N]``, or with ``TILE_3D`` ``[1, BLOCK_N // 8, 8]`` (the 8 columns of a
+    mask byte along the last axis)."""
+    if TILE_3D:
         return col0 + (tl.arange(0, BLOCK_N // 8)[:, None] * 8 + tl.arange(0, 8)[None, :])[None, :, :]
     else:
         return col0 + tl.arange(0, BLOCK_N)[None, :]
 
 
 @triton.jit
-def _per_row(v, BYTES: tl.constexpr):
+def _per_row(v, TILE_3D: tl.constexpr):
     """A ``[BLOCK_M]`` vector shaped to broadcast over a tile of ``_tile_cols``."""
-    if BYTES:
+    if TILE_3D:
         return v[:, None, None]
     else:
         return v[:, None]
 
 
 @triton.jit
-def _row_sum(v, BYTES: tl.constexpr):
-    if BYTES:
+def _row_sum(v, TILE_3D: tl.constexpr):
+    if TILE_3D:
         return tl.sum(tl.sum(v, axis=2), axis=1)
     else:
         return tl.sum(v, axis=1)
