@@ -137,30 +137,26 @@ def test_forwards_in_3d_tiles(op, dtypes, n, zero_centered_gamma, bias):
         check_forward("triton", op, x, w, b, zero_centered_gamma)
 
 
-def test_3d_tiles_from_the_heuristics_width():
+def test_3d_tiles_from_the_heuristics_width(monkeypatch):
     """TILE_3D where the forwards' one-tile rows are at least ``tile_3d_min_n`` wide and the weights wider than x
     (and only there)."""
     from normkit.triton import config, ops
 
     launched = []
 
-    class Recorder:
+    class Recorder:  # records each launch's constexprs instead of launching
         def __getitem__(self, grid):
             return lambda *args, **kwargs: launched.append(kwargs)
 
+    monkeypatch.setattr(ops, "NORM_FWD", Recorder())
     x, w, b = make_inputs(4, 2048, torch.bfloat16, torch.float32)
-    saved = ops.NORM_FWD
-    ops.NORM_FWD = Recorder()
-    try:
+    ops.layer_norm_clamped_relu_fwd(x, w, b, 1e-5)
+    ops.layer_norm_fwd(x, w, b, 1e-5)
+    ops.layer_norm_clamped_relu_fwd(x[:, :1024], w[:1024], b[:1024], 1e-5)
+    ops.layer_norm_clamped_relu_fwd(x, w.bfloat16(), b.bfloat16(), 1e-5)  # weights in x's dtype
+    ops.layer_norm_clamped_relu_fwd(x.float(), w, b, 1e-5)
+    with config.limits(fwd_max_block_n=1024):  # 2048 columns in chunks
         ops.layer_norm_clamped_relu_fwd(x, w, b, 1e-5)
-        ops.layer_norm_fwd(x, w, b, 1e-5)
-        ops.layer_norm_clamped_relu_fwd(x[:, :1024], w[:1024], b[:1024], 1e-5)
-        ops.layer_norm_clamped_relu_fwd(x, w.bfloat16(), b.bfloat16(), 1e-5)  # weights in x's dtype
-        ops.layer_norm_clamped_relu_fwd(x.float(), w, b, 1e-5)
-        with config.limits(fwd_max_block_n=1024):  # 2048 columns in chunks
-            ops.layer_norm_clamped_relu_fwd(x, w, b, 1e-5)
-    finally:
-        ops.NORM_FWD = saved
     assert [k["TILE_3D"] for k in launched] == [True, True, False, False, False, False]
     assert config.LIMITS["tile_3d_min_n"] == 2048 and launched[0]["BLOCK_N"] == 2048
 
