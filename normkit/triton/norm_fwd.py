@@ -137,11 +137,11 @@ def norm_fwd_kernel(
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < M
     rows64 = rows.to(tl.int64)  # 64-bit offsets: M * N may pass 2**31
-    x_rows = X + rows64[:, None] * stride_x
+    row_starts = X + rows64 * stride_x
     if NUM_CHUNKS == 1:  # tiles of _tile_cols: [BLOCK_M, BLOCK_N], or with TILE_3D [BLOCK_M, BLOCK_N // 8, 8]
         cols = _tile_cols(0, BLOCK_N, TILE_3D)
         ok = _per_row(row_ok, TILE_3D) & (cols < N)
-        x = tl.load(_per_row(X + rows64 * stride_x, TILE_3D) + cols, mask=ok, other=0.0).to(ACC)
+        x = tl.load(_per_row(row_starts, TILE_3D) + cols, mask=ok, other=0.0).to(ACC)
         if IS_RMS:
             rstd = 1.0 / tl.sqrt(_row_sum(x * x, TILE_3D) / N + eps)
             xhat = x * _per_row(rstd, TILE_3D)
@@ -159,6 +159,7 @@ def norm_fwd_kernel(
             HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N, EVEN_N,
         )  # fmt: skip
     else:
+        x_rows = row_starts[:, None]
         # Pass one: per-lane statistics, merged across the lanes once, after the loop. LayerNorm's lanes sum
         # d = x - shift and d * d, shifted by the lane's value in chunk 0 (a value of the row itself, so the sum of
         # squares does not cancel); chunk 0 is loaded once more for it, which keeps the loop's trip count.
