@@ -215,18 +215,23 @@ def test_launch_heuristic_is_cached_but_follows_limits():
     with config.limits(fwd_max_block_n=128, bwd_max_block_n=128, chunk_n=128):
         chunked = config.bwd_config(64, 1000), config.fwd_config(64, 1000)
         assert [c.num_chunks for c in chunked] == [8, 8]
-        assert chunked[0].row_sums is None  # 1000 columns: one kernel, the whole row's partials in registers
+        assert chunked[0].parts == 1  # 1000 columns: one program a row, the whole row's partials in registers
     assert (config.bwd_config(64, 1000), config.fwd_config(64, 1000)) == before
-    # past chunked_max_n the backward takes two kernels
+    # past chunked_max_n the backward splits its rows: LayerNorm's from 8193 columns, RMSNorm's from 16385
     for is_rms in (False, True):
-        assert config.bwd_config(64, 4 * config.chunked_max_n(is_rms), is_rms=is_rms).row_sums is not None
-    # LayerNorm's rows of up to 16384 columns: two kernels with many rows only
-    assert config.bwd_config(32768, 16384).row_sums is not None
-    assert config.bwd_config(4096, 16384).row_sums is None
+        longest = config.chunked_max_n(is_rms)
+        assert config.bwd_config(64, longest, is_rms=is_rms).parts == 1
+        split = config.bwd_config(64, longest + 1, is_rms=is_rms)
+        assert split.parts > 1 and split.parts * split.block_n >= longest + 1
+    assert config.bwd_config(32768, 16384).parts == 2  # 8192 a part: the widest, for this shape only
+    assert config.bwd_config(4096, 16384).parts == 16
+    # RMSNorm's chunked rows at 16384 only; below, rows that are not a power of two are split
+    assert config.bwd_config(4096, 16384, is_rms=True).num_chunks > 1
+    assert config.bwd_config(4096, 9216, is_rms=True).parts == 9
     with config.limits(ln_bwd_chunked_max_n=512):
-        assert config.bwd_config(32768, 1000).row_sums is not None
-        assert config.bwd_config(32768, 1000, is_rms=True).row_sums is None
-    assert config.bwd_config(64, 1000).row_sums is None
+        assert config.bwd_config(32768, 1000).parts == 2
+        assert config.bwd_config(32768, 1000, is_rms=True).parts == 1
+    assert config.bwd_config(64, 1000).parts == 1
 
 
 def test_forward_chunks_follow_the_norm():
@@ -273,20 +278,40 @@ def test_chunked_rows_with_several_rows_per_program(op, block_m, n):
 
 
 @pytest.mark.parametrize("op", list(FORWARDS))
-@pytest.mark.parametrize("block_m", [1, 4])
-@pytest.mark.parametrize("sums", [(1, 128), (2, 256)], ids=["sums_1x128", "sums_2x256"])
-@pytest.mark.parametrize("n", [1000, 1024, 100])
-def test_two_kernel_backward(op, block_m, sums, n):
-    """Long rows' backward: row sums in chunks (rows of a block past M, a ragged last chunk, or whole chunks; at
-    N = 100 one part-full chunk), then strips of 128 columns over groups of rows (the last group part full, its
-    last row block past M). Zero-centered gamma and row padding on; dB with LayerNorm."""
+@pytest.mark.parametrize("block_m", [1, 2])
+@pytest.mark.parametrize("n, part_n", [(100, 16), (1000, 256), (512, 256)], ids=["7_parts", "ragged", "even"])
+def test_split_row_backward(op, block_m, n, part_n):
+    """Long rows' backward in one pass, each row split over programs that exchange their row sums
+    (``split_rows_kernel``): 7 parts of 16 columns (the last part full to 4 columns, PARTS not a power of two),
+    4 parts with a ragged last one, 2 whole parts. 11 rows: groups of row blocks, the last one past M. In the
+    interpreter programs run one after another, so each group's first part reduces the others' sums itself and the
+    later parts read the published ones: both ways are checked. Zero-centered gamma and row padding on."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
-    x, w, b = make_inputs(37, n, torch.bfloat16, torch.float32, row_pad=3, bias=op != "rms_norm")
-    sums_cfg = LaunchConfig(sums[0], sums[1], -(-n // sums[1]), 4)
-    with config.forced(bwd=LaunchConfig(block_m, 128, 1, 4, 1, row_sums=sums_cfg)):
+    x, w, b = make_inputs(11, n, torch.bfloat16, torch.float32, row_pad=3, bias=op != "rms_norm")
+    with config.forced(bwd=LaunchConfig(block_m, part_n, 1, 4, 1, parts=-(-n // part_n))):
         check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=op != "rms_norm")
+
+
+@pytest.mark.skipif(HAS_GPU, reason="programs run one after another in the interpreter only")
+def test_split_row_part_never_published_gives_nan(monkeypatch):
+    """A split-row program that finds a part's sums missing after its polls and may not reduce that part itself (on
+    a GPU: a partner that never ran) writes NaN, not numbers from a partial sum. In the interpreter, with standing
+    in switched off, every part but the last runs before some part after it has published: NaN there; the last part
+    finds every sum and is right."""
+    from normkit import triton as nt
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    monkeypatch.setattr(config, "stands_in", lambda x: False)
+    x, w, b = make_inputs(5, 48, torch.float32, torch.float32)
+    _, mean, rstd = reference.layer_norm_fwd(x, w, b, 1e-5)
+    dy = torch.randn_like(x)
+    with config.forced(bwd=LaunchConfig(1, 16, 1, 1, 1, parts=3)):
+        dx = nt.layer_norm_bwd(dy, x, w, mean, rstd)[0]
+    assert torch.isnan(dx[:, :32]).all()
+    compare(dx[:, 32:], reference.layer_norm_bwd(dy, x, w, mean, rstd)[0][:, 32:], "dx of the last part")
 
 
 @pytest.mark.parametrize("op", list(FORWARDS))
@@ -484,6 +509,33 @@ def test_weight_gradients_are_bit_identical_over_20_runs(n):
     for _ in range(19):
         again = nt.layer_norm_bwd(dy, x, w, mean, rstd)
         assert all(torch.equal(a, f) for a, f in zip(again, first))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize("part_n, per_thread, block_m", [(8192, 32, 1), (4096, 16, 2), (2048, 16, 1)])
+def test_split_rows_on_the_gpu(op, part_n, per_thread, block_m):
+    """The split-row backward compiled (its programs wait for each other's sums, none stands in), 4100 rows of
+    16388 columns (a last part of 4 columns), against the reference, and bit-identical over 5 runs."""
+    from normkit.triton import config
+
+    n = 16388
+    x, w, b = make_inputs(4100, n, torch.bfloat16, torch.float32, bias=op != "rms_norm")
+    with config.forced(bwd=config.split_rows_config(n, part_n=part_n, per_thread=per_thread, block_m=block_m)):
+        check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=op != "rms_norm")
+        dy = torch.randn(x.shape, device=x.device).to(x.dtype)
+        _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, LOWER, UPPER)
+        ops = backend_ops("triton")
+        runs = []
+        for _ in range(5):
+            if op == "rms_norm":
+                runs.append(ops.rms_norm_bwd(dy, x, w, rstd, False, False)[:2])
+            elif op == "layer_norm":
+                runs.append(ops.layer_norm_bwd(dy, x, w, mean, rstd, False, True))
+            else:
+                runs.append(ops.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd, False, True))
+    for again in runs[1:]:
+        assert all(torch.equal(a, f) for a, f in zip(again, runs[0]))
 
 
 def test_tuner_grid_contains_the_heuristics_choice():

@@ -38,18 +38,15 @@ def candidates(case: Case) -> list[LaunchConfig]:
     that do not fit, chunks of 1024-4096 (several rows a step for the shorter chunks in the forward; the backward's
     chunks keep the whole row's dW/dB partials in registers, up to ``config.chunked_max_n`` columns); warps for 4-32
     elements a thread in the forward's whole rows (Inductor's persistent reductions hold 4-8), 8-32 in the
-    backward's, 4-32 in forward chunks, 4-16 in backward chunks; backward also 1-8 programs per
-    SM. Longer rows take the two-kernel backward (``_two_kernel_candidates``). The grid for one long-row case is
-    large (about 40 compiles for the two-kernel backward): tune such shapes one ``--N`` at a time."""
+    backward's, 4-32 in forward chunks, 4-16 in backward chunks; backward also 1-8 programs per SM. Rows longer than
+    a tile also get the split-row backward's grid (``_split_candidates``)."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction == "fwd"
-    if not fwd and full > config.LIMITS["rms_bwd_chunked_max_n"]:  # longer than any one-kernel row
-        return _two_kernel_candidates(n)
-    # rows the heuristic may give either backward: both grids
-    two_kernels = (
-        _two_kernel_candidates(n) if not fwd and full > config.chunked_max_n(case.kind == "rms_norm", case.m) else []
-    )
+    is_rms = case.kind == "rms_norm"
+    split = _split_candidates(case) if not fwd and full > config.LIMITS["bwd_max_block_n"] else []
+    if not fwd and full > config.chunked_max_n(is_rms):  # no one-program row
+        return split
     per_thread = (4, 8, 16, 32) if fwd else (8, 16, 32)
     out = []
     for tile in (256, 512, 1024, 2048, 4096, 8192) if fwd else (1024, 2048, 4096, 8192):
@@ -71,7 +68,7 @@ def candidates(case: Case) -> list[LaunchConfig]:
     if not fwd:  # programs per SM is a launch argument only: no extra compile
         per_sm = {cfg: (1, 2, 4, 8) if cfg.num_chunks == 1 else (1, 2, 4) for cfg in out}
         out = [dataclasses.replace(cfg, programs_per_sm=k) for cfg in out for k in per_sm[cfg]]
-    return out + two_kernels
+    return out + split
 
 
 def heuristic_config(case: Case) -> LaunchConfig:
@@ -85,25 +82,20 @@ def heuristic_config(case: Case) -> LaunchConfig:
     )
 
 
-def _two_kernel_candidates(n: int) -> list[LaunchConfig]:
-    """The two-kernel backward, one kernel's options at a time beside the heuristic's choice of the other: row sums
-    in chunks of 1024-4096 at 4-16 elements a thread (1 or 2 rows a program); strips of 256-2048 columns, 1-8 rows a
-    step, 8-32 elements a thread, 1-4 programs a SM."""
-    default = config.two_kernel_config(n)
-    out = []
-    for block_m, chunk in ((1, 1024), (1, 2048), (1, 4096), (2, 1024), (2, 2048)):
-        for warps in _warp_options(block_m * chunk, (4, 8, 16)):
-            sums = LaunchConfig(block_m, chunk, config.cdiv(n, chunk), warps)
-            out.append(dataclasses.replace(default, row_sums=sums))
-    for tile in (2048, 4096, 8192):
-        for block_m in (1, 2, 4, 8):
-            strip = tile // block_m
-            if not 256 <= strip <= 2048:
-                continue
-            for warps in _warp_options(tile, (8, 16, 32)):
-                for per_sm in (1, 2, 4):
-                    out.append(dataclasses.replace(default, block_m=block_m, block_n=strip, num_warps=warps,
-                                                   programs_per_sm=per_sm))  # fmt: skip
+def _split_candidates(case: Case) -> list[LaunchConfig]:
+    """The split-row backward: parts of 1024-8192 columns, 16 or 32 elements a thread, 1 or 2 rows a step, 8 or 16
+    warps a SM (the heuristic's own choice included)."""
+    is_rms = case.kind == "rms_norm"
+    has_mask = case.kind == "layer_norm_clamped_relu"
+    out = [config.split_rows_config(case.n, is_rms, has_mask, case.m)]
+    for part_n in (1024, 2048, 4096, 8192):
+        for per_thread in (16, 32):
+            for block_m in (1, 2):
+                for warps_per_sm in (8, 16):
+                    out.append(config.split_rows_config(
+                        case.n, is_rms, has_mask, case.m, part_n=part_n, per_thread=per_thread, block_m=block_m,
+                        warps_per_sm=warps_per_sm,
+                    ))  # fmt: skip
     return list(dict.fromkeys(out))
 
 
@@ -197,10 +189,8 @@ def tune(cases, *, workers: int, rep: int, out_csv: str, timer: str = "backlog")
 def _short(r) -> str:
     if not r:
         return "-"
-    sums = r["row_sums"]
-    return (f"m{r['block_m']} n{r['block_n']}x{r['num_chunks']} w{r['num_warps']} p{r['programs_per_sm']}"
-            + (f" | sums m{sums['block_m']} n{sums['block_n']}x{sums['num_chunks']} w{sums['num_warps']}"
-               if sums else ""))  # fmt: skip
+    parts = f" parts {r['parts']}" if r["parts"] > 1 else ""
+    return f"m{r['block_m']} n{r['block_n']}x{r['num_chunks']} w{r['num_warps']} p{r['programs_per_sm']}{parts}"
 
 
 def main(argv=None) -> None:

@@ -14,12 +14,14 @@ from dataclasses import dataclass, replace
 import torch
 
 # fwd/bwd_max_block_n: the longest row (elements) kept in registers in one tile; longer rows are processed in chunks
-# of chunk_n. rms/ln_bwd_chunked_max_n: the longest row whose backward runs as one kernel, in chunks, with the whole
+# of chunk_n (the forward), or split over several programs (the backward, ``split_rows_config``).
+# rms/ln_bwd_chunked_max_n: the longest row whose backward runs as one program a row, in chunks, with the whole
 # row's dW/dB partials in registers (two float32 rows of 16384 fill half the register file of an SM); longer rows
-# take two kernels (row sums, then strips of columns). LayerNorm's chunked backward (a mean and a second row sum
-# more) ran at 1.96 TB/s at 32768 x 16384 against 2.26 for its two kernels (GPU run 46), so with many rows it has no
-# chunked rows (``chunked_max_n``). tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32
-# weights over 16-bit x hold their tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
+# are split. LayerNorm has no chunked rows (its limit is bwd_max_block_n): its split rows ran 1.34x (32768 x 12288)
+# to 1.52x (4096 x 15872, fp16) faster than its chunked ones or the two kernels that came before (GPU run 82);
+# RMSNorm's chunked rows at 16384 ran 1.03x faster than split ones (at 9216 and 12288 slower: ``chunked_max_n``).
+# tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32 weights over 16-bit x hold their
+# tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
 LIMITS = {
     "fwd_max_block_n": 4096,
     "tile_3d_min_n": 2048,
@@ -37,9 +39,9 @@ class LaunchConfig:
     num_chunks: int
     num_warps: int
     programs_per_sm: int = 0  # backward: persistent programs per SM (0: forward, one program per row block)
-    # backward of long rows, two kernels: the config of the first (row sums, in chunks), this one the second's
-    # (block_n: the width of a strip of columns)
-    row_sums: LaunchConfig | None = None
+    # backward of long rows: each row split into this many parts of block_n columns, one program a part
+    # (``split_rows_kernel``); 1: not split
+    parts: int = 1
 
 
 _FORCED: dict[str, LaunchConfig] = {}
@@ -126,11 +128,10 @@ def fwd_config(m: int, n: int, is_rms: bool = False) -> LaunchConfig:
 def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False, is_rms: bool = False) -> LaunchConfig:
     """Whole rows up to 8192 columns, ``(tile, elements a thread, warps a SM)``: (2048 below N = 2048, else
     max(4096, N); 32; 8) with dB or at N <= 256, (same tiles; 16; 16) without; the masked backward (max(2048, N); 32;
-    8). Programs per SM = warps a SM // warps a program. Longer rows, up to ``chunked_max_n``
-    (RMSNorm 16384; LayerNorm 8192, or 16384 with at most 4096 rows), in chunks, one persistent program per SM, the
-    whole row's dW (and dB) partials in registers (chunks of 2048 at 16 warps for dW alone, 4096 at 32 warps with dB
-    as well: the second accumulator needs the registers of more threads). Longer rows still: two kernels
-    (``two_kernel_config``).
+    8). Programs per SM = warps a SM // warps a program. RMSNorm's rows of 16384 (``chunked_max_n``) in chunks,
+    one persistent program per SM, the whole row's dW (and dB) partials in registers (chunks of 2048 at 16 warps for
+    dW alone, 4096 at 32 warps with dB as well: the second accumulator needs the registers of more threads). Longer
+    rows, and the others above 8192 columns, split over several programs (``split_rows_config``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192,
     4-32 elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``):
@@ -140,9 +141,7 @@ def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False, i
     within 1% (32768 x 2048 3421 GB/s, the plain backward 3425; x 8192 3466 against 3446). Small calls (5-20 us,
     timings that swing by 30%): at 4096 x 768 the rules are within 0.95-1.0 of the fastest candidate; at 4096 x 1024
     (fp16) and 4096 x 128 the rule's config was not among the 12 fastest printed (so at most 0.86 and 0.96 of the
-    fastest). The two kernels (GPU runs 45-47, ``logs/run45_two_kernel_candidates.txt``): LayerNorm at 32768 x 16384
-    1958 -> 2260 GB/s, x 65536 about 900 -> 2450; RMSNorm at 65536 about 1300 -> 2480; the masked LayerNorm at 16384
-    1036 -> 1630.
+    fastest). Split rows: ``split_rows_config``.
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
@@ -182,8 +181,10 @@ def _few_short_rows(m: int, block_n: int) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _bwd_heuristic(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, _limits: tuple) -> LaunchConfig:
-    if row_block_n(n) > chunked_max_n(is_rms, m):
-        return two_kernel_config(n)
+    full = row_block_n(n)
+    # RMSNorm's chunked rows only where the row is a power of two (16384); split at 9216 and 12288 (chunked_max_n)
+    if full > chunked_max_n(is_rms) or (is_rms and full > LIMITS["bwd_max_block_n"] and n != full):
+        return split_rows_config(n, is_rms, has_mask, m)
     chunked = _chunked(n, LIMITS["bwd_max_block_n"], 4096 if has_dbias else 2048, per_thread=4)
     if chunked:  # partials in registers, 4 elements a thread in each chunk, one program a SM
         return replace(chunked, programs_per_sm=1)
@@ -200,28 +201,53 @@ def _bwd_heuristic(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool
     return LaunchConfig(block_m, block_n, 1, warps, max(1, warps_per_sm // warps))
 
 
-def chunked_max_n(is_rms: bool, m: int = 1 << 16) -> int:
-    """The longest row whose backward runs as one kernel (see LIMITS). LayerNorm with at most 4096 rows keeps
-    RMSNorm's limit: there the chunked kernel was the faster at 12288 and 15872 columns (1.97 against 1.86 and 1.93
-    against 1.85 TB/s, fp16, GPU run 46), the two kernels at 9216 (1.77 against 1.59)."""
-    if is_rms or m <= 4096:
-        return LIMITS["rms_bwd_chunked_max_n"]
-    return LIMITS["ln_bwd_chunked_max_n"]
+def chunked_max_n(is_rms: bool) -> int:
+    """The longest row whose backward runs as one program a row (see LIMITS); longer rows are split. RMSNorm's
+    chunked rows are taken at 16384 columns only (and other powers of two within the limit): at 4096 x 9216 and
+    4096 x 12288 (fp16) split rows ran 1.22x and 1.02x faster, at 4096 x 16384 0.97x (GPU run 87)."""
+    return LIMITS["rms_bwd_chunked_max_n" if is_rms else "ln_bwd_chunked_max_n"]
 
 
-def two_kernel_config(n: int) -> LaunchConfig:
-    """Rows too long for one kernel: row sums in chunks of 2048 (16 warps from 16 chunks up, 8 below), then strips of
-    1024 columns, 2 rows a step, 8 elements a thread, 4 programs a SM. Measured (GPU run 45, each kernel's options
-    beside the other's default): at 65536 columns the row sums' best (LayerNorm 2464-2500 GB/s; 4096-column chunks
-    or 8 warps 1896-2460), at 16384 8 warps (2283 against 2034 at 16); the strips within 1% of the best candidate
-    for LayerNorm and RMSNorm and the best for the masked LayerNorm (2067 against 1933 for 4 rows a step at 2 a SM)."""
-    max_block_n = LIMITS["bwd_max_block_n"]
-    sums = _chunked(n, max_block_n, 2048, per_thread=4) or LaunchConfig(1, row_block_n(n), 1, 4)
-    if sums.num_chunks < 16:
-        sums = replace(sums, num_warps=max(1, sums.num_warps // 2))
-    strip = min(1024, max_block_n, row_block_n(n))
-    block_m = 2
-    return LaunchConfig(block_m, strip, 1, max(1, block_m * strip // (32 * 8)), programs_per_sm=4, row_sums=sums)
+def split_rows_config(
+    n: int, is_rms: bool = False, has_mask: bool = False, m: int = 1 << 16, *, part_n: int = 0, per_thread: int = 32,
+    block_m: int = 1, warps_per_sm: int = 8,
+) -> LaunchConfig:  # fmt: skip
+    """Rows too long for one program: each split into parts of ``part_n`` columns, one program a part, 1 row a step,
+    32 elements a thread, 8 warps a SM (``split_rows_kernel``). The parts: 1024 columns up to rows of 16384
+    (LayerNorm's 16384 exactly, with more than 4096 rows and no mask: 8192); longer rows 1/32 of the row
+    (LayerNorm) or 1/16 (RMSNorm), at least 2048. Keyword arguments force the rest (the tuner and tests).
+
+    Measured on an H200 (GPU runs 80-82 and 87, ``benchmarks/results/logs/run8[0127]_split.txt``; GB/s, bf16 x, fp32 w,
+    32768 rows unless said), against the best other part width and the path before (two kernels or chunks):
+    LayerNorm 12288 3030 (4096: 2882; before 2262), 4096 x 15872 fp16 2930 (8192: 2720; 1920), 16384 3225 (1024:
+    3067, 2048: 2961; 2266), 32768 2844 (4096: 2743; 2438), 65536 2650 (4096: 2520; 2440); the masked LayerNorm at
+    16384 2717 (2048: 2365; 1510); RMSNorm 32768 3355 (1024 the same, 4096: 3328; 2459), 65536 3134-3154 (2048:
+    2961-3000; 2489); at 4096 rows, fp16: 9216 2785 (2048: 2513; chunked 2287), 12288 2923 (2048: 2928; 2863)
+    (run 87)."""
+    full = row_block_n(n)
+    if not part_n:
+        if full <= 16384:
+            part_n = 8192 if n == 16384 and m > 4096 and not has_mask and not is_rms else 1024
+        elif is_rms:
+            part_n = max(2048, full // 16)
+        else:
+            part_n = max(2048, full // 32)
+    part_n = min(part_n, LIMITS["bwd_max_block_n"], row_block_n(cdiv(n, 2)))
+    warps = max(1, min(32, block_m * part_n // (32 * per_thread)))
+    return LaunchConfig(block_m, part_n, 1, warps, max(1, warps_per_sm // warps), parts=cdiv(n, part_n))
+
+
+def max_polls(x: torch.Tensor) -> int:
+    """How often a split-row program reads a missing part's row sums before it gives up on it (``split_rows_kernel``):
+    on a GPU about a second of reads (a partner that runs publishes within microseconds); in the interpreter 0."""
+    return 1 << 22 if x.is_cuda else 0
+
+
+def stands_in(x: torch.Tensor) -> bool:
+    """Whether a split-row program reduces a part still missing after ``max_polls`` itself (``STAND_IN``): in the
+    interpreter, which runs programs one after another, so a partner that has not published yet will not until this
+    program ends; not on a GPU, where the partners run side by side."""
+    return not x.is_cuda
 
 
 @functools.cache
@@ -238,10 +264,10 @@ def bwd_programs(x: torch.Tensor, row_blocks: int, cfg: LaunchConfig) -> int:
     return max(1, min(row_blocks, 4))
 
 
-def row_groups(x: torch.Tensor, row_blocks: int, strips: int, cfg: LaunchConfig) -> int:
-    """Groups of rows of the two-kernel backward's second kernel, whose grid is strips x groups: on a GPU about
-    ``bwd_programs`` programs in all; in the interpreter 3 groups (so tests see a last group that is part full).
+def row_groups(x: torch.Tensor, row_blocks: int, parts: int, cfg: LaunchConfig) -> int:
+    """Groups of rows of the split-row backward, whose grid is parts x groups: on a GPU about ``bwd_programs``
+    programs in all (what fits at once); in the interpreter 3 groups (so tests see a last group that is part full).
     At least one group, at most one per row block."""
     if x.is_cuda:
-        return max(1, min(row_blocks, bwd_programs(x, row_blocks * strips, cfg) // strips))
+        return max(1, min(row_blocks, bwd_programs(x, row_blocks * parts, cfg) // parts))
     return max(1, min(row_blocks, 3))

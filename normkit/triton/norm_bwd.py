@@ -1,6 +1,6 @@
 """The backward kernels of LayerNorm and RMSNorm, with the clamped-ReLU bitmask applied on the fly.
 
-One kernel body (and the two kernels of long rows, below); ``tl.constexpr`` switches pick the variant:
+One kernel body (and the split-row kernel of long rows, below); ``tl.constexpr`` switches pick the variant:
 
 - ``IS_RMS``: no mean term; ``dx = rstd * (g - xhat * mean(xhat * g))`` with ``g = dy * scale``.
   LayerNorm adds ``- mean(g)``.
@@ -19,22 +19,21 @@ columns is processed in chunks: a first pass reduces the two row sums (its loads
 chunks stay in L2), a second (walking back, so the chunks read last come first) writes dx and adds the chunk's
 dW/dB terms into a ``[chunks, BLOCK_N]`` register tile.
 
-Longer rows (and LayerNorm's above 8192 columns when there are many rows: ``config.chunked_max_n``) take two
-kernels. ``row_sums_kernel`` reads dy and x once and writes the two row sums; then ``columns_kernel`` gives each
-program a strip of columns over a group of rows: it writes dx and keeps the strip's dW/dB partials in registers.
-That reads dy and x twice from memory (10 bytes a column of a bf16 row where one pass would move 6), where the
-one-kernel chunked path, whose partials of a 65536-column row no longer fit in registers, added them into memory row
-by row (16 bytes a column more) and ran at 0.9-1.3 TB/s.
+Longer rows (LayerNorm's from 8193 columns, RMSNorm's from 16385 and those between that are not a power of two:
+``config.chunked_max_n``) are split over
+several programs, one a part of at most 8192 columns, which exchange their parts' row sums through memory
+(``split_rows_kernel``): dy and x are read once, and each program keeps its part's dW/dB partials in registers. The
+two kernels that came before (the row sums first, then dx by strips of columns) read dy and x twice (10 bytes a
+column of a bf16 row where one pass moves 6); the split rows ran 1.2-1.8x faster (GPU runs 80-82). Adding a long
+row's partials into memory row by row instead cost 16 bytes a column more (0.9-1.3 TB/s at 65536 columns).
 
 The clamped-ReLU mask is read as bytes (one a row per 8 columns) and its bits spread over the tile with a reshape;
 reading it with one byte load per column cost the masked backward up to 2x the plain one's time. Each bit is tested
 where it lies (``_masked_dy``), which leaves the masked backward the registers of the plain one's launch: within
 2-6% of its time at 2048-8192 columns (GPU runs 50-53; 1.2-1.9x before).
 
-``EVEN_N`` (N a multiple of BLOCK_N) drops the column bounds of the one-kernel paths: a thread's mask bytes load as
-one vector, and LayerNorm's xhat needs no select past the row's end. The two-kernel path keeps the bounds: without
-them its strips took 70 registers instead of 64, 4 programs no longer fit an SM, and LayerNorm ran 10-13% slower
-(GPU run 54).
+``EVEN_N`` (N a multiple of BLOCK_N) drops the column bounds of the whole-row and chunked paths: a thread's mask
+bytes load as one vector, and LayerNorm's xhat needs no select past the row's end. The split rows keep the bounds.
 
 A whole-row program loads the weights once and issues the next row block's loads (``_load_raw``: the tiles as
 stored, nothing computed from them) before it works on the current one, so two row blocks are in flight a program
@@ -264,110 +263,152 @@ def norm_bwd_kernel(
             tl.store(db_row + cols, db_acc, mask=cols < N)
 
 
-@triton.jit(do_not_specialize=["M"])
-def row_sums_kernel(
-    DY, X, W, MEAN, RSTD, MASK, SUMS, M, N, stride_dy, stride_x, stride_mask,
-    IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
-):  # fmt: skip
-    """Long rows, step one: ``SUMS[0, row] = mean(xhat * g)`` and (LayerNorm) ``SUMS[1, row] = mean(g)``.
-
-    A read-only pass over dy and x in chunks, with per-lane sums merged once a row, so nothing in the loop waits on
-    the other threads and ``UNROLL`` chunks' loads are in flight together. ``(x - mean) * g`` is summed and
-    multiplied by rstd once; columns past N have dy = 0 (hence g = 0) and add nothing.
-    """
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_ok = rows < M
-    rows64 = rows.to(tl.int64)
-    rstd = tl.load(RSTD + rows, mask=row_ok, other=0.0).to(ACC)
-    mean = rstd  # unused by RMSNorm
-    if not IS_RMS:
-        mean = tl.load(MEAN + rows, mask=row_ok, other=0.0).to(ACC)
-    lane_xg = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)  # sum of x * g (LayerNorm: (x - mean) * g)
-    lane_g = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
-    for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=UNROLL):
-        col0 = chunk * BLOCK_N
-        # column bounds kept for whole chunks too: the two-kernel path does not take EVEN_N (module docstring)
-        dy, x, packed = _load_data(
-            DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, BLOCK_N, "evict_first",
-            False,
-        )  # fmt: skip
-        g = (
-            _masked_dy(dy, packed, HAS_MASK, ACC, BLOCK_M, BLOCK_N)
-            * _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N)[None, :]
-        )
-        if IS_RMS:
-            lane_xg += x.to(ACC) * g
-        else:
-            lane_xg += (x.to(ACC) - mean[:, None]) * g
-            lane_g += g
-    tl.store(SUMS + rows, rstd * tl.sum(lane_xg, axis=1) / N, mask=row_ok)
-    if not IS_RMS:
-        tl.store(SUMS + M + rows, tl.sum(lane_g, axis=1) / N, mask=row_ok)
+SENTINEL = -1  # a SUMS slot nobody has published to yet (its two halves: a NaN no arithmetic gives)
+_SENTINEL = tl.constexpr(SENTINEL)  # the kernels' view of it (a global must be a constexpr there)
 
 
 @triton.jit
-def _load_row_sums(SUMS, M, rows, row_ok, IS_RMS: tl.constexpr):
-    """``(c1, c2)`` of these rows as ``row_sums_kernel`` wrote them (RMSNorm has no c2: c1 is returned twice)."""
-    c1 = tl.load(SUMS + rows, mask=row_ok, other=0.0)
-    c2 = c1
-    if not IS_RMS:
-        c2 = tl.load(SUMS + M + rows, mask=row_ok, other=0.0)
-    return c1, c2
+def _pack_sums(s1, s2):
+    """Two float32 row sums as one int64 (s1's bits high, s2's low): published with one 64-bit write, so a reader
+    sees both or neither."""
+    hi = s1.to(tl.uint32, bitcast=True).to(tl.int64)
+    lo = s2.to(tl.uint32, bitcast=True).to(tl.int64)
+    return (hi << 32) | lo
 
 
-@triton.jit(do_not_specialize=["M", "blocks_per_group"])
-def columns_kernel(
-    DY, X, W, MEAN, RSTD, SUMS, MASK, DX, PARTIAL,
-    M, N, stride_dy, stride_x, stride_dx, stride_mask, blocks_per_group,
-    IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
-    ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+@triton.jit
+def _unpack_sums(packed):
+    hi = (packed >> 32).to(tl.uint32).to(tl.float32, bitcast=True)
+    lo = (packed & 0xFFFFFFFF).to(tl.uint32).to(tl.float32, bitcast=True)
+    return hi, lo
+
+
+@triton.jit
+def _part_sums(dy, xhat, g, IS_RMS: tl.constexpr):
+    """One part's ``(sum(xhat * g), sum(g))`` a row, packed (``_pack_sums``); RMSNorm's second sum is 0. The program
+    that owns the part and a program that stands in for it (``split_rows_kernel``) both call this on the same
+    tile, so they get the same bits."""
+    if IS_RMS:
+        s1 = tl.sum(xhat * g, axis=1)
+        s2 = s1 * 0.0
+    else:
+        s1, s2 = tl.reduce((xhat * g, g), 1, _add_pairs)
+    return _pack_sums(s1, s2)
+
+
+@triton.jit
+def _stand_in(
+    DY, X, W, MEAN, RSTD, MASK, SUMS, rows, rows64, row_ok, N, stride_dy, stride_x, stride_mask,
+    IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr,
 ):  # fmt: skip
-    """Long rows, step two: program ``(s, r)`` owns the columns of strip s in the rows of group r
-    (``blocks_per_group`` blocks of BLOCK_M rows). It writes dx from the row sums of step one and keeps the strip's
-    dW/dB partials in registers, stored once as row r of PARTIAL (float32 ``[1 or 2, groups, N]``).
+    """Publish the row sums of every part of these rows that is still missing, reduced here from the part's tile in
+    memory by ``_part_sums``, as its own program would (the same bits, so it does not matter which of the two writes
+    last). For the CPU interpreter, which runs one program after another: there a partner that has not published
+    yet will not until this program ends."""
+    for q in tl.static_range(PARTS):
+        slot = SUMS + rows64 * PARTS + q
+        q_ok = row_ok & (tl.load(slot, mask=row_ok, other=0, volatile=True) == _SENTINEL)
+        if tl.max(q_ok.to(tl.int32)) > 0:
+            dy, x, packed, mean, rstd = _load_raw(
+                DY, X, MASK, MEAN, RSTD, rows, rows64, q_ok, q * BLOCK_N, N, stride_dy, stride_x, stride_mask,
+                IS_RMS, HAS_MASK, BLOCK_N, "", False,
+            )  # fmt: skip
+            w = _load_weight(W, q * BLOCK_N, N, ZERO_CENTERED, ACC, BLOCK_N)
+            dy, xhat, g, rstd = _terms(
+                dy, x, packed, mean, rstd, w, q_ok, q * BLOCK_N, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, False
+            )
+            tl.atomic_xchg(slot, _part_sums(dy, xhat, g, IS_RMS), mask=q_ok, sem="relaxed")
 
-    Like the whole-row program, it loads its weights once and issues the next row block's loads before it works on
-    the current one.
+
+@triton.jit(do_not_specialize=["M", "num_groups", "blocks_per_group"])
+def split_rows_kernel(
+    DY, X, W, MEAN, RSTD, MASK, DX, PARTIAL, SUMS,
+    M, N, stride_dy, stride_x, stride_dx, stride_mask, num_groups, blocks_per_group,
+    IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
+    ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr, PARTS_P2: tl.constexpr,
+    MAX_POLLS: tl.constexpr, STAND_IN: tl.constexpr,
+):  # fmt: skip
+    """Long rows in one pass: each row is split into ``PARTS`` parts of BLOCK_N columns, and program ``p`` holds part
+    ``p % PARTS`` of the row blocks of group ``p // PARTS`` (blocks ``group, group + num_groups, ...``), so the
+    programs of a group (adjacent ids, running side by side) share their rows. A program loads its part of a row
+    block once, reduces its two row sums over it and publishes them to ``SUMS[row, part]`` (int64 ``[M, PARTS]``,
+    filled with ``SENTINEL`` before the launch), reads the other parts' sums from there and, with the row's totals,
+    writes its part of dx and adds its part's dW/dB terms into registers (stored once, as row ``group`` of
+    PARTIAL, float32 ``[1 or 2, num_groups, N]``). dy and x are read once, as by a whole-row program. The row
+    totals add the parts in order 0, 1, ..., so every program of a row gets the same c1, c2, bit for bit.
+
+    Waiting on another program needs that program to run: on a GPU the grid is at most what fits at once, and
+    were it not, the groups that fit would end and make room for the rest (their ids are adjacent, so the first
+    ones fit whole). A program reads a missing part's slot up to ``MAX_POLLS`` times; a part missing after that
+    (only if the GPU ran fewer programs at once than PARTS) leaves NaN sums, so the rows' dx are NaN, not wrong
+    numbers. ``STAND_IN`` (the CPU interpreter, which runs one program after another) reduces a missing part here
+    instead (``_stand_in``); compiled for a GPU it would take registers from every row block (the kernel spilled).
+
+    Like the whole-row program, each program loads its weights once and issues the next row block's loads before it
+    works on the current one (its wait for the other parts overlaps them).
     """
-    col0 = tl.program_id(0) * BLOCK_N
-    group = tl.program_id(1)
+    pid = tl.program_id(0)
+    part = pid % PARTS
+    group = pid // PARTS
+    col0 = part * BLOCK_N
     cols = col0 + tl.arange(0, BLOCK_N)
     w = _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N)
     dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
     db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
-    first = group * blocks_per_group * BLOCK_M
-    # the group's rows; the loop's trip count keeps to them, `end` also masks off the loads issued after the last block
-    end = tl.minimum(first + blocks_per_group * BLOCK_M, M)
-    rows = first + tl.arange(0, BLOCK_M)
+    parts = tl.arange(0, PARTS_P2)[None, :]
+    rows = group * BLOCK_M + tl.arange(0, BLOCK_M)
     tile = _load_raw(
-        DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < end, col0, N, stride_dy, stride_x, stride_mask,
-        IS_RMS, HAS_MASK, BLOCK_N, "evict_first", False,
+        DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < M, col0, N, stride_dy, stride_x, stride_mask,
+        IS_RMS, HAS_MASK, BLOCK_N, "", False,
     )  # fmt: skip
-    c1, c2 = _load_row_sums(SUMS, M, rows, rows < end, IS_RMS)
     for _ in tl.range(0, blocks_per_group):
-        next_rows = rows + BLOCK_M
-        next_ok = next_rows < end
+        next_rows = rows + num_groups * BLOCK_M
         next_tile = _load_raw(
-            DY, X, MASK, MEAN, RSTD, next_rows, next_rows.to(tl.int64), next_ok, col0, N, stride_dy, stride_x,
-            stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "evict_first", False,
+            DY, X, MASK, MEAN, RSTD, next_rows, next_rows.to(tl.int64), next_rows < M, col0, N, stride_dy, stride_x,
+            stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "", False,
         )  # fmt: skip
-        next_c1, next_c2 = _load_row_sums(SUMS, M, next_rows, next_ok, IS_RMS)
-        row_ok = rows < end
+        row_ok = rows < M
+        rows64 = rows.to(tl.int64)
         dy_raw, x_raw, packed, mean, rstd = tile
         dy, xhat, g, rstd = _terms(
             dy_raw, x_raw, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, False
         )
-        _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N)
+        own = _part_sums(dy, xhat, g, IS_RMS)
+        tl.atomic_xchg(SUMS + rows64 * PARTS + part, own, mask=row_ok, sem="relaxed")  # one 64-bit write a row
+        # the row's sums of every part: this program's own, the others' as published (polled until all are there)
+        slots = SUMS + rows64[:, None] * PARTS + parts
+        others = row_ok[:, None] & (parts < PARTS) & (parts != part)
+        sums = tl.load(slots, mask=others, other=_SENTINEL, volatile=True)
+        missing = others & (sums == _SENTINEL)
+        polls = 0
+        while (tl.max(missing.to(tl.int32)) > 0) & (polls < MAX_POLLS):
+            sums = tl.where(missing, tl.load(slots, mask=missing, other=_SENTINEL, volatile=True), sums)
+            missing = others & (sums == _SENTINEL)
+            polls += 1
+        if STAND_IN:
+            if tl.max(missing.to(tl.int32)) > 0:  # a part still missing: reduce it here, from memory
+                _stand_in(
+                    DY, X, W, MEAN, RSTD, MASK, SUMS, rows, rows64, row_ok, N, stride_dy, stride_x, stride_mask,
+                    IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS,
+                )  # fmt: skip
+                sums = tl.where(missing, tl.load(slots, mask=missing, other=_SENTINEL, volatile=True), sums)
+        sums = tl.where(parts == part, own[:, None], tl.where(parts < PARTS, sums, 0))
+        s1, s2 = _unpack_sums(sums)
+        # in part order, whichever program adds them up
+        c1 = tl.sum(s1, axis=1) / N
+        c2 = tl.sum(s2, axis=1) / N
+        _write_dx(DX, g, xhat, c1, c2, rstd, rows64, row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N)
         dw_acc += dy * xhat
         if HAS_DBIAS:
             db_acc += dy
-        rows, tile, c1, c2 = next_rows, next_tile, next_c1, next_c2
+        rows = next_rows
+        tile = next_tile
     partial = PARTIAL + group.to(tl.int64) * N + cols
     col_ok = cols < N
     tl.store(partial, tl.sum(dw_acc, axis=0), mask=col_ok)
     if HAS_DBIAS:
-        tl.store(partial + tl.num_programs(1).to(tl.int64) * N, tl.sum(db_acc, axis=0), mask=col_ok)
+        tl.store(partial + num_groups.to(tl.int64) * N, tl.sum(db_acc, axis=0), mask=col_ok)
 
 
 @triton.jit

@@ -13,15 +13,14 @@ from ..bitmask import packed_width
 from . import config
 from .config import cdiv, next_power_of_2
 from .launch import Launcher
-from .norm_bwd import columns_kernel, norm_bwd_kernel, row_sums_kernel, sum_partials_kernel
+from .norm_bwd import SENTINEL, norm_bwd_kernel, split_rows_kernel, sum_partials_kernel
 from .norm_fwd import norm_fwd_kernel
 
 # the kernels, launched with less host work a call than kernel[grid](...) (launch.py)
 NORM_FWD = Launcher(norm_fwd_kernel)
 NORM_BWD = Launcher(norm_bwd_kernel)
-ROW_SUMS = Launcher(row_sums_kernel)
-COLUMNS = Launcher(columns_kernel)
 SUM_PARTIALS = Launcher(sum_partials_kernel)
+SPLIT_ROWS = Launcher(split_rows_kernel)
 
 
 def _acc(x: torch.Tensor):
@@ -146,21 +145,16 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     mean = mean if mean is not None else rstd
     mask, mask_stride = (mask, mask.stride(0)) if mask is not None else (dx, 0)
     row_blocks = cdiv(m, cfg.block_m)
-    if cfg.row_sums is not None:  # long rows: the row sums of every row first, then dx and dW/dB by strips
-        sums_cfg = cfg.row_sums
-        sums = torch.empty((1 if is_rms else 2, m), dtype=acc_torch, device=x.device)
-        ROW_SUMS[(cdiv(m, sums_cfg.block_m),)](
-            dy, x, weight, mean, rstd, mask, sums, m, n, dy.stride(0), x.stride(0), mask_stride,
-            BLOCK_M=sums_cfg.block_m, BLOCK_N=sums_cfg.block_n, NUM_CHUNKS=sums_cfg.num_chunks,
-            UNROLL=min(sums_cfg.num_chunks, 8), num_warps=sums_cfg.num_warps, **flags,
-        )  # fmt: skip
-        strips = cdiv(n, cfg.block_n)
-        groups = config.row_groups(x, row_blocks, strips, cfg)
+    if cfg.parts > 1:  # long rows, each split over cfg.parts programs that exchange their row sums
+        groups = config.row_groups(x, row_blocks, cfg.parts, cfg)
+        sums = torch.full((m, cfg.parts), SENTINEL, dtype=torch.int64, device=x.device)
         partial = torch.empty((2 if has_dbias else 1, groups, n), dtype=acc_torch, device=x.device)
-        COLUMNS[(strips, groups)](
-            dy, x, weight, mean, rstd, sums, mask, dx, partial,
-            m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, cdiv(row_blocks, groups),
-            HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, num_warps=cfg.num_warps, **flags,
+        SPLIT_ROWS[(cfg.parts * groups,)](
+            dy, x, weight, mean, rstd, mask, dx, partial, sums,
+            m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, groups, cdiv(row_blocks, groups),
+            HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PARTS=cfg.parts,
+            PARTS_P2=next_power_of_2(cfg.parts), MAX_POLLS=config.max_polls(x), STAND_IN=config.stands_in(x),
+            num_warps=cfg.num_warps, **flags,
         )  # fmt: skip
     else:
         programs = config.bwd_programs(x, row_blocks, cfg)
