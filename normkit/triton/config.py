@@ -203,8 +203,8 @@ def _bwd_heuristic(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool
 
 def chunked_max_n(is_rms: bool) -> int:
     """The longest row whose backward runs as one program a row (see LIMITS); longer rows are split. RMSNorm's
-    chunked rows are taken at 16384 columns only (and other powers of two within the limit): at 4096 x 9216 and
-    4096 x 12288 (fp16) split rows ran 1.22x and 1.02x faster, at 4096 x 16384 0.97x (GPU run 87)."""
+    chunked rows are taken at 16384 columns only (``_bwd_heuristic`` splits the others above 8192): at 4096 x 9216
+    and 4096 x 12288 (fp16) split rows ran 1.22x and 1.02x faster, at 4096 x 16384 0.97x (GPU run 87)."""
     return LIMITS["rms_bwd_chunked_max_n" if is_rms else "ln_bwd_chunked_max_n"]
 
 
