@@ -54,6 +54,18 @@ def _add_pairs(a1, a2, b1, b2):
 
 
 @triton.jit
+def _row_sums(xhat, g, IS_RMS: tl.constexpr):
+    """``(sum(xhat * g), sum(g))`` over each row of a tile; RMSNorm has no second sum (0). LayerNorm's two in one
+    reduction: one exchange across the warps, not two (+1-5% at 1024-4096 columns)."""
+    if IS_RMS:
+        s1 = tl.sum(xhat * g, axis=1)
+        s2 = s1 * 0.0
+    else:
+        s1, s2 = tl.reduce((xhat * g, g), 1, _add_pairs)
+    return s1, s2
+
+
+@triton.jit
 def _load_data(
     DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
     HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr, EVEN_N: tl.constexpr,
@@ -207,13 +219,9 @@ def norm_bwd_kernel(
             dy, xhat, g, rstd = _terms(
                 dy_raw, x_raw, packed, mean, rstd, w, row_ok, 0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N
             )
-            if IS_RMS:
-                c1 = tl.sum(xhat * g, axis=1) / N
-                c2 = c1  # unused
-            else:  # both row sums in one reduction: one exchange across the warps, not two (+1-5% at 1024-4096)
-                s1, s2 = tl.reduce((xhat * g, g), 1, _add_pairs)
-                c1 = s1 / N
-                c2 = s2 / N
+            s1, s2 = _row_sums(xhat, g, IS_RMS)
+            c1 = s1 / N
+            c2 = s2 / N  # unused by RMSNorm
             _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, 0, N, stride_dx, IS_RMS, BLOCK_N)
             dw_acc += dy * xhat
             if HAS_DBIAS:
@@ -285,14 +293,9 @@ def _unpack_sums(packed):
 
 @triton.jit
 def _part_sums(dy, xhat, g, IS_RMS: tl.constexpr):
-    """One part's ``(sum(xhat * g), sum(g))`` a row, packed (``_pack_sums``); RMSNorm's second sum is 0. The program
-    that owns the part and a program that stands in for it (``split_rows_kernel``) both call this on the same
-    tile, so they get the same bits."""
-    if IS_RMS:
-        s1 = tl.sum(xhat * g, axis=1)
-        s2 = s1 * 0.0
-    else:
-        s1, s2 = tl.reduce((xhat * g, g), 1, _add_pairs)
+    """One part's row sums (``_row_sums``), packed (``_pack_sums``). The program that owns the part and a program
+    that stands in for it (``split_rows_kernel``) both call this on the same tile, so they get the same bits."""
+    s1, s2 = _row_sums(xhat, g, IS_RMS)
     return _pack_sums(s1, s2)
 
 
@@ -310,14 +313,10 @@ def _stand_in(
         slot = SUMS + rows64 * PARTS + q
         q_ok = row_ok & (tl.load(slot, mask=row_ok, other=0, volatile=True) == _SENTINEL)
         if tl.max(q_ok.to(tl.int32)) > 0:
-            dy, x, packed, mean, rstd = _load_raw(
-                DY, X, MASK, MEAN, RSTD, rows, rows64, q_ok, q * BLOCK_N, N, stride_dy, stride_x, stride_mask,
-                IS_RMS, HAS_MASK, BLOCK_N, "", False,
+            dy, xhat, g, rstd = _load_tile(
+                DY, X, W, MASK, MEAN, RSTD, rows, rows64, q_ok, q * BLOCK_N, N, stride_dy, stride_x, stride_mask,
+                IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "", False,
             )  # fmt: skip
-            w = _load_weight(W, q * BLOCK_N, N, ZERO_CENTERED, ACC, BLOCK_N)
-            dy, xhat, g, rstd = _terms(
-                dy, x, packed, mean, rstd, w, q_ok, q * BLOCK_N, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, False
-            )
             tl.atomic_xchg(slot, _part_sums(dy, xhat, g, IS_RMS), mask=q_ok, sem="relaxed")
 
 
