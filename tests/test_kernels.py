@@ -232,17 +232,42 @@ def test_launch_heuristic_is_cached_but_follows_limits():
         assert config.bwd_config(32768, 1000).parts == 2
         assert config.bwd_config(32768, 1000, is_rms=True).parts == 1
     assert config.bwd_config(64, 1000).parts == 1
+    # the row sums of split rows one step ahead: LayerNorm's above 16384 columns only
+    assert [config.bwd_config(32768, n).ahead for n in (12288, 16384, 16385, 65536)] == [False, False, True, True]
+    assert config.bwd_config(4096, 9216, is_rms=True).ahead  # RMSNorm's split rows: always
 
 
 def test_forward_chunks_follow_the_norm():
     """Many rows of 4097-8192 columns: LayerNorm's forward in chunks of 1024 (faster there), RMSNorm's in 2048 (its
-    1024-column chunks ran 6% slower at 8192); above 8192 both take 2048."""
+    1024-column chunks ran 6% slower at 8192); at 16384 both take 2048; above, chunks of 4096 at 32 warps (RMSNorm's
+    above 32768 columns 8192), but the clamped ReLU's forward keeps 2048 at 16 warps."""
     from normkit.triton import config
 
     for n in (6144, 8192):
         assert config.fwd_config(32768, n).block_n == 1024
         assert config.fwd_config(32768, n, is_rms=True).block_n == 2048
     assert config.fwd_config(32768, 16384).block_n == config.fwd_config(32768, 16384, is_rms=True).block_n == 2048
+    for n in (16385, 32768, 65536):
+        for is_rms in (False, True):
+            chunk = 8192 if is_rms and n > 32768 else 4096
+            cfg = config.fwd_config(32768, n, is_rms)
+            assert (cfg.block_n, cfg.num_warps, cfg.num_chunks) == (chunk, 32, -(-n // chunk))
+        assert config.fwd_config(32768, n, has_mask=True).block_n == 2048
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", list(FORWARDS))
+def test_long_rows_forward_on_the_gpu(op):
+    """The heuristic's forward of many long rows compiled as launched (chunks of 4096 at 32 warps, RMSNorm's 8192, the
+    clamped ReLU's 2048 at 16), a ragged last chunk, against the reference; and the backward after it (split rows,
+    sums published a step ahead)."""
+    from normkit.triton import config
+
+    n = 32771
+    x, w, b = make_inputs(2050, n, torch.bfloat16, torch.float32, bias=op != "rms_norm")
+    assert config.fwd_config(2050, n).block_n == 4096 and config.bwd_config(2050, n).ahead
+    check_forward("triton", op, x, w, b)
+    check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
 
 
 @pytest.mark.parametrize("limit", ["fwd_max_block_n", "bwd_max_block_n"])
@@ -280,7 +305,8 @@ def test_chunked_rows_with_several_rows_per_program(op, block_m, n):
 @pytest.mark.parametrize("op", list(FORWARDS))
 @pytest.mark.parametrize("block_m", [1, 2])
 @pytest.mark.parametrize("n, part_n", [(100, 16), (1000, 256), (512, 256)], ids=["7_parts", "ragged", "even"])
-def test_split_row_backward(op, block_m, n, part_n):
+@pytest.mark.parametrize("ahead", [False, True])
+def test_split_row_backward(op, block_m, n, part_n, ahead):
     """Long rows' backward in one pass, each row split over programs that exchange their row sums
     (``split_rows_kernel``): 7 parts of 16 columns (the last part full to 4 columns, PARTS not a power of two),
     4 parts with a ragged last one, 2 whole parts. 11 rows: groups of row blocks, the last one past M. In the
@@ -290,7 +316,7 @@ def test_split_row_backward(op, block_m, n, part_n):
     from normkit.triton.config import LaunchConfig
 
     x, w, b = make_inputs(11, n, torch.bfloat16, torch.float32, row_pad=3, bias=op != "rms_norm")
-    with config.forced(bwd=LaunchConfig(block_m, part_n, 1, 4, 1, parts=-(-n // part_n))):
+    with config.forced(bwd=LaunchConfig(block_m, part_n, 1, 4, 1, parts=-(-n // part_n), ahead=ahead)):
         check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=op != "rms_norm")
 
 
@@ -513,15 +539,20 @@ def test_weight_gradients_are_bit_identical_over_20_runs(n):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("op", list(FORWARDS))
-@pytest.mark.parametrize("part_n, per_thread, block_m", [(8192, 32, 1), (4096, 16, 2), (2048, 16, 1)])
-def test_split_rows_on_the_gpu(op, part_n, per_thread, block_m):
+@pytest.mark.parametrize(
+    "part_n, per_thread, block_m, ahead", [(8192, 32, 1, False), (4096, 16, 2, False), (2048, 16, 1, False),
+    (2048, 32, 1, True), (1024, 32, 2, True)],
+)  # fmt: skip
+def test_split_rows_on_the_gpu(op, part_n, per_thread, block_m, ahead):
     """The split-row backward compiled (its programs wait for each other's sums, none stands in), 4100 rows of
-    16388 columns (a last part of 4 columns), against the reference, and bit-identical over 5 runs."""
+    16388 columns (a last part of 4 columns), against the reference, and bit-identical over 5 runs; with the sums
+    published a step ahead (``AHEAD``) too."""
     from normkit.triton import config
 
     n = 16388
     x, w, b = make_inputs(4100, n, torch.bfloat16, torch.float32, bias=op != "rms_norm")
-    with config.forced(bwd=config.split_rows_config(n, part_n=part_n, per_thread=per_thread, block_m=block_m)):
+    cfg = config.split_rows_config(n, part_n=part_n, per_thread=per_thread, block_m=block_m, ahead=ahead)
+    with config.forced(bwd=cfg):
         check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=op != "rms_norm")
         dy = torch.randn(x.shape, device=x.device).to(x.dtype)
         _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, LOWER, UPPER)

@@ -35,11 +35,12 @@ def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
 
 def candidates(case: Case) -> list[LaunchConfig]:
     """The grid: whole-row tiles up to 8192 elements (from 256 in the forward, from 1024 in the backward), and for rows
-    that do not fit, chunks of 1024-4096 (several rows a step for the shorter chunks in the forward; the backward's
-    chunks keep the whole row's dW/dB partials in registers, up to ``config.chunked_max_n`` columns); warps for 4-32
-    elements a thread in the forward's whole rows (Inductor's persistent reductions hold 4-8), 8-32 in the
-    backward's, 4-32 in forward chunks, 4-16 in backward chunks; backward also 1-8 programs per SM. Rows longer than
-    a tile also get the split-row backward's grid (``_split_candidates``)."""
+    that do not fit, chunks of 1024-4096 (8192 too for the forward's rows above 16384 columns; several rows a step
+    for the shorter chunks in the forward; the backward's chunks keep the whole row's dW/dB partials in registers, up
+    to ``config.chunked_max_n`` columns); warps for 4-32 elements a thread in the forward's whole rows (Inductor's
+    persistent reductions hold 4-8), 8-32 in the backward's, 4-32 in forward chunks, 4-16 in backward chunks;
+    backward also 1-8 programs per SM. Rows longer than a tile also get the split-row backward's grid
+    (``_split_candidates``)."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction == "fwd"
@@ -57,7 +58,8 @@ def candidates(case: Case) -> list[LaunchConfig]:
     if not fwd and full == 16384:  # one whole-row tile at 16 elements a thread, against the chunked rows below
         out.append(LaunchConfig(1, full, 1, 32))
     if full >= 8192:
-        for block_m, chunk in ((1, 1024), (1, 2048), (1, 4096), (2, 1024), (2, 2048), (4, 1024)):
+        row_chunks = ((1, 1024), (1, 2048), (1, 4096), (2, 1024), (2, 2048), (4, 1024))
+        for block_m, chunk in row_chunks + (((1, 8192),) if fwd and full > 16384 else ()):
             chunks = config.cdiv(n, chunk)
             if fwd:
                 for warps in _warp_options(block_m * chunk, (4, 8, 16, 32)):
@@ -76,7 +78,7 @@ def heuristic_config(case: Case) -> LaunchConfig:
     not for RMSNorm, as the providers call them)."""
     is_rms = case.kind == "rms_norm"
     if case.direction == "fwd":
-        return config.fwd_config(case.m, case.n, is_rms)
+        return config.fwd_config(case.m, case.n, is_rms, has_mask=case.kind == "layer_norm_clamped_relu")
     return config.bwd_config(
         case.m, case.n, has_dbias=not is_rms, has_mask=case.kind == "layer_norm_clamped_relu", is_rms=is_rms
     )

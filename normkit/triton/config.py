@@ -13,8 +13,10 @@ from dataclasses import dataclass, replace
 
 import torch
 
-# fwd/bwd_max_block_n: the longest row (elements) kept in registers in one tile; longer rows are processed in chunks
-# of chunk_n (the forward), or split over several programs (the backward, ``split_rows_config``).
+# fwd_one_tile_max_n: the longest row the forward keeps in registers in one tile; longer rows are processed in
+# chunks. bwd_max_block_n: the same for the backward, whose longer rows are split over several programs
+# (``split_rows_config``) or, RMSNorm's at 16384, processed in chunks. fwd/bwd_max_block_n: the widest tile, chunks
+# included; chunk_n: the widest chunk.
 # rms/ln_bwd_chunked_max_n: the longest row whose backward runs as one program a row, in chunks, with the whole
 # row's dW/dB partials in registers (two float32 rows of 16384 fill half the register file of an SM); longer rows
 # are split. LayerNorm has no chunked rows (its limit is bwd_max_block_n): its split rows ran 1.34x (32768 x 12288)
@@ -23,10 +25,11 @@ import torch
 # tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32 weights over 16-bit x hold their
 # tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
 LIMITS = {
-    "fwd_max_block_n": 4096,
+    "fwd_one_tile_max_n": 4096,
+    "fwd_max_block_n": 8192,
     "tile_3d_min_n": 2048,
     "bwd_max_block_n": 8192,
-    "chunk_n": 4096,
+    "chunk_n": 8192,
     "rms_bwd_chunked_max_n": 16384,
     "ln_bwd_chunked_max_n": 8192,
 }
@@ -42,6 +45,8 @@ class LaunchConfig:
     # backward of long rows: each row split into this many parts of block_n columns, one program a part
     # (``split_rows_kernel``); 1: not split
     parts: int = 1
+    # split rows: publish a row block's sums a step before its dx (``split_rows_kernel``'s AHEAD)
+    ahead: bool = False
 
 
 _FORCED: dict[str, LaunchConfig] = {}
@@ -88,10 +93,11 @@ def row_block_n(n: int) -> int:
     return max(16, next_power_of_2(n))
 
 
-def _chunked(n: int, max_block_n: int, chunk: int, per_thread: int) -> LaunchConfig | None:
-    """None when a row fits one tile of at most max_block_n; else one row a program in chunks of ``chunk`` columns
-    (at most ``LIMITS["chunk_n"]`` and max_block_n: a chunk is a tile too), ``per_thread`` elements a thread."""
-    if row_block_n(n) <= max_block_n:
+def _chunked(n: int, max_block_n: int, chunk: int, per_thread: int, one_tile_n: int = 0) -> LaunchConfig | None:
+    """None when a row fits one tile of at most ``one_tile_n`` (default: max_block_n) and max_block_n; else one row a
+    program in chunks of ``chunk`` columns (at most ``LIMITS["chunk_n"]`` and max_block_n: a chunk is a tile too),
+    ``per_thread`` elements a thread."""
+    if row_block_n(n) <= min(max_block_n, one_tile_n or max_block_n):
         return None
     chunk = min(LIMITS["chunk_n"], max_block_n, chunk)
     return LaunchConfig(1, chunk, cdiv(n, chunk), max(1, chunk // (32 * per_thread)))
@@ -101,11 +107,13 @@ def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
     return max(1, min(tile // block_n, next_power_of_2(max(m, 1))))
 
 
-def fwd_config(m: int, n: int, is_rms: bool = False) -> LaunchConfig:
+def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> LaunchConfig:
     """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns),
     32 elements a thread. Above 4096 columns, when there are more than 2048 rows, 4 elements a thread (as Inductor's
     looped reductions): chunks of 2048 at 16 warps, or for LayerNorm up to 8192 columns 1024 at 8 warps; with fewer
-    rows, chunks of 2048 (4096 above N = 8192) at 4 warps, so that every program runs in the first wave.
+    rows, chunks of 2048 (4096 above N = 8192) at 4 warps, so that every program runs in the first wave. Rows above
+    16384 columns (many of them, no clamped ReLU): one program of 32 warps a SM, chunks of 4096 (RMSNorm's above
+    32768 columns 8192).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -113,16 +121,22 @@ def fwd_config(m: int, n: int, is_rms: bool = False) -> LaunchConfig:
     of 2048 at every N <= 1024 ran 0.98-1.03x this rule side by side (run 61), so it stays. Chunked rows (GPU runs
     24-29: chunks of 1024-16384 at 4-32 warps): 2048 at 16 warps was the fastest at 8192 and 16384 for both norms
     (RMSNorm 4.15-4.25 TB/s, 98-100% of copy; LayerNorm 3.3-3.8) and for LayerNorm at 65536, while RMSNorm at 65536
-    ran 18% faster in chunks of 8192 at 32 warps (not taken: one data point). At 1024 x 12288 the 16-warp programs
+    ran 18% faster in chunks of 8192 at 32 warps (taken in round 12, below). At 1024 x 12288 the 16-warp programs
     (run 29) ran 4% (LayerNorm) and 13% (with the clamped ReLU) slower than the 4-warp ones had in run 22, hence the
     rule for few rows. GPU runs 52-53 (round 7): chunks of 1024 at 8 warps ran LayerNorm at 32768 x 6144 and x 8192
     at 3995 and 4035 GB/s against 3440 and 3775 for 2048 at 16 (with the clamped ReLU 2630 against 2280, 2700
     against 2565), but RMSNorm at 8192 at 3980 against 4240; at 16384, 2048 at 16 stayed LayerNorm's fastest (4011
-    against 3645).
+    against 3645). Above 16384 columns (GPU runs 89-93, the backlog timer, 32768 rows): a two-pass row is read
+    again from L2 only while the rows of all the programs on the GPU at once fit there; 2048-column chunks at 16 warps
+    run 4 programs a SM (34 MB of rows at 32768 columns), 4096 at 32 warps one (8.4 MB). LayerNorm at 32768 2681 ->
+    3762 GB/s, RMSNorm 3002 -> 4230 (torch.compile 2847 and 4227); RMSNorm at 65536 2607 (2048) and 2934 (4096) ->
+    3231 (8192); LayerNorm at 65536 2476-2581 against 2394 (2048 at 16 warps, run 93), 8192 1576; LayerNorm at
+    16384 2048 at 16 warps 3970, 4096 at 32 3554. The fused forward (the clamped ReLU) keeps 2048 at 16 warps:
+    2139 against 2059 at 32768, 2030 against 1511 at 65536.
     """
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    return _fwd_heuristic(_rows_key(m), n, is_rms, tuple(LIMITS.values()))
+    return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, tuple(LIMITS.values()))
 
 
 def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False, is_rms: bool = False) -> LaunchConfig:
@@ -157,12 +171,16 @@ def _rows_key(m: int) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def _fwd_heuristic(m: int, n: int, is_rms: bool, _limits: tuple) -> LaunchConfig:
-    if m > 2048:  # 4 elements a thread; rows enough to fill the GPU many times over
-        chunk = 1024 if n <= 8192 and not is_rms else 2048
-        chunked = _chunked(n, LIMITS["fwd_max_block_n"], chunk, per_thread=4)
+def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple) -> LaunchConfig:
+    widest, one_tile = LIMITS["fwd_max_block_n"], LIMITS["fwd_one_tile_max_n"]
+    if m > 2048 and row_block_n(n) > 16384 and not has_mask:
+        # one program of 32 warps a SM (4 or 8 elements a thread): the rows pass two reads again stay in L2
+        chunk = 8192 if is_rms and row_block_n(n) > 32768 else 4096
+        chunked = _chunked(n, widest, chunk, chunk // 1024, one_tile)
+    elif m > 2048:  # 4 elements a thread; rows enough to fill the GPU many times over
+        chunked = _chunked(n, widest, 1024 if n <= 8192 and not is_rms else 2048, 4, one_tile)
     else:  # few rows: small programs (at most 4 warps), so that all of them run in the first wave
-        chunked = _chunked(n, LIMITS["fwd_max_block_n"], 2048 if n <= 8192 else 4096, per_thread=16)
+        chunked = _chunked(n, widest, 2048 if n <= 8192 else 4096, 16, one_tile)
         if chunked:
             chunked = replace(chunked, num_warps=min(4, chunked.num_warps))
     if chunked:
@@ -210,12 +228,14 @@ def chunked_max_n(is_rms: bool) -> int:
 
 def split_rows_config(
     n: int, is_rms: bool = False, has_mask: bool = False, m: int = 1 << 16, *, part_n: int = 0, per_thread: int = 32,
-    block_m: int = 1, warps_per_sm: int = 8,
+    block_m: int = 1, warps_per_sm: int = 8, ahead: bool | None = None,
 ) -> LaunchConfig:  # fmt: skip
     """Rows too long for one program: each split into parts of ``part_n`` columns, one program a part, 1 row a step,
     32 elements a thread, 8 warps a SM (``split_rows_kernel``). The parts: 1024 columns up to rows of 16384
     (LayerNorm's 16384 exactly, with more than 4096 rows and no mask: 8192); longer rows 1/32 of the row
-    (LayerNorm) or 1/16 (RMSNorm), at least 2048. Keyword arguments force the rest (the tuner and tests).
+    (LayerNorm) or 1/16 (RMSNorm), at least 2048. Those longer rows, and RMSNorm's split rows of any length, publish
+    their sums a step ahead (``ahead``, ``split_rows_kernel``'s AHEAD). Keyword arguments force the rest (the tuner
+    and tests).
 
     Measured on an H200 (GPU runs 80-82 and 87, ``benchmarks/results/logs/run8[0127]_split.txt``; GB/s, bf16 x, fp32 w,
     32768 rows unless said), against the best other part width and the path before (two kernels or chunks):
@@ -223,7 +243,12 @@ def split_rows_config(
     3067, 2048: 2961; 2266), 32768 2844 (4096: 2743; 2438), 65536 2650 (4096: 2520; 2440); the masked LayerNorm at
     16384 2717 (2048: 2365; 1510); RMSNorm 32768 3355 (1024 the same, 4096: 3328; 2459), 65536 3134-3154 (2048:
     2961-3000; 2489); at 4096 rows, fp16: 9216 2785 (2048: 2513; chunked 2287), 12288 2923 (2048: 2928; 2863)
-    (run 87)."""
+    (run 87). Sums a step ahead (GPU runs 88 and 91, side by side with the same parts published in step): LayerNorm
+    at 32768 2927 against 2846, at 65536 2928 against 2652 (cuDNN 2264); RMSNorm at 32768 3440 against 3356, at
+    65536 3276 against 3129; RMSNorm at 4096 x 9216 and 12288 (fp16) 2751 against 2742 and 2944 against 2900; but
+    LayerNorm's rows up to 16384 ran 3.5% (12288, parts of 1024) and 8-20% (16384, parts of 1024 and 8192) slower
+    (the terms of a block are computed twice, and a third row block takes registers), so not there. Issuing the
+    loads of the block after next after publishing (two blocks in registers) was slower nearly everywhere (run 88)."""
     full = row_block_n(n)
     if not part_n:
         if full <= 16384:
@@ -232,9 +257,11 @@ def split_rows_config(
             part_n = max(2048, full // 16)
         else:
             part_n = max(2048, full // 32)
+    if ahead is None:
+        ahead = full > 16384 or is_rms
     part_n = min(part_n, LIMITS["bwd_max_block_n"], row_block_n(cdiv(n, 2)))
     warps = max(1, min(32, block_m * part_n // (32 * per_thread)))
-    return LaunchConfig(block_m, part_n, 1, warps, max(1, warps_per_sm // warps), parts=cdiv(n, part_n))
+    return LaunchConfig(block_m, part_n, 1, warps, max(1, warps_per_sm // warps), parts=cdiv(n, part_n), ahead=ahead)
 
 
 def max_polls(x: torch.Tensor) -> int:

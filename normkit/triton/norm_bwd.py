@@ -320,13 +320,65 @@ def _stand_in(
             tl.atomic_xchg(slot, _part_sums(dy, xhat, g, IS_RMS), mask=q_ok, sem="relaxed")
 
 
+@triton.jit
+def _publish_part(
+    tile, w, SUMS, rows, M, part, col0, N,
+    IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    PARTS: tl.constexpr,
+):  # fmt: skip
+    """Reduce this part's row sums over a loaded tile and publish them to ``SUMS[row, part]`` (one 64-bit write a
+    row): ``(own packed sums, dy, xhat, g, rstd)``."""
+    row_ok = rows < M
+    dy_raw, x_raw, packed, mean, rstd = tile
+    dy, xhat, g, rstd = _terms(
+        dy_raw, x_raw, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, False
+    )
+    own = _part_sums(dy, xhat, g, IS_RMS)
+    tl.atomic_xchg(SUMS + rows.to(tl.int64) * PARTS + part, own, mask=row_ok, sem="relaxed")
+    return own, dy, xhat, g, rstd
+
+
+@triton.jit
+def _row_means(
+    DY, X, W, MEAN, RSTD, MASK, SUMS, own, rows, M, part, N, stride_dy, stride_x, stride_mask,
+    IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr, PARTS_P2: tl.constexpr,
+    MAX_POLLS: tl.constexpr, STAND_IN: tl.constexpr,
+):  # fmt: skip
+    """``(c1, c2)``, the row means of ``xhat * g`` and g over the whole rows: this program's own part sums (``own``)
+    and the other parts' as published (polled until all are there), added in part order 0, 1, ..., whichever program
+    adds them up."""
+    row_ok = rows < M
+    rows64 = rows.to(tl.int64)
+    parts = tl.arange(0, PARTS_P2)[None, :]
+    slots = SUMS + rows64[:, None] * PARTS + parts
+    others = row_ok[:, None] & (parts < PARTS) & (parts != part)
+    sums = tl.load(slots, mask=others, other=_SENTINEL, volatile=True)
+    missing = others & (sums == _SENTINEL)
+    polls = 0
+    while (tl.max(missing.to(tl.int32)) > 0) & (polls < MAX_POLLS):
+        sums = tl.where(missing, tl.load(slots, mask=missing, other=_SENTINEL, volatile=True), sums)
+        missing = others & (sums == _SENTINEL)
+        polls += 1
+    if STAND_IN:
+        if tl.max(missing.to(tl.int32)) > 0:  # a part still missing: reduce it here, from memory
+            _stand_in(
+                DY, X, W, MEAN, RSTD, MASK, SUMS, rows, rows64, row_ok, N, stride_dy, stride_x, stride_mask,
+                IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS,
+            )  # fmt: skip
+            sums = tl.where(missing, tl.load(slots, mask=missing, other=_SENTINEL, volatile=True), sums)
+    sums = tl.where(parts == part, own[:, None], tl.where(parts < PARTS, sums, 0))
+    s1, s2 = _unpack_sums(sums)
+    return tl.sum(s1, axis=1) / N, tl.sum(s2, axis=1) / N
+
+
 @triton.jit(do_not_specialize=["M", "num_groups", "blocks_per_group"])
 def split_rows_kernel(
     DY, X, W, MEAN, RSTD, MASK, DX, PARTIAL, SUMS,
     M, N, stride_dy, stride_x, stride_dx, stride_mask, num_groups, blocks_per_group,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr, PARTS_P2: tl.constexpr,
-    MAX_POLLS: tl.constexpr, STAND_IN: tl.constexpr,
+    MAX_POLLS: tl.constexpr, STAND_IN: tl.constexpr, AHEAD: tl.constexpr = False,
 ):  # fmt: skip
     """Long rows in one pass: each row is split into ``PARTS`` parts of BLOCK_N columns, and program ``p`` holds part
     ``p % PARTS`` of the row blocks of group ``p // PARTS`` (blocks ``group, group + num_groups, ...``), so the
@@ -345,7 +397,10 @@ def split_rows_kernel(
     instead (``_stand_in``); compiled for a GPU it would take registers from every row block (the kernel spilled).
 
     Like the whole-row program, each program loads its weights once and issues the next row block's loads before it
-    works on the current one (its wait for the other parts overlaps them).
+    works on the current one (its wait for the other parts overlaps them). ``AHEAD`` publishes a row block's sums a
+    step before the step that writes its dx: each step issues the loads of the block after next, publishes the next
+    block's sums and then reads the current block's, which its partners published a step ago (three row blocks in
+    registers, and the terms of a block computed twice).
     """
     pid = tl.program_id(0)
     part = pid % PARTS
@@ -355,54 +410,68 @@ def split_rows_kernel(
     w = _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N)
     dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
     db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
-    parts = tl.arange(0, PARTS_P2)[None, :]
+    step = num_groups * BLOCK_M
     rows = group * BLOCK_M + tl.arange(0, BLOCK_M)
     tile = _load_raw(
         DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < M, col0, N, stride_dy, stride_x, stride_mask,
         IS_RMS, HAS_MASK, BLOCK_N, "", False,
     )  # fmt: skip
-    for _ in tl.range(0, blocks_per_group):
-        next_rows = rows + num_groups * BLOCK_M
+    if not AHEAD:
+        for _ in tl.range(0, blocks_per_group):
+            next_rows = rows + step
+            next_tile = _load_raw(
+                DY, X, MASK, MEAN, RSTD, next_rows, next_rows.to(tl.int64), next_rows < M, col0, N, stride_dy,
+                stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "", False,
+            )  # fmt: skip
+            own, dy, xhat, g, rstd = _publish_part(
+                tile, w, SUMS, rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS
+            )
+            c1, c2 = _row_means(
+                DY, X, W, MEAN, RSTD, MASK, SUMS, own, rows, M, part, N, stride_dy, stride_x, stride_mask, IS_RMS,
+                ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, PARTS_P2, MAX_POLLS, STAND_IN,
+            )  # fmt: skip
+            _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), rows < M, col0, N, stride_dx, IS_RMS, BLOCK_N)
+            dw_acc += dy * xhat
+            if HAS_DBIAS:
+                db_acc += dy
+            rows = next_rows
+            tile = next_tile
+    else:
+        own = _publish_part(tile, w, SUMS, rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS)[0]
+        next_rows = rows + step
         next_tile = _load_raw(
-            DY, X, MASK, MEAN, RSTD, next_rows, next_rows.to(tl.int64), next_rows < M, col0, N, stride_dy, stride_x,
-            stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "", False,
+            DY, X, MASK, MEAN, RSTD, next_rows, next_rows.to(tl.int64), next_rows < M, col0, N, stride_dy,
+            stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "", False,
         )  # fmt: skip
-        row_ok = rows < M
-        rows64 = rows.to(tl.int64)
-        dy_raw, x_raw, packed, mean, rstd = tile
-        dy, xhat, g, rstd = _terms(
-            dy_raw, x_raw, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, False
-        )
-        own = _part_sums(dy, xhat, g, IS_RMS)
-        tl.atomic_xchg(SUMS + rows64 * PARTS + part, own, mask=row_ok, sem="relaxed")  # one 64-bit write a row
-        # the row's sums of every part: this program's own, the others' as published (polled until all are there)
-        slots = SUMS + rows64[:, None] * PARTS + parts
-        others = row_ok[:, None] & (parts < PARTS) & (parts != part)
-        sums = tl.load(slots, mask=others, other=_SENTINEL, volatile=True)
-        missing = others & (sums == _SENTINEL)
-        polls = 0
-        while (tl.max(missing.to(tl.int32)) > 0) & (polls < MAX_POLLS):
-            sums = tl.where(missing, tl.load(slots, mask=missing, other=_SENTINEL, volatile=True), sums)
-            missing = others & (sums == _SENTINEL)
-            polls += 1
-        if STAND_IN:
-            if tl.max(missing.to(tl.int32)) > 0:  # a part still missing: reduce it here, from memory
-                _stand_in(
-                    DY, X, W, MEAN, RSTD, MASK, SUMS, rows, rows64, row_ok, N, stride_dy, stride_x, stride_mask,
-                    IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS,
-                )  # fmt: skip
-                sums = tl.where(missing, tl.load(slots, mask=missing, other=_SENTINEL, volatile=True), sums)
-        sums = tl.where(parts == part, own[:, None], tl.where(parts < PARTS, sums, 0))
-        s1, s2 = _unpack_sums(sums)
-        # in part order, whichever program adds them up
-        c1 = tl.sum(s1, axis=1) / N
-        c2 = tl.sum(s2, axis=1) / N
-        _write_dx(DX, g, xhat, c1, c2, rstd, rows64, row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N)
-        dw_acc += dy * xhat
-        if HAS_DBIAS:
-            db_acc += dy
-        rows = next_rows
-        tile = next_tile
+        for _ in tl.range(0, blocks_per_group):
+            # three row blocks in registers: this one (its sums published a step ago), the next (published now)
+            # and the one after it (its loads issued first)
+            far_rows = next_rows + step
+            far_tile = _load_raw(
+                DY, X, MASK, MEAN, RSTD, far_rows, far_rows.to(tl.int64), far_rows < M, col0, N, stride_dy,
+                stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "", False,
+            )  # fmt: skip
+            next_own = _publish_part(
+                next_tile, w, SUMS, next_rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS
+            )[0]
+            row_ok = rows < M
+            dy_raw, x_raw, packed, mean, rstd = tile
+            dy, xhat, g, rstd = _terms(
+                dy_raw, x_raw, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, False
+            )
+            c1, c2 = _row_means(
+                DY, X, W, MEAN, RSTD, MASK, SUMS, own, rows, M, part, N, stride_dy, stride_x, stride_mask, IS_RMS,
+                ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, PARTS_P2, MAX_POLLS, STAND_IN,
+            )  # fmt: skip
+            _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N)
+            dw_acc += dy * xhat
+            if HAS_DBIAS:
+                db_acc += dy
+            rows = next_rows
+            tile = next_tile
+            own = next_own
+            next_rows = far_rows
+            next_tile = far_tile
     partial = PARTIAL + group.to(tl.int64) * N + cols
     col_ok = cols < N
     tl.store(partial, tl.sum(dw_acc, axis=0), mask=col_ok)

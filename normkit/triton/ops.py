@@ -36,7 +36,7 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
     mask = torch.empty((m, packed_width(n)), dtype=torch.uint8, device=x.device) if clamp else None
     if m == 0:
         return y, mean, rstd, mask
-    cfg = config.fwd_config(m, n, is_rms)
+    cfg = config.fwd_config(m, n, is_rms, has_mask=clamp is not None)
     lower, upper = clamp or (0.0, 0.0)
     # the fused forward unrolls its second pass where a thread holds at most 4 elements of a chunk (norm_fwd.py)
     small_chunks = cfg.num_chunks > 1 and cfg.block_m * cfg.block_n <= 4 * 32 * cfg.num_warps
@@ -154,6 +154,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
             m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, groups, cdiv(row_blocks, groups),
             HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PARTS=cfg.parts,
             PARTS_P2=next_power_of_2(cfg.parts), MAX_POLLS=config.max_polls(x), STAND_IN=config.stands_in(x),
+            AHEAD=cfg.ahead,
             num_warps=cfg.num_warps, **flags,
         )  # fmt: skip
     else:
