@@ -77,11 +77,10 @@ def heuristic_config(case: Case) -> LaunchConfig:
     """The launch config the heuristic gives the case's op (the benchmark's backward ops compute dB for LayerNorm,
     not for RMSNorm, as the providers call them)."""
     is_rms = case.kind == "rms_norm"
+    has_mask = case.kind == "layer_norm_clamped_relu"
     if case.direction == "fwd":
-        return config.fwd_config(case.m, case.n, is_rms, has_mask=case.kind == "layer_norm_clamped_relu")
-    return config.bwd_config(
-        case.m, case.n, has_dbias=not is_rms, has_mask=case.kind == "layer_norm_clamped_relu", is_rms=is_rms
-    )
+        return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask)
+    return config.bwd_config(case.m, case.n, has_dbias=not is_rms, has_mask=has_mask, is_rms=is_rms)
 
 
 def _split_candidates(case: Case) -> list[LaunchConfig]:

@@ -154,8 +154,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
             m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, groups, cdiv(row_blocks, groups),
             HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PARTS=cfg.parts,
             PARTS_P2=next_power_of_2(cfg.parts), MAX_POLLS=config.max_polls(x), STAND_IN=config.stands_in(x),
-            AHEAD=cfg.ahead,
-            num_warps=cfg.num_warps, **flags,
+            AHEAD=cfg.ahead, num_warps=cfg.num_warps, **flags,
         )  # fmt: skip
     else:
         programs = config.bwd_programs(x, row_blocks, cfg)
