@@ -149,3 +149,18 @@ def test_cudnn_unavailable_here_says_why():
     assert status.startswith("needs") or "could not" in status
     with pytest.raises(nk.BackendUnavailable, match="cudnn"):
         nk.rms_norm(torch.randn(2, 8), torch.ones(8), backend="cudnn")
+
+
+def test_cudnn_fused_forward_refuses_2_to_the_31_elements():
+    """cuDNN 9.19's fused LayerNorm + ReLU forward fails from 2**31 elements with an illegal memory access, which
+    ends the process's CUDA context (GPU run 101): the backend refuses such an x before it builds anything. An
+    expanded x of one stored row: no memory needed."""
+    pytest.importorskip("cudnn")
+    import normkit.cudnn
+
+    x = torch.empty(1, 65536, dtype=torch.bfloat16).expand(32768, 65536)
+    w = torch.ones(65536, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=r"x: .* fewer than 2\*\*31 elements"):
+        normkit.cudnn.layer_norm_clamped_relu_fwd(x, w, w, 1e-5)
+    with pytest.raises(nk.BackendUnavailable):  # one row fewer passes that check (CPU tensors fail the next)
+        normkit.cudnn.layer_norm_clamped_relu_fwd(x[:-1], w, w, 1e-5)

@@ -35,13 +35,13 @@ def backend_ops(name):
 
 
 def tile_layout(layout):
-    """The forward's one-tile rows held as ``[rows, N]`` tiles ("2d") or ``[rows, N / 8, 8]`` ("3d", ``TILE_3D``),
-    whatever their width and dtypes (the heuristic's choice: ``ops._tiles_3d``)."""
+    """The forward's tiles (one-tile rows, and chunked rows' second pass) held as ``[rows, N]`` ("2d") or ``[rows,
+    N / 8, 8]`` ("3d", ``TILE_3D``), whatever their width and dtypes (the heuristic's choice: ``ops._tiles_3d``)."""
     from unittest import mock
 
     from normkit.triton import ops
 
-    return mock.patch.object(ops, "_tiles_3d", lambda cfg, x, weight: layout == "3d" and cfg.num_chunks == 1)
+    return mock.patch.object(ops, "_tiles_3d", lambda cfg, x, weight: layout == "3d")
 
 
 def make_inputs(m, n, x_dtype, w_dtype, *, bias=True, row_pad=0, device=DEVICE):
@@ -137,9 +137,25 @@ def test_forwards_in_3d_tiles(op, dtypes, n, zero_centered_gamma, bias):
         check_forward("triton", op, x, w, b, zero_centered_gamma)
 
 
+@pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize("dtypes", [DTYPES[1], DTYPES[3]], ids=[DTYPE_IDS[1], DTYPE_IDS[3]])
+@pytest.mark.parametrize("n", [1000, 1024])  # a ragged last chunk and byte; whole chunks (EVEN_N)
+@pytest.mark.parametrize("block_m", [1, 2])
+def test_chunked_forwards_in_3d_tiles(op, dtypes, n, block_m):
+    """The second pass of chunked rows in [rows, chunk / 8, 8] tiles (TILE_3D, the heuristic's layout where a thread
+    holds 8 elements of a chunk and the weights are wider than x), forced: 8 chunks of 128, strided rows, a row
+    block that runs past M, zero-centered gamma."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(7, n, *dtypes, bias=op != "rms_norm", row_pad=24)
+    with tile_layout("3d"), config.forced(fwd=LaunchConfig(block_m, 128, -(-n // 128), 1)):
+        check_forward("triton", op, x, w, b, zero_centered_gamma=True)
+
+
 def test_3d_tiles_from_the_heuristics_width(monkeypatch):
-    """TILE_3D where the forwards' one-tile rows are at least ``tile_3d_min_n`` wide and the weights wider than x
-    (and only there)."""
+    """TILE_3D where the weights are wider than x, for one-tile rows at least ``tile_3d_min_n`` wide and for chunks
+    of 8 elements a thread (and only there)."""
     from normkit.triton import config, ops
 
     launched = []
@@ -155,9 +171,13 @@ def test_3d_tiles_from_the_heuristics_width(monkeypatch):
     ops.layer_norm_clamped_relu_fwd(x[:, :1024], w[:1024], b[:1024], 1e-5)
     ops.layer_norm_clamped_relu_fwd(x, w.bfloat16(), b.bfloat16(), 1e-5)  # weights in x's dtype
     ops.layer_norm_clamped_relu_fwd(x.float(), w, b, 1e-5)
-    with config.limits(fwd_max_block_n=1024):  # 2048 columns in chunks
+    with config.limits(fwd_max_block_n=1024):  # 2048 columns in chunks of 1024, 16 elements a thread
         ops.layer_norm_clamped_relu_fwd(x, w, b, 1e-5)
-    assert [k["TILE_3D"] for k in launched] == [True, True, False, False, False, False]
+    with config.forced(fwd=config.LaunchConfig(1, 256, 8, 1)):  # chunks of 8 elements a thread
+        ops.layer_norm_clamped_relu_fwd(x, w, b, 1e-5)
+        ops.rms_norm_fwd(x, w, None, 1e-5)
+        ops.layer_norm_fwd(x, w.bfloat16(), b.bfloat16(), 1e-5)
+    assert [k["TILE_3D"] for k in launched] == [True, True, False, False, False, False, True, True, False]
     assert config.LIMITS["tile_3d_min_n"] == 2048 and launched[0]["BLOCK_N"] == 2048
 
 
@@ -239,35 +259,36 @@ def test_launch_heuristic_is_cached_but_follows_limits():
 
 def test_forward_chunks_follow_the_norm():
     """Many rows of 4097-8192 columns: LayerNorm's forward in chunks of 1024 (faster there), RMSNorm's in 2048 (its
-    1024-column chunks ran 6% slower at 8192); at 16384 both take 2048; above, chunks of 4096 at 32 warps (RMSNorm's
-    above 32768 columns 8192), but the clamped ReLU's forward keeps 2048 at 16 warps."""
+    1024-column chunks ran 6% slower at 8192); at 16384 both take 2048; above, chunks of 4096 at 32 warps (the
+    clamped ReLU's at 16), and above 32768 columns 8192 at 32 warps."""
     from normkit.triton import config
 
     for n in (6144, 8192):
         assert config.fwd_config(32768, n).block_n == 1024
         assert config.fwd_config(32768, n, is_rms=True).block_n == 2048
     assert config.fwd_config(32768, 16384).block_n == config.fwd_config(32768, 16384, is_rms=True).block_n == 2048
-    for n in (16385, 32768, 65536):
-        for is_rms in (False, True):
-            chunk = 8192 if is_rms and n > 32768 else 4096
-            cfg = config.fwd_config(32768, n, is_rms)
-            assert (cfg.block_n, cfg.num_warps, cfg.num_chunks) == (chunk, 32, -(-n // chunk))
-        assert config.fwd_config(32768, n, has_mask=True).block_n == 2048
+    for n in (16385, 32768, 32769, 65536):
+        for is_rms, has_mask in ((False, False), (True, False), (False, True)):
+            chunk = 8192 if n > 32768 else 4096
+            warps = 16 if has_mask and n <= 32768 else 32
+            cfg = config.fwd_config(32768, n, is_rms, has_mask)
+            assert (cfg.block_n, cfg.num_warps, cfg.num_chunks) == (chunk, warps, -(-n // chunk))
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("op", list(FORWARDS))
 def test_long_rows_forward_on_the_gpu(op):
-    """The heuristic's forward of many long rows compiled as launched (chunks of 4096 at 32 warps, RMSNorm's 8192, the
-    clamped ReLU's 2048 at 16), a ragged last chunk, against the reference; and the backward after it (split rows,
-    sums published a step ahead)."""
+    """The heuristic's forward of many long rows compiled as launched, a ragged last chunk, against the reference:
+    chunks of 4096 at 32 warps (the clamped ReLU's at 16, its second pass in 3-D tiles), and of 8192 in 3-D tiles;
+    and the backward after it (split rows, sums published a step ahead)."""
     from normkit.triton import config
 
-    n = 32771
-    x, w, b = make_inputs(2050, n, torch.bfloat16, torch.float32, bias=op != "rms_norm")
-    assert config.fwd_config(2050, n).block_n == 4096 and config.bwd_config(2050, n).ahead
-    check_forward("triton", op, x, w, b)
-    check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
+    for n in (32767, 32771):
+        x, w, b = make_inputs(2050, n, torch.bfloat16, torch.float32, bias=op != "rms_norm")
+        assert config.fwd_config(2050, n).block_n == (4096 if n < 32768 else 8192)
+        assert config.bwd_config(2050, n).ahead
+        check_forward("triton", op, x, w, b)
+        check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
 
 
 @pytest.mark.parametrize("limit", ["fwd_max_block_n", "bwd_max_block_n"])

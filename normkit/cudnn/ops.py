@@ -103,6 +103,17 @@ def _check_fused_relu_dtypes(x, weight) -> None:
         )
 
 
+def _check_fused_relu_size(x) -> None:
+    # cuDNN 9.19's fused LayerNorm + ReLU bitmask forward reads or writes out of bounds from 2**31 elements on
+    # (an illegal memory access, which ends the process's CUDA context; H200, GPU run 101): 32767 x 65536 ran,
+    # 32768 x 65536, 65536 x 32768 and 16384 x 131072 did not. Its backward ran at 32768 x 65536.
+    if x.numel() >= 2**31:
+        raise ValueError(
+            f"x: the cudnn backend's fused LayerNorm + ReLU forward takes fewer than 2**31 elements (cuDNN 9.19 "
+            f"fails at {x.shape[0]} x {x.shape[1]} with an illegal memory access); use backend='triton'"
+        )
+
+
 def _check_mask_width(n: int) -> None:
     # cuDNN packs the BOOLEAN tensor's bits back to back over the whole tensor; rows start on a byte only when
     # N is a multiple of 8, which API.md's per-row layout needs.
@@ -211,8 +222,10 @@ def layer_norm_bwd(dy, x, weight, mean, rstd, zero_centered_gamma=False, has_dbi
 
 
 def layer_norm_clamped_relu_fwd(x, weight, bias, eps, lower=0.0, upper=6.0, zero_centered_gamma=False):
-    """LayerNorm + clamped ReLU in one cuDNN graph, emitting the packed bitmask ``uint8 [M, N/8]`` (N % 8 == 0)."""
+    """LayerNorm + clamped ReLU in one cuDNN graph, emitting the packed bitmask ``uint8 [M, N/8]`` (N % 8 == 0, M * N
+    < 2**31)."""
     checks.check_fwd_args(x, weight, bias, eps, zero_centered_gamma, clamp=(lower, upper))
+    _check_fused_relu_size(x)
     _require("relu_bitmask", x)
     _check_mask_width(x.shape[1])
     _check_fused_relu_dtypes(x, weight)

@@ -111,9 +111,9 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
     """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns),
     32 elements a thread. Above 4096 columns, when there are more than 2048 rows, 4 elements a thread (as Inductor's
     looped reductions): chunks of 2048 at 16 warps, or for LayerNorm up to 8192 columns 1024 at 8 warps; with fewer
-    rows, chunks of 2048 (4096 above N = 8192) at 4 warps, so that every program runs in the first wave. Rows above
-    16384 columns (many of them, no clamped ReLU): one program of 32 warps a SM, chunks of 4096 (RMSNorm's above
-    32768 columns 8192).
+    rows, chunks of 2048 (4096 above N = 8192) at 4 warps, so that every program runs in the first wave. Many rows
+    above 16384 columns: one program of 32 warps a SM, chunks of 4096 (above 32768 columns 8192, 8 elements a
+    thread); the clamped ReLU's 4096 at 16 warps (8 a thread, two programs a SM) up to 32768 columns.
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -131,9 +131,12 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
     run 4 programs a SM (34 MB of rows at 32768 columns), 4096 at 32 warps one (8.4 MB). LayerNorm at 32768 2681 ->
     3762 GB/s, RMSNorm 3002 -> 4230 (torch.compile 2847 and 4227); RMSNorm at 65536 2607 (2048) and 2934 (4096) ->
     3231 (8192); LayerNorm at 65536 2476-2581 against 2394 (2048 at 16 warps, run 93), 8192 1576; LayerNorm at
-    16384 2048 at 16 warps 3970, 4096 at 32 3554. The fused forward (the clamped ReLU) keeps 2048 at 16 warps:
-    2139 against 2059 at 32768, 2030 against 1511 at 65536.
-    """
+    16384 2048 at 16 warps 3970, 4096 at 32 3554. Where a thread holds 8 elements of a chunk, the second pass
+    holds 3-D tiles (``ops._tiles_3d``): there each thread makes its own mask bytes, and float32 weights load in x's
+    layout (GPU runs 95-96): LayerNorm at 65536 in chunks of 8192 2479 -> 3056, RMSNorm 3235 -> 3408; the clamped
+    ReLU's forward at 32768 in 4096 at 16 warps 2149 -> 2981-3015 (8192 at 32: 2529; 2048 at 8: 2920), at 65536
+    in 8192 at 32 warps 2037 -> 2922-2941 (4096 at 16: 2606). At 8192 and 16384 columns the 3-D tiles ran slower
+    (the clamped ReLU at 16384 in 4096 at 16 warps 2893 against 2967; LayerNorm 3542 against 3980)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
     return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, tuple(LIMITS.values()))
@@ -173,10 +176,11 @@ def _rows_key(m: int) -> int:
 @functools.lru_cache(maxsize=4096)
 def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple) -> LaunchConfig:
     widest, one_tile = LIMITS["fwd_max_block_n"], LIMITS["fwd_one_tile_max_n"]
-    if m > 2048 and row_block_n(n) > 16384 and not has_mask:
-        # one program of 32 warps a SM (4 or 8 elements a thread): the rows pass two reads again stay in L2
-        chunk = 8192 if is_rms and row_block_n(n) > 32768 else 4096
-        chunked = _chunked(n, widest, chunk, chunk // 1024, one_tile)
+    if m > 2048 and row_block_n(n) > 16384:
+        # one or two programs a SM, so that the rows pass two reads again stay in L2: above 32768 columns chunks of
+        # 8192 at 32 warps; else 4096 at 32 warps (4 elements a thread), the clamped ReLU's at 16 (8 a thread)
+        chunk, per_thread = (8192, 8) if row_block_n(n) > 32768 else (4096, 8 if has_mask else 4)
+        chunked = _chunked(n, widest, chunk, per_thread, one_tile)
     elif m > 2048:  # 4 elements a thread; rows enough to fill the GPU many times over
         chunked = _chunked(n, widest, 1024 if n <= 8192 and not is_rms else 2048, 4, one_tile)
     else:  # few rows: small programs (at most 4 warps), so that all of them run in the first wave

@@ -6,10 +6,12 @@ One kernel body; ``tl.constexpr`` switches pick the variant:
 - ``HAS_BIAS``, ``ZERO_CENTERED``: ``y = xhat * (w or 1 + w) [+ b]``.
 - ``CLAMP_MASK``: ``y = clamp(y, lower, upper)`` and write bit 1 where ``lower < y < upper`` for y as stored in
   its dtype (cuDNN's rule), 8 columns a byte.
-- ``TILE_3D`` (one-tile rows only): the tile as ``[BLOCK_M, BLOCK_N // 8, 8]`` instead of ``[BLOCK_M, BLOCK_N]``.
-  In the 2-D tile the compiler loads float32 weights as a vector and passes them through shared memory to meet
-  x's 16-bit layout (14 stores and loads, 13 barriers a program at 2 x 4096 on sm_90); in the 3-D tile they load
-  in x's layout (4 and 5), and the mask's bytes need no reshape. ``ops._tiles_3d`` says where it is faster.
+- ``TILE_3D``: the tile as ``[BLOCK_M, BLOCK_N // 8, 8]`` instead of ``[BLOCK_M, BLOCK_N]`` (one-tile rows, and
+  the second pass of chunked rows). In the 2-D tile the compiler loads float32 weights as a vector and passes them
+  through shared memory to meet x's 16-bit layout (14 stores and loads, 13 barriers a program at 2 x 4096 on
+  sm_90); in the 3-D tile they load in x's layout (4 and 5), and the mask's bytes need no reshape. A thread that
+  holds 8 elements of a chunk holds a whole mask byte, which it makes by itself. ``ops._tiles_3d`` says where it
+  is faster.
 
 A program normalizes ``BLOCK_M`` rows. A row that fits in one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) is
 read once and kept in registers. A longer row is read in ``NUM_CHUNKS`` chunks twice: the first pass keeps
@@ -200,14 +202,17 @@ def norm_fwd_kernel(
         # runs 55-56), but 6.5% slower at 1024 x 12288 (chunks of 32 elements a thread). The plain forward, which
         # the compiler unrolls anyway, ran 19% slower at 8192 and 16384 with the hint.
         for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=PASS_TWO_UNROLL):
-            cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
-            ok = row_ok[:, None] & (cols < N)[None, :]
-            x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0, eviction_policy="evict_first").to(ACC)
+            tile = _tile_cols(chunk * BLOCK_N, BLOCK_N, TILE_3D)  # (its own names: a loop's carried values keep
+            tile_ok = _per_row(row_ok, TILE_3D) & (tile < N)  # their shapes, and pass one's are 2-D)
+            x_tile = tl.load(
+                _per_row(row_starts, TILE_3D) + tile, mask=tile_ok, other=0.0, eviction_policy="evict_first"
+            )
             if IS_RMS:
-                xhat = x * rstd[:, None]
+                xhat = x_tile.to(ACC) * _per_row(rstd, TILE_3D)
             else:
-                xhat = (x - mean[:, None]) * rstd[:, None]
+                xhat = (x_tile.to(ACC) - _per_row(mean, TILE_3D)) * _per_row(rstd, TILE_3D)
             _scale_shift_store(
                 xhat, rows64, row_ok, chunk * BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
-                keep_from, keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, False, BLOCK_M, BLOCK_N, EVEN_N,
+                keep_from, keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N,
+                EVEN_N,
             )  # fmt: skip
