@@ -259,8 +259,9 @@ def test_launch_heuristic_is_cached_but_follows_limits():
 
 def test_forward_chunks_follow_the_norm():
     """Many rows of 4097-8192 columns: LayerNorm's forward in chunks of 1024 (faster there), RMSNorm's in 2048 (its
-    1024-column chunks ran 6% slower at 8192); at 16384 both take 2048; above, chunks of 4096 at 32 warps (the
-    clamped ReLU's at 16), and above 32768 columns 8192 at 32 warps."""
+    1024-column chunks ran 6% slower at 8192); at 16384 both take 2048; above, chunks of 4096 at 32 warps, and above
+    32768 columns 8192. The clamped ReLU's forward: 8 chunks a row (N rounded up to a power of two), 8 elements a
+    thread."""
     from normkit.triton import config
 
     for n in (6144, 8192):
@@ -268,25 +269,28 @@ def test_forward_chunks_follow_the_norm():
         assert config.fwd_config(32768, n, is_rms=True).block_n == 2048
     assert config.fwd_config(32768, 16384).block_n == config.fwd_config(32768, 16384, is_rms=True).block_n == 2048
     for n in (16385, 32768, 32769, 65536):
-        for is_rms, has_mask in ((False, False), (True, False), (False, True)):
+        for is_rms in (False, True):
             chunk = 8192 if n > 32768 else 4096
-            warps = 16 if has_mask and n <= 32768 else 32
-            cfg = config.fwd_config(32768, n, is_rms, has_mask)
-            assert (cfg.block_n, cfg.num_warps, cfg.num_chunks) == (chunk, warps, -(-n // chunk))
+            cfg = config.fwd_config(32768, n, is_rms)
+            assert (cfg.block_n, cfg.num_warps, cfg.num_chunks) == (chunk, 32, -(-n // chunk))
+    for n, chunk in ((4097, 1024), (8192, 1024), (8193, 2048), (16384, 2048), (16385, 4096), (65536, 8192)):
+        cfg = config.fwd_config(32768, n, has_mask=True)
+        assert (cfg.block_n, cfg.num_warps, cfg.num_chunks) == (chunk, chunk // 256, -(-n // chunk))
+    assert config.fwd_config(32768, 131072, has_mask=True).num_chunks == 16  # chunks of at most chunk_n
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("op", list(FORWARDS))
 def test_long_rows_forward_on_the_gpu(op):
     """The heuristic's forward of many long rows compiled as launched, a ragged last chunk, against the reference:
-    chunks of 4096 at 32 warps (the clamped ReLU's at 16, its second pass in 3-D tiles), and of 8192 in 3-D tiles;
-    and the backward after it (split rows, sums published a step ahead)."""
+    chunks of 2048 at 16 warps, 4096 at 32 and 8192 in 3-D tiles (the clamped ReLU's 2048 at 8, 4096 at 16 and 8192
+    at 32, in 3-D tiles); and the backward after it (split rows, above 16384 columns sums published a step ahead)."""
     from normkit.triton import config
 
-    for n in (32767, 32771):
+    for n, chunk in ((12289, 2048), (32767, 4096), (32771, 8192)):
         x, w, b = make_inputs(2050, n, torch.bfloat16, torch.float32, bias=op != "rms_norm")
-        assert config.fwd_config(2050, n).block_n == (4096 if n < 32768 else 8192)
-        assert config.bwd_config(2050, n).ahead
+        assert config.fwd_config(2050, n).block_n == config.fwd_config(2050, n, has_mask=True).block_n == chunk
+        assert config.bwd_config(2050, n).ahead == (n > 16384)
         check_forward("triton", op, x, w, b)
         check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
 

@@ -113,7 +113,9 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
     looped reductions): chunks of 2048 at 16 warps, or for LayerNorm up to 8192 columns 1024 at 8 warps; with fewer
     rows, chunks of 2048 (4096 above N = 8192) at 4 warps, so that every program runs in the first wave. Many rows
     above 16384 columns: one program of 32 warps a SM, chunks of 4096 (above 32768 columns 8192, 8 elements a
-    thread); the clamped ReLU's 4096 at 16 warps (8 a thread, two programs a SM) up to 32768 columns.
+    thread). The clamped ReLU's forward of many rows above 4096 columns: 8 chunks a row (N rounded up to a power of
+    two, / 8), 8 elements a thread (1024 at 4 warps up to 8192 columns, 2048 at 8 up to 16384, 4096 at 16, 8192
+    at 32).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -135,8 +137,10 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
     holds 3-D tiles (``ops._tiles_3d``): there each thread makes its own mask bytes, and float32 weights load in x's
     layout (GPU runs 95-96): LayerNorm at 65536 in chunks of 8192 2479 -> 3056, RMSNorm 3235 -> 3408; the clamped
     ReLU's forward at 32768 in 4096 at 16 warps 2149 -> 2981-3015 (8192 at 32: 2529; 2048 at 8: 2920), at 65536
-    in 8192 at 32 warps 2037 -> 2922-2941 (4096 at 16: 2606). At 8192 and 16384 columns the 3-D tiles ran slower
-    (the clamped ReLU at 16384 in 4096 at 16 warps 2893 against 2967; LayerNorm 3542 against 3980)."""
+    in 8192 at 32 warps 2037 -> 2922-2941 (4096 at 16: 2606); at 6144-16384 (runs 103-104, against 1024 at 8 warps
+    or 2048 at 16, 4 a thread) 6144 3214 -> 3379, 8192 3317 -> 3414, 12288 2806 -> 3430, 16384 2880-2963 ->
+    3376-3395 (a chunk of N / 16: 8192 2944, 16384 2984; of N / 4: 8192 2280-3081, 16384 2893). LayerNorm's own
+    forward at 16384 in 3-D chunks ran slower (3542-3744 against 3980)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
     return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, tuple(LIMITS.values()))
@@ -176,10 +180,13 @@ def _rows_key(m: int) -> int:
 @functools.lru_cache(maxsize=4096)
 def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple) -> LaunchConfig:
     widest, one_tile = LIMITS["fwd_max_block_n"], LIMITS["fwd_one_tile_max_n"]
-    if m > 2048 and row_block_n(n) > 16384:
-        # one or two programs a SM, so that the rows pass two reads again stay in L2: above 32768 columns chunks of
-        # 8192 at 32 warps; else 4096 at 32 warps (4 elements a thread), the clamped ReLU's at 16 (8 a thread)
-        chunk, per_thread = (8192, 8) if row_block_n(n) > 32768 else (4096, 8 if has_mask else 4)
+    if m > 2048 and has_mask:
+        # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes)
+        chunked = _chunked(n, widest, row_block_n(n) // 8, 8, one_tile)
+    elif m > 2048 and row_block_n(n) > 16384:
+        # one program of 32 warps a SM, so that the rows pass two reads again stay in L2: chunks of 4096 (4 elements
+        # a thread), above 32768 columns 8192 (8 a thread)
+        chunk, per_thread = (8192, 8) if row_block_n(n) > 32768 else (4096, 4)
         chunked = _chunked(n, widest, chunk, per_thread, one_tile)
     elif m > 2048:  # 4 elements a thread; rows enough to fill the GPU many times over
         chunked = _chunked(n, widest, 1024 if n <= 8192 and not is_rms else 2048, 4, one_tile)
