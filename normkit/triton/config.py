@@ -139,8 +139,8 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
     ReLU's forward at 32768 in 4096 at 16 warps 2149 -> 2981-3015 (8192 at 32: 2529; 2048 at 8: 2920), at 65536
     in 8192 at 32 warps 2037 -> 2922-2941 (4096 at 16: 2606); at 6144-16384 (runs 103-104, against 1024 at 8 warps
     or 2048 at 16, 4 a thread) 6144 3214 -> 3379, 8192 3317 -> 3414, 12288 2806 -> 3430, 16384 2880-2963 ->
-    3376-3395 (a chunk of N / 16: 8192 2944, 16384 2984; of N / 4: 8192 2280-3081, 16384 2893). LayerNorm's own
-    forward at 16384 in 3-D chunks ran slower (3542-3744 against 3980)."""
+    3376-3395 (a chunk of N / 16: 8192 2944, 16384 2984; of N / 4: 8192 3081, 16384 2893; of N / 2: 8192 2280).
+    LayerNorm's own forward at 16384 in 3-D chunks ran slower (3542-3744 against 3980)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
     return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, tuple(LIMITS.values()))
