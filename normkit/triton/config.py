@@ -48,6 +48,11 @@ class LaunchConfig:
     # split rows: publish a row block's sums a step before its dx (``split_rows_kernel``'s AHEAD)
     ahead: bool = False
 
+    @property
+    def per_thread(self) -> int:
+        """Elements of a tile (a chunk, a part) each thread holds."""
+        return self.block_m * self.block_n // (32 * self.num_warps)
+
 
 _FORCED: dict[str, LaunchConfig] = {}
 

@@ -39,7 +39,7 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
     cfg = config.fwd_config(m, n, is_rms, has_mask=clamp is not None)
     lower, upper = clamp or (0.0, 0.0)
     # the fused forward unrolls its second pass where a thread holds at most 4 elements of a chunk (norm_fwd.py)
-    small_chunks = cfg.num_chunks > 1 and cfg.block_m * cfg.block_n <= 4 * 32 * cfg.num_warps
+    small_chunks = cfg.num_chunks > 1 and cfg.per_thread <= 4
     pass_two_unroll = min(cfg.num_chunks, 8) if clamp is not None and small_chunks else None
     keep_from, keep_to = (0.0, 0.0)  # float64 kernels compare y itself
     if clamp and x.dtype != torch.float64:
@@ -73,7 +73,7 @@ def _tiles_3d(cfg, x, weight) -> bool:
         return False
     if cfg.num_chunks == 1:
         return cfg.block_n >= config.LIMITS["tile_3d_min_n"]
-    return cfg.block_m == 1 and cfg.block_n == 8 * 32 * cfg.num_warps
+    return cfg.block_m == 1 and cfg.per_thread == 8
 
 
 def _float32_key(value: float) -> int:
