@@ -182,6 +182,68 @@ def test_3d_tiles_from_the_heuristics_width(monkeypatch):
 
 
 @pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize("dtypes", [DTYPES[1], DTYPES[3]], ids=[DTYPE_IDS[1], DTYPE_IDS[3]])
+@pytest.mark.parametrize("n, head, tail, block_m", [(100, 64, 64, 1), (130, 128, 16, 2), (320, 256, 64, 2)])
+@pytest.mark.parametrize("layout", ["2d", "3d"])
+def test_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, layout):
+    """One-tile rows held as a head tile and a tail tile after it (``tail_n``), forced: a ragged tail (100 = 64 +
+    36 of 64; 130 = 128 + 2 of 16), a whole one (320 = 256 + 64), 1 and 2 rows a program (a row block past M),
+    strided rows, zero-centered gamma, both tile layouts."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(7, n, *dtypes, bias=op != "rms_norm", row_pad=24)
+    with tile_layout(layout), config.forced(fwd=LaunchConfig(block_m, head, 1, 1, tail_n=tail)):
+        check_forward("triton", op, x, w, b, zero_centered_gamma=True)
+
+
+def test_few_waves_rules():
+    """2049-4096 rows (a call of a few waves of programs) take their own rules (``config._few_waves_fwd`` and
+    ``_few_waves_bwd``); many rows and the masked ops keep theirs."""
+    from normkit.triton import config
+
+    def fwd(m, n, is_rms=False):
+        cfg = config.fwd_config(m, n, is_rms)
+        return cfg.block_n, cfg.num_chunks, cfg.num_warps, cfg.tail_n
+
+    for m in (3000, 4096):
+        assert fwd(m, 4608) == (1024, 5, 4, 0)  # chunks of 1024, 8 elements a thread
+        assert fwd(m, 5120) == (4096, 1, 4, 1024)  # head + tail
+        assert fwd(m, 6144) == (4096, 1, 8, 2048)
+        assert fwd(m, 6656) == fwd(m, 8192) == (8192, 1, 8, 0)  # one tile, 32 a thread
+        assert fwd(m, 8704) == (2048, 5, 8, 0)
+        assert fwd(m, 12288) == (2048, 6, 16, 0) and fwd(m, 14337) == (2048, 8, 8, 0)
+        assert fwd(m, 4608, True) == (2048, 3, 8, 0)
+        assert fwd(m, 8704, True) == (4096, 3, 16, 0)
+        assert fwd(m, 4096) == fwd(32768, 4096)  # one-tile rows as before
+    assert fwd(32768, 6144) == (1024, 6, 8, 0)  # many rows: 4 a thread
+    assert fwd(1024, 12288) == (8192, 1, 8, 4096)  # few rows: LayerNorm's head + tail
+    assert fwd(1024, 12288, True)[3] == fwd(1024, 12289)[3] == 0
+    assert config.fwd_config(4096, 5120, has_mask=True).tail_n == 0
+    for n in (2560, 4096):
+        for is_rms in (False, True):
+            assert config.bwd_config(4096, n, not is_rms, is_rms=is_rms) == config.LaunchConfig(2, 4096, 1, 16, 1)
+    assert config.bwd_config(4096, 2048) == config.bwd_config(32768, 2048)
+    assert config.bwd_config(4096, 4096, has_mask=True) == config.bwd_config(32768, 4096, has_mask=True)
+    assert config.bwd_config(4096, 5120).parts == 5 and config.bwd_config(4096, 5121).parts == 1
+    assert config.bwd_config(4096, 5120, False, is_rms=True).parts == 1
+    assert config.bwd_config(32768, 5120).parts == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", list(FORWARDS))
+def test_few_waves_on_the_gpu(op):
+    """The rules of 2049-4096 rows and LayerNorm's head + tail tiles of few rows, compiled as launched, forward and
+    backward, against the reference."""
+    shapes = [(3000, 4608), (3000, 5120), (3000, 6144), (3000, 6656), (3000, 8704), (3000, 12289), (3000, 2560)]
+    for m, n in shapes + [(1024, 12288)]:
+        for dtypes in (DTYPES[1], DTYPES[3]):
+            x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")
+            check_forward("triton", op, x, w, b)
+            check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
+
+
+@pytest.mark.parametrize("op", list(FORWARDS))
 def test_strided_rows_are_read_without_a_copy(op):
     x, w, b = make_inputs(11, 96, torch.float16, torch.float16, row_pad=40)
     assert x.stride() == (136, 1)
@@ -282,9 +344,10 @@ def test_forward_chunks_follow_the_norm():
 @pytest.mark.gpu
 @pytest.mark.parametrize("op", list(FORWARDS))
 def test_long_rows_forward_on_the_gpu(op):
-    """The heuristic's forward of many long rows compiled as launched, a ragged last chunk, against the reference:
-    chunks of 2048 at 16 warps, 4096 at 32 and 8192 in 3-D tiles (the clamped ReLU's 2048 at 8, 4096 at 16 and 8192
-    at 32, in 3-D tiles); and the backward after it (split rows, above 16384 columns sums published a step ahead)."""
+    """The heuristic's forward of long rows compiled as launched, a ragged last chunk, against the reference:
+    chunks of 2048 (at 8 warps: 2050 rows take ``_few_waves_fwd``), 4096 at 32 and 8192 in 3-D tiles (the clamped
+    ReLU's 2048 at 8, 4096 at 16 and 8192 at 32, in 3-D tiles); and the backward after it (split rows, above 16384
+    columns sums published a step ahead)."""
     from normkit.triton import config
 
     for n, chunk in ((12289, 2048), (32767, 4096), (32771, 8192)):

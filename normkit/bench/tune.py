@@ -34,18 +34,19 @@ def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
 
 
 def candidates(case: Case) -> list[LaunchConfig]:
-    """The grid: whole-row tiles up to 8192 elements (from 256 in the forward, from 1024 in the backward), and for rows
+    """The grid: whole-row tiles up to 8192 elements (from 256 in the forward, from 1024 in the backward; in the
+    forward a row that is a power of two and at most half of one again also as a head and a tail tile), and for rows
     that do not fit, chunks of 1024-4096 (8192 too for the forward's rows above 16384 columns; several rows a step
     for the shorter chunks in the forward; the backward's chunks keep the whole row's dW/dB partials in registers, up
     to ``config.chunked_max_n`` columns); warps for 4-32 elements a thread in the forward's whole rows (Inductor's
     persistent reductions hold 4-8), 8-32 in the backward's, 4-32 in forward chunks, 4-16 in backward chunks;
-    backward also 1-8 programs per SM. Rows longer than a tile also get the split-row backward's grid
+    backward also 1-8 programs per SM. Rows longer than half the widest tile also get the split-row backward's grid
     (``_split_candidates``)."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction == "fwd"
     is_rms = case.kind == "rms_norm"
-    split = _split_candidates(case) if not fwd and full > config.LIMITS["bwd_max_block_n"] else []
+    split = _split_candidates(case) if not fwd and 2 * n > config.LIMITS["bwd_max_block_n"] else []
     if not fwd and full > config.chunked_max_n(is_rms):  # no one-program row
         return split
     per_thread = (4, 8, 16, 32) if fwd else (8, 16, 32)
@@ -55,6 +56,11 @@ def candidates(case: Case) -> list[LaunchConfig]:
             continue
         for warps in _warp_options(tile, per_thread):
             out.append(LaunchConfig(tile // full, full, 1, warps))
+    head = full // 2
+    if fwd and head >= 256 and n <= head + head // 2:  # a head tile and a tail tile (``tail_n``), one row a program
+        tail = config.row_block_n(n - head)
+        for warps in sorted({max(1, min(32, w)) for w in (tail // 256, 4, 8, 16)}):
+            out.append(LaunchConfig(1, head, 1, warps, tail_n=tail))
     if not fwd and full == 16384:  # one whole-row tile at 16 elements a thread, against the chunked rows below
         out.append(LaunchConfig(1, full, 1, 32))
     if full >= 8192:
@@ -191,6 +197,7 @@ def _short(r) -> str:
     if not r:
         return "-"
     parts = f" parts {r['parts']}" if r["parts"] > 1 else ""
+    parts += f" tail {r['tail_n']}" if r.get("tail_n") else ""
     return f"m{r['block_m']} n{r['block_n']}x{r['num_chunks']} w{r['num_warps']} p{r['programs_per_sm']}{parts}"
 
 

@@ -47,6 +47,8 @@ class LaunchConfig:
     parts: int = 1
     # split rows: publish a row block's sums a step before its dx (``split_rows_kernel``'s AHEAD)
     ahead: bool = False
+    # forward of one-tile rows: a tail tile of this many columns after the head tile of block_n (0: none)
+    tail_n: int = 0
 
     @property
     def per_thread(self) -> int:
@@ -120,7 +122,9 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
     above 16384 columns: one program of 32 warps a SM, chunks of 4096 (above 32768 columns 8192, 8 elements a
     thread). The clamped ReLU's forward of many rows above 4096 columns: 8 chunks a row (N rounded up to a power of
     two, / 8), 8 elements a thread (1024 at 4 warps up to 8192 columns, 2048 at 8 up to 16384, 4096 at 16, 8192
-    at 32).
+    at 32). Calls of 2049-4096 rows of 4097-16384 columns (a few waves of programs): ``_few_waves_fwd``, 8 elements
+    a thread, and LayerNorm's rows of 4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``);
+    LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile.
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -157,7 +161,9 @@ def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False, i
     8). Programs per SM = warps a SM // warps a program. RMSNorm's rows of 16384 (``chunked_max_n``) in chunks,
     one persistent program per SM, the whole row's dW (and dB) partials in registers (chunks of 2048 at 16 warps for
     dW alone, 4096 at 32 warps with dB as well: the second accumulator needs the registers of more threads). Longer
-    rows, and the others above 8192 columns, split over several programs (``split_rows_config``).
+    rows, and the others above 8192 columns, split over several programs (``split_rows_config``). Calls of 2049-4096
+    rows (no mask): ``_few_waves_bwd`` (rows of 2049-4096 columns two a tile at 16 elements a thread, one 16-warp
+    program a SM; LayerNorm's of 4097-5120 split in parts of 1024).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192,
     4-32 elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``):
@@ -188,6 +194,8 @@ def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple)
     if m > 2048 and has_mask:
         # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes)
         chunked = _chunked(n, widest, row_block_n(n) // 8, 8, one_tile)
+    elif 2048 < m <= 4096 and row_block_n(n) <= 16384 and row_block_n(n) > one_tile:
+        return _few_waves_fwd(n, is_rms, widest, one_tile)
     elif m > 2048 and row_block_n(n) > 16384:
         # one program of 32 warps a SM, so that the rows pass two reads again stay in L2: chunks of 4096 (4 elements
         # a thread), above 32768 columns 8192 (8 a thread)
@@ -195,6 +203,10 @@ def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple)
         chunked = _chunked(n, widest, chunk, per_thread, one_tile)
     elif m > 2048:  # 4 elements a thread; rows enough to fill the GPU many times over
         chunked = _chunked(n, widest, 1024 if n <= 8192 and not is_rms else 2048, 4, one_tile)
+    elif not is_rms and not has_mask and widest < n <= widest + widest // 2:
+        # few rows of 8193-12288 columns: a head tile of 8192 and a tail tile, 8 warps (1024 x 12288 bf16: 2148 ->
+        # 2419 GB/s, one tile of 16384 at 16 warps 2234; cuDNN 2868; GPU run 110)
+        return LaunchConfig(1, widest, 1, 8, tail_n=row_block_n(n - widest))
     else:  # few rows: small programs (at most 4 warps), so that all of them run in the first wave
         chunked = _chunked(n, widest, 2048 if n <= 8192 else 4096, 16, one_tile)
         if chunked:
@@ -205,6 +217,37 @@ def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple)
     tile = 2048 if _few_short_rows(m, block_n) else max(4096, 2 * block_n)
     block_m = _rows_per_tile(m, block_n, tile)
     return LaunchConfig(block_m, block_n, 1, max(1, min(16, block_m * block_n // (32 * 32))))
+
+
+def _few_waves_fwd(n: int, is_rms: bool, widest: int, one_tile: int) -> LaunchConfig:
+    """Rows too long for one tile of ``one_tile`` when there are 2049-4096 of them (a call of a few waves of
+    programs): 8 elements a thread, where many rows are faster at 4. RMSNorm in chunks of 2048 (4096 above 8192
+    columns); LayerNorm up to ``widest`` (8192) columns by the row's length past the half tile ``head`` (4096): up to
+    an eighth of it, chunks of head / 4; up to a half, the head and a tail tile after it (``tail_n``, 8 elements a
+    thread: 5120 = 4096 + 1024 at 4 warps, 6144 = 4096 + 2048 at 8); longer, one tile of 32 a thread; above,
+    chunks of 2048, 8 a thread but at 10241-14336 columns 4 (16 warps), where 8 ran 2-4% slower.
+
+    Measured on an H200 (4096 rows, fp16; the tuner, GPU run 107, then runs 109-110 in turns in one process,
+    ``benchmarks/results/logs/run1{07,09,10}*``), the rules for many rows (4 elements a thread) -> these (cuDNN):
+    LayerNorm at 4608 2736 -> 2890 (3169), 5120 2931 -> 3191 (head + tail; chunks of 1024: 3072; 3219), 6144 3141
+    -> 3299 (3289), 6656 3042 -> 3214 (one tile; chunks of 2048: 3077; 3430), 8704 2929 -> 3308 (3489), 10240 3224
+    -> 3527 (3525), 15360 3335 -> 3470 (3539), but 12800 3480 -> 3390 (3614) (bench runs 106 and 113, across
+    machines: 10752-13824 2-4% slower, 9728 14% and 14848-15872 3-5% faster); RMSNorm at 4608 2783 -> 3237 (3211),
+    5120 2990 -> 3328 (3274), 6144 3323 -> 3488 (3319), 8704 3618 -> 3666 (3721), 10240 3693 -> 3748 (3740), 15360
+    3798 -> 3846 (3771). Head + tail tiles were slower where the tail is 4 elements a thread (4608 = 4096 + 512:
+    2285) and at 8192 + 2048 (3449 against 3527)."""
+    full = row_block_n(n)
+    if is_rms:
+        return _chunked(n, widest, 2048 if full <= 8192 else 4096, 8, one_tile)
+    if full > widest:  # 8 a thread, but 4 (the rule of many rows) at 10241-14336 columns
+        return _chunked(n, widest, 2048, 4 if 10240 < n <= 14336 else 8, one_tile)
+    head = full // 2
+    if n <= head + head // 8:
+        return _chunked(n, widest, head // 4, 8, one_tile)
+    if n <= head + head // 2:
+        tail = row_block_n(n - head)
+        return LaunchConfig(1, head, 1, max(1, tail // (32 * 8)), tail_n=tail)
+    return LaunchConfig(1, full, 1, max(1, full // (32 * 32)))
 
 
 def _few_short_rows(m: int, block_n: int) -> bool:
@@ -219,6 +262,10 @@ def _bwd_heuristic(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool
     # RMSNorm's chunked rows only where the row is a power of two (16384); split at 9216 and 12288 (chunked_max_n)
     if full > chunked_max_n(is_rms) or (is_rms and full > LIMITS["bwd_max_block_n"] and n != full):
         return split_rows_config(n, is_rms, has_mask, m)
+    if 2048 < m <= 4096 and not has_mask:  # a few waves of programs (``_few_waves_bwd``)
+        few_waves = _few_waves_bwd(n, is_rms)
+        if few_waves:
+            return few_waves
     chunked = _chunked(n, LIMITS["bwd_max_block_n"], 4096 if has_dbias else 2048, per_thread=4)
     if chunked:  # partials in registers, 4 elements a thread in each chunk, one program a SM
         return replace(chunked, programs_per_sm=1)
@@ -233,6 +280,23 @@ def _bwd_heuristic(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool
     block_m = _rows_per_tile(m, block_n, tile)
     warps = max(1, min(32, block_m * block_n // (32 * per_thread)))
     return LaunchConfig(block_m, block_n, 1, warps, max(1, warps_per_sm // warps))
+
+
+def _few_waves_bwd(n: int, is_rms: bool) -> LaunchConfig | None:
+    """2049-4096 rows: rows of 2049-4096 columns two a tile at 16 elements a thread, one 16-warp program a SM;
+    LayerNorm's rows of 4097-5120 columns split in parts of 1024 (``split_rows_config``); else None (the rules for
+    many rows). Measured on an H200 (4096 rows, fp16; the tuner, GPU run 108, then run 109 in turns; the rules
+    for many rows -> these, cuDNN):
+    LayerNorm at 4096 2431 -> 2586 (2212), 2560 1807 -> 1820 (1897), 4608 1935 -> 2053 (2138), 5120 2026 -> 2203
+    (2597); RMSNorm at 4096 2584 -> 2734 (2869), 2560 1911 -> 2081 (2042). Not taken: at 2048 two rows of 2048 at
+    8 or 16 warps (LayerNorm 1785 and 1645 against 1831), RMSNorm's split rows at 4608-6656 (2161-2503 against
+    2349-2857), LayerNorm's at 6656-7680 (2349 and 2598 against 2446 and 2632)."""
+    full = row_block_n(n)
+    if full == 4096 and n > 2048:
+        return LaunchConfig(2, 4096, 1, 16, 1)
+    if not is_rms and 4096 < n <= 5120:
+        return split_rows_config(n, is_rms, False, 4096)
+    return None
 
 
 def chunked_max_n(is_rms: bool) -> int:
