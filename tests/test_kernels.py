@@ -183,12 +183,15 @@ def test_3d_tiles_from_the_heuristics_width(monkeypatch):
 
 @pytest.mark.parametrize("op", list(FORWARDS))
 @pytest.mark.parametrize("dtypes", [DTYPES[1], DTYPES[3]], ids=[DTYPE_IDS[1], DTYPE_IDS[3]])
-@pytest.mark.parametrize("n, head, tail, block_m", [(100, 64, 64, 1), (130, 128, 16, 2), (320, 256, 64, 2)])
+@pytest.mark.parametrize(
+    "n, head, tail, block_m", [(100, 64, 64, 1), (130, 128, 16, 2), (320, 256, 64, 2), (100, 128, 16, 1)]
+)
 @pytest.mark.parametrize("layout", ["2d", "3d"])
 def test_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, layout):
     """One-tile rows held as a head tile and a tail tile after it (``tail_n``), forced: a ragged tail (100 = 64 +
-    36 of 64; 130 = 128 + 2 of 16), a whole one (320 = 256 + 64), 1 and 2 rows a program (a row block past M),
-    strided rows, zero-centered gamma, both tile layouts."""
+    36 of 64; 130 = 128 + 2 of 16), a whole one (320 = 256 + 64), a head past the row's end (100 in 128 + 16: the
+    tail all padding), 1 and 2 rows a program (a row block past M), strided rows, zero-centered gamma, both tile
+    layouts."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 

@@ -51,7 +51,7 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
         float(lower), float(upper), keep_from, keep_to,
         IS_RMS=is_rms, HAS_BIAS=bias is not None, ZERO_CENTERED=zero_centered_gamma, CLAMP_MASK=clamp is not None,
         ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, UNROLL=min(cfg.num_chunks, 8),
-        EVEN_N=n % cfg.block_n == 0 or cfg.tail_n > 0,  # with a tail tile, the head lies wholly in the row
+        EVEN_N=n % cfg.block_n == 0 or (cfg.tail_n > 0 and n >= cfg.block_n),  # a head wholly in the row
         PASS_TWO_UNROLL=pass_two_unroll, KEEP_BY_BITS=0.0 < keep_from <= keep_to,
         TILE_3D=_tiles_3d(cfg, x, weight), TAIL_N=cfg.tail_n,
         num_warps=cfg.num_warps,
