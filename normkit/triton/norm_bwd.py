@@ -321,6 +321,19 @@ def _stand_in(
 
 
 @triton.jit
+def _load_part(
+    DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask,
+    IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """``_load_raw`` of a split row's part (columns ``col0 ...``) of the row block ``rows``, bounded by M: how the
+    split-row loop issues every row block's loads."""
+    return _load_raw(
+        DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < M, col0, N, stride_dy, stride_x, stride_mask,
+        IS_RMS, HAS_MASK, BLOCK_N, "", False,
+    )  # fmt: skip
+
+
+@triton.jit
 def _publish_part(
     tile, w, SUMS, rows, M, part, col0, N,
     IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -412,16 +425,15 @@ def split_rows_kernel(
     db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
     step = num_groups * BLOCK_M
     rows = group * BLOCK_M + tl.arange(0, BLOCK_M)
-    tile = _load_raw(
-        DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < M, col0, N, stride_dy, stride_x, stride_mask,
-        IS_RMS, HAS_MASK, BLOCK_N, "", False,
-    )  # fmt: skip
+    tile = _load_part(
+        DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N
+    )
     if not AHEAD:
         for _ in tl.range(0, blocks_per_group):
             next_rows = rows + step
-            next_tile = _load_raw(
-                DY, X, MASK, MEAN, RSTD, next_rows, next_rows.to(tl.int64), next_rows < M, col0, N, stride_dy,
-                stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "", False,
+            next_tile = _load_part(
+                DY, X, MASK, MEAN, RSTD, next_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
+                BLOCK_N,
             )  # fmt: skip
             own, dy, xhat, g, rstd = _publish_part(
                 tile, w, SUMS, rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS
@@ -439,17 +451,16 @@ def split_rows_kernel(
     else:
         own = _publish_part(tile, w, SUMS, rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS)[0]
         next_rows = rows + step
-        next_tile = _load_raw(
-            DY, X, MASK, MEAN, RSTD, next_rows, next_rows.to(tl.int64), next_rows < M, col0, N, stride_dy,
-            stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "", False,
-        )  # fmt: skip
+        next_tile = _load_part(
+            DY, X, MASK, MEAN, RSTD, next_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N
+        )
         for _ in tl.range(0, blocks_per_group):
             # three row blocks in registers: this one (its sums published a step ago), the next (published now)
             # and the one after it (its loads issued first)
             far_rows = next_rows + step
-            far_tile = _load_raw(
-                DY, X, MASK, MEAN, RSTD, far_rows, far_rows.to(tl.int64), far_rows < M, col0, N, stride_dy,
-                stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "", False,
+            far_tile = _load_part(
+                DY, X, MASK, MEAN, RSTD, far_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
+                BLOCK_N,
             )  # fmt: skip
             next_own = _publish_part(
                 next_tile, w, SUMS, next_rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS

@@ -149,8 +149,6 @@ def norm_fwd_kernel(
         x = tl.load(_per_row(row_starts, TILE_3D) + cols, mask=ok, other=0.0).to(ACC)
         # TAIL_N: the row is a head tile of BLOCK_N columns, all in the row, and a tail tile of TAIL_N from column
         # BLOCK_N on, both held in registers (5120 = 4096 + 1024 instead of one tile of 8192 that is 37% padding)
-        x_tail = x
-        tail_ok = ok
         if TAIL_N:
             tail_cols = _tile_cols(BLOCK_N, TAIL_N, TILE_3D)
             tail_ok = _per_row(row_ok, TILE_3D) & (tail_cols < N)
@@ -161,7 +159,6 @@ def norm_fwd_kernel(
                 sq += _row_sum(x_tail * x_tail, TILE_3D)
             rstd = 1.0 / tl.sqrt(sq / N + eps)
             xhat = x * _per_row(rstd, TILE_3D)
-            xhat_tail = xhat
             if TAIL_N:
                 xhat_tail = x_tail * _per_row(rstd, TILE_3D)
         else:
@@ -173,13 +170,11 @@ def norm_fwd_kernel(
             if not EVEN_N:
                 centered = tl.where(ok, centered, 0.0)
             sq = _row_sum(centered * centered, TILE_3D)
-            centered_tail = centered
             if TAIL_N:
                 centered_tail = tl.where(tail_ok, x_tail - _per_row(mean, TILE_3D), 0.0)
                 sq += _row_sum(centered_tail * centered_tail, TILE_3D)
             rstd = 1.0 / tl.sqrt(sq / N + eps)
             xhat = centered * _per_row(rstd, TILE_3D)
-            xhat_tail = xhat
             if TAIL_N:
                 xhat_tail = centered_tail * _per_row(rstd, TILE_3D)
             tl.store(MEAN + rows, mean, mask=row_ok)
