@@ -200,6 +200,40 @@ def test_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, layout):
         check_forward("triton", op, x, w, b, zero_centered_gamma=True)
 
 
+@pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize("dtypes", [DTYPES[1], DTYPES[3]], ids=[DTYPE_IDS[1], DTYPE_IDS[3]])
+@pytest.mark.parametrize("n, head, tail, block_m", [(100, 128, 0, 1), (130, 128, 16, 2), (320, 256, 64, 2)])
+@pytest.mark.parametrize("layout", ["2d", "3d"])
+def test_persistent_forward(op, dtypes, n, head, tail, block_m, layout):
+    """The forward's one-tile rows on a persistent grid (``programs_per_sm``), forced: 7 rows over at most 4
+    programs (the interpreter's grid), so programs take 2-4 row blocks each, the last of them past M; with and
+    without a tail tile, strided rows, zero-centered gamma, both tile layouts."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(7, n, *dtypes, bias=op != "rms_norm", row_pad=24)
+    with tile_layout(layout), config.forced(fwd=LaunchConfig(block_m, head, 1, 1, 1, tail_n=tail)):
+        check_forward("triton", op, x, w, b, zero_centered_gamma=True)
+
+
+@pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize("dtypes", [DTYPES[1], DTYPES[3]], ids=[DTYPE_IDS[1], DTYPE_IDS[3]])
+@pytest.mark.parametrize(
+    "n, head, tail, block_m", [(100, 64, 64, 1), (130, 128, 16, 2), (320, 256, 64, 2), (100, 128, 16, 1)]
+)
+@pytest.mark.parametrize("has_dbias", [True, False])
+def test_backward_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, has_dbias):
+    """The backward's one-tile rows as a head tile and a tail tile after it (``tail_n``), forced: the same rows as
+    the forward's test (a ragged tail, a whole one, a head past the row's end), with and without dB, the mask read
+    in both tiles, strided rows, zero-centered gamma; 7 rows over 4 persistent programs (row blocks past M)."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(7, n, *dtypes, bias=op != "rms_norm", row_pad=24)
+    with config.forced(bwd=LaunchConfig(block_m, head, 1, 1, 1, tail_n=tail)):
+        check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=has_dbias)
+
+
 def test_few_waves_rules():
     """2049-4096 rows (a call of a few waves of programs) take their own rules (``config._few_waves_fwd`` and
     ``_few_waves_bwd``); many rows and the masked ops keep theirs."""
@@ -231,6 +265,31 @@ def test_few_waves_rules():
     assert config.bwd_config(4096, 5120).parts == 5 and config.bwd_config(4096, 5121).parts == 1
     assert config.bwd_config(4096, 5120, False, is_rms=True).parts == 1
     assert config.bwd_config(32768, 5120).parts == 1
+    # LayerNorm's 5121-6144 as head + tail; not RMSNorm's, not many rows'
+    assert config.bwd_config(3000, 5121) == config.LaunchConfig(1, 4096, 1, 8, 1, tail_n=2048)
+    assert config.bwd_config(3000, 6144, False, is_rms=True).tail_n == config.bwd_config(32768, 6144).tail_n == 0
+    assert config.bwd_config(3000, 6145).tail_n == 0
+
+
+def test_few_waves_persistent_forward_rules():
+    """2049-4096 rows of 1153-3072 columns (LayerNorm's up to 2560): one row a step of a persistent grid
+    (``config._few_waves_persistent_fwd``), with a tail tile where the row is more than an eighth past 1024 or
+    2048; not for the masked forward, many rows, 2049-2304 columns or LayerNorm's 2561-3072."""
+    from normkit.triton import config
+
+    def fwd(n, is_rms=False, m=3000):
+        cfg = config.fwd_config(m, n, is_rms)
+        return cfg.block_m, cfg.block_n, cfg.num_warps, cfg.programs_per_sm, cfg.tail_n
+
+    for is_rms in (False, True):
+        assert fwd(1536, is_rms) == (1, 1024, 1, 16, 512) and fwd(1153, is_rms) == (1, 1024, 1, 16, 256)
+        assert fwd(1537, is_rms) == fwd(2048, is_rms) == (1, 2048, 4, 8, 0)
+        assert fwd(2305, is_rms) == fwd(2560, is_rms) == (1, 2048, 2, 8, 512)
+        for n in (1024, 1152, 2049, 2304, 3073):  # one program a row block
+            assert fwd(n, is_rms)[3] == 0
+        assert fwd(2048, is_rms, m=2048)[3] == fwd(2048, is_rms, m=4097)[3] == 0
+    assert fwd(3072, True) == (1, 2048, 4, 8, 1024) and fwd(2561)[3] == 0
+    assert config.fwd_config(3000, 2048, has_mask=True).programs_per_sm == 0
 
 
 @pytest.mark.gpu
@@ -239,6 +298,7 @@ def test_few_waves_on_the_gpu(op):
     """The rules of 2049-4096 rows and LayerNorm's head + tail tiles of few rows, compiled as launched, forward and
     backward, against the reference."""
     shapes = [(3000, 4608), (3000, 5120), (3000, 6144), (3000, 6656), (3000, 8704), (3000, 12289), (3000, 2560)]
+    shapes += [(3000, 1200), (3000, 1536), (3000, 2000), (3000, 3072), (3000, 5500)]  # persistent, head + tail
     for m, n in shapes + [(1024, 12288)]:
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")

@@ -79,8 +79,8 @@ def test_launcher_checks_its_arguments():
     from normkit.triton.norm_fwd import norm_fwd_kernel
 
     launcher = launch.Launcher(norm_fwd_kernel)
-    assert launcher.runtime_count == 17 and launcher.constexpr_names[0] == "IS_RMS"
-    with pytest.raises(TypeError, match="norm_fwd_kernel takes 17 runtime arguments"):
+    assert launcher.runtime_count == 19 and launcher.constexpr_names[0] == "IS_RMS"
+    with pytest.raises(TypeError, match="norm_fwd_kernel takes 19 runtime arguments"):
         launcher[(1,)](1, 2, num_warps=1, IS_RMS=True)
 
 

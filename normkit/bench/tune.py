@@ -35,7 +35,9 @@ def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
 
 def candidates(case: Case) -> list[LaunchConfig]:
     """The grid: whole-row tiles up to 8192 elements (from 256 in the forward, from 1024 in the backward; in the
-    forward a row that is a power of two and at most half of one again also as a head and a tail tile), and for rows
+    forward a row that is a power of two and at most half of one again also as a head and a tail tile, in the
+    backward from a head of 1024; the forward's one-row programs of at most 4 warps also on a persistent grid of 8 or
+    16 programs a SM), and for rows
     that do not fit, chunks of 1024-4096 (8192 too for the forward's rows above 16384 columns; several rows a step
     for the shorter chunks in the forward; the backward's chunks keep the whole row's dW/dB partials in registers, up
     to ``config.chunked_max_n`` columns); warps for 4-32 elements a thread in the forward's whole rows (Inductor's
@@ -57,10 +59,18 @@ def candidates(case: Case) -> list[LaunchConfig]:
         for warps in _warp_options(tile, per_thread):
             out.append(LaunchConfig(tile // full, full, 1, warps))
     head = full // 2
-    if fwd and head >= 256 and n <= head + head // 2:  # a head tile and a tail tile (``tail_n``), one row a program
+    if head >= (256 if fwd else 1024) and n <= head + head // 2:  # a head tile and a tail tile (``tail_n``)
         tail = config.row_block_n(n - head)
-        for warps in sorted({max(1, min(32, w)) for w in (tail // 256, 4, 8, 16)}):
+        warp_choices = (tail // 256, head // 1024, 4, 8, 16) if fwd else (head // 512, head // 256)
+        for warps in sorted({max(1, min(32, w)) for w in warp_choices}):
             out.append(LaunchConfig(1, head, 1, warps, tail_n=tail))
+    if fwd:  # one row a step of a persistent grid, for programs of at most 4 warps
+        out += [
+            dataclasses.replace(cfg, programs_per_sm=k)
+            for cfg in out
+            if cfg.block_m == 1 and cfg.num_chunks == 1 and cfg.num_warps <= 4
+            for k in (8, 16)
+        ]
     if not fwd and full == 16384:  # one whole-row tile at 16 elements a thread, against the chunked rows below
         out.append(LaunchConfig(1, full, 1, 32))
     if full >= 8192:
@@ -107,8 +117,9 @@ def _split_candidates(case: Case) -> list[LaunchConfig]:
 
 
 def _compile_key(cfg: LaunchConfig) -> LaunchConfig:
-    """Configs that differ only in programs per SM (a launch argument) share one compiled kernel."""
-    return dataclasses.replace(cfg, programs_per_sm=0)
+    """Configs that differ only in programs per SM (a launch argument) share one compiled kernel; a forward's 0
+    (one program a row block) is a kernel of its own."""
+    return dataclasses.replace(cfg, programs_per_sm=min(cfg.programs_per_sm, 1))
 
 
 def _forced(case: Case, cfg: LaunchConfig):

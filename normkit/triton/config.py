@@ -41,7 +41,8 @@ class LaunchConfig:
     block_n: int  # columns per tile (the whole row when num_chunks == 1)
     num_chunks: int
     num_warps: int
-    programs_per_sm: int = 0  # backward: persistent programs per SM (0: forward, one program per row block)
+    # persistent programs per SM (the backward's; a forward's of one-tile rows); 0: one program per row block
+    programs_per_sm: int = 0
     # backward of long rows: each row split into this many parts of block_n columns, one program a part
     # (``split_rows_kernel``); 1: not split
     parts: int = 1
@@ -122,9 +123,10 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
     above 16384 columns: one program of 32 warps a SM, chunks of 4096 (above 32768 columns 8192, 8 elements a
     thread). The clamped ReLU's forward of many rows above 4096 columns: 8 chunks a row (N rounded up to a power of
     two, / 8), 8 elements a thread (1024 at 4 warps up to 8192 columns, 2048 at 8 up to 16384, 4096 at 16, 8192
-    at 32). Calls of 2049-4096 rows of 4097-16384 columns (a few waves of programs): ``_few_waves_fwd``, 8 elements
-    a thread, and LayerNorm's rows of 4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``);
-    LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile.
+    at 32). Calls of 2049-4096 rows (a few waves of programs) of 1153-3072 columns: most on a persistent grid
+    (``_few_waves_persistent_fwd``); of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread, and
+    LayerNorm's rows of 4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``); LayerNorm's few rows
+    (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile.
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -163,7 +165,7 @@ def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False, i
     dW alone, 4096 at 32 warps with dB as well: the second accumulator needs the registers of more threads). Longer
     rows, and the others above 8192 columns, split over several programs (``split_rows_config``). Calls of 2049-4096
     rows (no mask): ``_few_waves_bwd`` (rows of 2049-4096 columns two a tile at 16 elements a thread, one 16-warp
-    program a SM; LayerNorm's of 4097-5120 split in parts of 1024).
+    program a SM; LayerNorm's of 4097-5120 split in parts of 1024, of 5121-6144 a head and a tail tile).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192,
     4-32 elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``):
@@ -191,6 +193,10 @@ def _rows_key(m: int) -> int:
 @functools.lru_cache(maxsize=4096)
 def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple) -> LaunchConfig:
     widest, one_tile = LIMITS["fwd_max_block_n"], LIMITS["fwd_one_tile_max_n"]
+    if 2048 < m <= 4096 and not has_mask:
+        persistent = _few_waves_persistent_fwd(n, is_rms)
+        if persistent:
+            return persistent
     if m > 2048 and has_mask:
         # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes)
         chunked = _chunked(n, widest, row_block_n(n) // 8, 8, one_tile)
@@ -250,6 +256,32 @@ def _few_waves_fwd(n: int, is_rms: bool, widest: int, one_tile: int) -> LaunchCo
     return LaunchConfig(1, full, 1, max(1, full // (32 * 32)))
 
 
+def _few_waves_persistent_fwd(n: int, is_rms: bool) -> LaunchConfig | None:
+    """2049-4096 rows of 1153-3072 columns (LayerNorm's up to 2560): one row a step of a persistent grid of 8-16
+    programs a SM, each issuing its next row's loads before it works on the current one (``PERSISTENT`` in
+    norm_fwd.py); the row as a head tile and a tail tile where it is more than an eighth past 1024 or 2048 (1024 +
+    256-512 at 1 warp, 16 programs a SM; 2048 + 512 at 2 warps, RMSNorm's 2048 + 1024 at 4, 8 a SM), a row of
+    1537-2048 columns in one tile of 2048 at 4 warps, 8 a SM. None elsewhere (the rules of one program a row block).
+
+    Measured on an H200 (4096 rows, fp16; forced configs in turns in one process, GPU runs 117-118,
+    ``benchmarks/results/logs/run11[78]*``), the rule of one program a row block -> this (cuDNN): LayerNorm at 1536
+    1979 -> 2270 (2035), 2048 2243 -> 2430 (2599), 2560 2266 -> 2499 (2624); RMSNorm at 1536 2104 -> 2378 (2139),
+    2048 2363 -> 2492 (2440), 2560 2479 -> 2618 (2790), 3072 2708 -> 2936 (2914). Not taken: LayerNorm at 3072
+    (2581 against 2282-2519 for 2048 + 1024 at 2-4 warps, 6-16 a SM), a persistent 2 x 4096 tile at 2560-4096,
+    2-4 rows a step, more programs a SM than fit at once by registers (2048 at 4 warps, 12 a SM: 2108)."""
+    if n <= 1024 or n > 3072 or (n > 2560 and not is_rms):
+        return None
+    if 1536 < n <= 2048:
+        return LaunchConfig(1, 2048, 1, 4, 8)
+    head = 1024 if n <= 1536 else 2048
+    if n <= head + head // 8:  # a tail of at most head / 8 columns would hold a few elements a thread
+        return None
+    tail = row_block_n(n - head)
+    if head == 1024:
+        return LaunchConfig(1, 1024, 1, 1, 16, tail_n=tail)
+    return LaunchConfig(1, 2048, 1, tail // 256, 8, tail_n=tail)
+
+
 def _few_short_rows(m: int, block_n: int) -> bool:
     """At most 4096 rows of at most 1024 columns: a call of a few microseconds, where the forward's smaller tiles
     (2048 elements) win (tuner, GPU run 33: 4096 x 768 and 4096 x 128)."""
@@ -284,18 +316,25 @@ def _bwd_heuristic(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool
 
 def _few_waves_bwd(n: int, is_rms: bool) -> LaunchConfig | None:
     """2049-4096 rows: rows of 2049-4096 columns two a tile at 16 elements a thread, one 16-warp program a SM;
-    LayerNorm's rows of 4097-5120 columns split in parts of 1024 (``split_rows_config``); else None (the rules for
-    many rows). Measured on an H200 (4096 rows, fp16; the tuner, GPU run 108, then run 109 in turns; the rules
-    for many rows -> these, cuDNN):
-    LayerNorm at 4096 2431 -> 2586 (2212), 2560 1807 -> 1820 (1897), 4608 1935 -> 2053 (2138), 5120 2026 -> 2203
-    (2597); RMSNorm at 4096 2584 -> 2734 (2869), 2560 1911 -> 2081 (2042). Not taken: at 2048 two rows of 2048 at
-    8 or 16 warps (LayerNorm 1785 and 1645 against 1831), RMSNorm's split rows at 4608-6656 (2161-2503 against
-    2349-2857), LayerNorm's at 6656-7680 (2349 and 2598 against 2446 and 2632)."""
+    LayerNorm's rows of 4097-5120 columns split in parts of 1024 (``split_rows_config``), of 5121-6144 a head tile
+    of 4096 and a tail tile of 2048 (``tail_n``) at 8 warps; else None (the rules for many rows).
+
+    Measured on an H200 (4096 rows, fp16; the tuner, GPU run 108, then run 109 in turns; the rules for many rows
+    -> these, cuDNN): LayerNorm at 4096 2431 -> 2586 (2212), 2560 1807 -> 1820 (1897), 4608 1935 -> 2053 (2138),
+    5120 2026 -> 2203 (2597); RMSNorm at 4096 2584 -> 2734 (2869), 2560 1911 -> 2081 (2042). Not taken: at 2048
+    two rows of 2048 at 8 or 16 warps (LayerNorm 1785 and 1645 against 1831), RMSNorm's split rows at 4608-6656
+    (2161-2503 against 2349-2857), LayerNorm's at 6656-7680 (2349 and 2598 against 2446 and 2632). Head + tail
+    tiles (GPU run 116, in turns with cuDNN): LayerNorm at 6144 2289 -> 2571 (cuDNN 1737); slower than the rules
+    elsewhere (RMSNorm at 4608 and 5120 2226-2265 and 2352-2422 against 2315 and 2483, LayerNorm at 4608 and 5120
+    1570-1890 and 1706-1930 against split rows' 2055 and 2187, both at 2560 1214-1800 against 2007 and 1820;
+    RMSNorm's 8192 + 2048 at 10240 1995-2193 against 2838: the 8192 head spills at 16-32 warps)."""
     full = row_block_n(n)
     if full == 4096 and n > 2048:
         return LaunchConfig(2, 4096, 1, 16, 1)
     if not is_rms and 4096 < n <= 5120:
         return split_rows_config(n, is_rms, False, 4096)
+    if not is_rms and 5120 < n <= 6144:
+        return LaunchConfig(1, 4096, 1, 8, 1, tail_n=2048)
     return None
 
 
@@ -362,9 +401,9 @@ def multiprocessor_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
-def bwd_programs(x: torch.Tensor, row_blocks: int, cfg: LaunchConfig) -> int:
-    """Programs of the persistent backward grid: a few per SM on a GPU, a handful in the interpreter; at most one
-    per row block."""
+def persistent_programs(x: torch.Tensor, row_blocks: int, cfg: LaunchConfig) -> int:
+    """Programs of a persistent grid (the backward's, a persistent forward's): ``programs_per_sm`` a SM on a GPU, a
+    handful in the interpreter; at most one per row block."""
     if x.is_cuda:
         index = x.device.index if x.device.index is not None else torch.cuda.current_device()
         return max(1, min(row_blocks, cfg.programs_per_sm * multiprocessor_count(index)))
@@ -372,9 +411,9 @@ def bwd_programs(x: torch.Tensor, row_blocks: int, cfg: LaunchConfig) -> int:
 
 
 def row_groups(x: torch.Tensor, row_blocks: int, parts: int, cfg: LaunchConfig) -> int:
-    """Groups of rows of the split-row backward, whose grid is parts x groups: on a GPU about ``bwd_programs``
+    """Groups of rows of the split-row backward, whose grid is parts x groups: on a GPU about ``persistent_programs``
     programs in all (what fits at once); in the interpreter 3 groups (so tests see a last group that is part full).
     At least one group, at most one per row block."""
     if x.is_cuda:
-        return max(1, min(row_blocks, bwd_programs(x, row_blocks * parts, cfg) // parts))
+        return max(1, min(row_blocks, persistent_programs(x, row_blocks * parts, cfg) // parts))
     return max(1, min(row_blocks, 3))

@@ -14,7 +14,10 @@ to row ``p`` of a ``[G, N]`` buffer; a second, fixed-order reduction over the G 
 both). No atomics and no locks, so the same inputs give bit-identical
 gradients on every run (the Triton tutorial's lock-based reduction depends on which program takes the lock first).
 
-A row that fits one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) keeps the partials in registers. A row of up to 16384
+A row that fits one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) keeps the partials in registers (with ``TAIL_N``, as a
+head tile of ``BLOCK_N`` columns and a tail tile after it: LayerNorm's rows of 5632 and 6144 = 4096 + 2048 at
+2049-4096 rows ran 1.12-1.13x faster so than in a tile of 8192, GPU run 119; elsewhere slower,
+``config._few_waves_bwd``). A row of up to 16384
 columns is processed in chunks: a first pass reduces the two row sums (its loads marked ``evict_last``, so the
 chunks stay in L2), a second (walking back, so the chunks read last come first) writes dx and adds the chunk's
 dW/dB terms into a ``[chunks, BLOCK_N]`` register tile.
@@ -188,10 +191,12 @@ def norm_bwd_kernel(
     M, N, stride_dy, stride_x, stride_dx, stride_mask, num_programs, blocks_per_program,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr,
-    CHUNKS_P2: tl.constexpr, EVEN_N: tl.constexpr,
+    CHUNKS_P2: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr,
 ):  # fmt: skip
     """PARTIAL is float32 ``[1 or 2, num_programs, N]``: dW partials, then dB partials when HAS_DBIAS.
-    CHUNKS_P2 is NUM_CHUNKS rounded up to a power of two (the rows of a chunked row's partial tiles)."""
+    CHUNKS_P2 is NUM_CHUNKS rounded up to a power of two (the rows of a chunked row's partial tiles). TAIL_N: a
+    one-tile row is a head tile of BLOCK_N columns and a tail tile of TAIL_N after it (EVEN_N: the head wholly in
+    the row), each with its own weights, loads in flight and partials."""
     pid = tl.program_id(0)
     dw_row = PARTIAL + pid.to(tl.int64) * N
     db_row = dw_row + num_programs.to(tl.int64) * N
@@ -207,6 +212,14 @@ def norm_bwd_kernel(
             DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < M, 0, N, stride_dy, stride_x, stride_mask,
             IS_RMS, HAS_MASK, BLOCK_N, "", EVEN_N,
         )  # fmt: skip
+        if TAIL_N:  # the tail tile's own weights, partials and loads (its mean and rstd are the head's)
+            w_tail = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N)
+            dw_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
+            db_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
+            tail = _load_data(
+                DY, X, MASK, rows.to(tl.int64), rows < M, BLOCK_N, N, stride_dy, stride_x, stride_mask, HAS_MASK,
+                TAIL_N, "", False,
+            )  # fmt: skip
         for _ in tl.range(0, blocks_per_program):
             # the next row block's loads go out before this one is worked on: two row blocks in flight a program
             next_rows = rows + num_programs * BLOCK_M
@@ -214,23 +227,50 @@ def norm_bwd_kernel(
                 DY, X, MASK, MEAN, RSTD, next_rows, next_rows.to(tl.int64), next_rows < M, 0, N, stride_dy,
                 stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "", EVEN_N,
             )  # fmt: skip
+            if TAIL_N:
+                next_tail = _load_data(
+                    DY, X, MASK, next_rows.to(tl.int64), next_rows < M, BLOCK_N, N, stride_dy, stride_x,
+                    stride_mask, HAS_MASK, TAIL_N, "", False,
+                )  # fmt: skip
             row_ok = rows < M
             dy_raw, x_raw, packed, mean, rstd = tile
             dy, xhat, g, rstd = _terms(
                 dy_raw, x_raw, packed, mean, rstd, w, row_ok, 0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N
             )
             s1, s2 = _row_sums(xhat, g, IS_RMS)
+            if TAIL_N:
+                dy_raw, x_raw, packed = tail
+                dy_t, xhat_t, g_t, _ = _terms(
+                    dy_raw, x_raw, packed, mean, rstd, w_tail, row_ok, BLOCK_N, N, IS_RMS, HAS_MASK, ACC, BLOCK_M,
+                    TAIL_N, False,
+                )  # fmt: skip
+                s1_t, s2_t = _row_sums(xhat_t, g_t, IS_RMS)
+                s1 += s1_t
+                s2 += s2_t
             c1 = s1 / N
             c2 = s2 / N  # unused by RMSNorm
             _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, 0, N, stride_dx, IS_RMS, BLOCK_N)
             dw_acc += dy * xhat
             if HAS_DBIAS:
                 db_acc += dy
+            if TAIL_N:
+                _write_dx(
+                    DX, g_t, xhat_t, c1, c2, rstd, rows.to(tl.int64), row_ok, BLOCK_N, N, stride_dx, IS_RMS, TAIL_N
+                )
+                dw_tail += dy_t * xhat_t
+                if HAS_DBIAS:
+                    db_tail += dy_t
+                tail = next_tail
             rows = next_rows
             tile = next_tile
         tl.store(dw_row + cols, tl.sum(dw_acc, axis=0), mask=col_ok)
         if HAS_DBIAS:
             tl.store(db_row + cols, tl.sum(db_acc, axis=0), mask=col_ok)
+        if TAIL_N:
+            tail_cols = BLOCK_N + tl.arange(0, TAIL_N)
+            tl.store(dw_row + tail_cols, tl.sum(dw_tail, axis=0), mask=tail_cols < N)
+            if HAS_DBIAS:
+                tl.store(db_row + tail_cols, tl.sum(db_tail, axis=0), mask=tail_cols < N)
     else:  # the whole row's dW/dB partials as [CHUNKS_P2, BLOCK_N] tiles, chunk c in row c
         chunk_ids = tl.arange(0, CHUNKS_P2)[:, None]
         dw_acc = tl.zeros([CHUNKS_P2, BLOCK_N], dtype=ACC)

@@ -44,19 +44,28 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
     keep_from, keep_to = (0.0, 0.0)  # float64 kernels compare y itself
     if clamp and x.dtype != torch.float64:
         keep_from, keep_to = mask_thresholds(float(lower), float(upper), x.dtype)
-    NORM_FWD[(cdiv(m, cfg.block_m),)](
+    row_blocks = cdiv(m, cfg.block_m)
+    persistent = cfg.programs_per_sm > 0 and cfg.num_chunks == 1
+    programs = config.persistent_programs(x, row_blocks, cfg) if persistent else row_blocks
+    NORM_FWD[(programs,)](
         x, y, weight, bias if bias is not None else weight, rstd if is_rms else mean, rstd,
         mask if mask is not None else y,
         m, n, x.stride(0), y.stride(0), mask.stride(0) if mask is not None else 0, float(eps),
-        float(lower), float(upper), keep_from, keep_to,
+        float(lower), float(upper), keep_from, keep_to, programs, cdiv(row_blocks, programs),
         IS_RMS=is_rms, HAS_BIAS=bias is not None, ZERO_CENTERED=zero_centered_gamma, CLAMP_MASK=clamp is not None,
         ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, UNROLL=min(cfg.num_chunks, 8),
-        EVEN_N=n % cfg.block_n == 0 or (cfg.tail_n > 0 and n >= cfg.block_n),  # a head wholly in the row
+        EVEN_N=_even_n(n, cfg),
         PASS_TWO_UNROLL=pass_two_unroll, KEEP_BY_BITS=0.0 < keep_from <= keep_to,
-        TILE_3D=_tiles_3d(cfg, x, weight), TAIL_N=cfg.tail_n,
+        TILE_3D=_tiles_3d(cfg, x, weight), TAIL_N=cfg.tail_n, PERSISTENT=persistent,
         num_warps=cfg.num_warps,
     )  # fmt: skip
     return y, mean, rstd, mask
+
+
+def _even_n(n: int, cfg) -> bool:
+    """The kernels' ``EVEN_N``: every tile (or chunk) of BLOCK_N columns lies wholly in the row, so they drop its
+    column bounds; with a tail tile (``tail_n``), the head does (the tail keeps its bounds)."""
+    return n % cfg.block_n == 0 or (cfg.tail_n > 0 and n >= cfg.block_n)
 
 
 def _tiles_3d(cfg, x, weight) -> bool:
@@ -165,14 +174,14 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
             AHEAD=cfg.ahead, num_warps=cfg.num_warps, **flags,
         )  # fmt: skip
     else:
-        programs = config.bwd_programs(x, row_blocks, cfg)
+        programs = config.persistent_programs(x, row_blocks, cfg)
         partial = torch.empty((2 if has_dbias else 1, programs, n), dtype=acc_torch, device=x.device)
         NORM_BWD[(programs,)](
             dy, x, weight, mean, rstd, mask, dx, partial,
             m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, programs, cdiv(row_blocks, programs),
             HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks,
-            CHUNKS_P2=next_power_of_2(cfg.num_chunks), EVEN_N=n % cfg.block_n == 0, num_warps=cfg.num_warps,
-            **flags,
+            CHUNKS_P2=next_power_of_2(cfg.num_chunks), EVEN_N=_even_n(n, cfg), TAIL_N=cfg.tail_n,
+            num_warps=cfg.num_warps, **flags,
         )  # fmt: skip
     dw, db = _sum_partials(partial, weight.dtype)
     return dx, dw, db
