@@ -206,8 +206,8 @@ def test_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, layout):
 @pytest.mark.parametrize("layout", ["2d", "3d"])
 def test_persistent_forward(op, dtypes, n, head, tail, block_m, layout):
     """The forward's one-tile rows on a persistent grid (``programs_per_sm``), forced: 7 rows over at most 4
-    programs (the interpreter's grid), so programs take 2-4 row blocks each, the last of them past M; with and
-    without a tail tile, strided rows, zero-centered gamma, both tile layouts."""
+    programs (the interpreter's grid), so a program takes one or two row blocks (and issues loads for a block past
+    M at its last step); with and without a tail tile, strided rows, zero-centered gamma, both tile layouts."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
