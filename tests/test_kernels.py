@@ -181,11 +181,14 @@ def test_3d_tiles_from_the_heuristics_width(monkeypatch):
     assert config.LIMITS["tile_3d_min_n"] == 2048 and launched[0]["BLOCK_N"] == 2048
 
 
+# (n, head, tail, rows a program) of the forced head + tail tests: a ragged tail (100 = 64 + 36 of 64; 130 = 128 + 2
+# of 16), a whole one (320 = 256 + 64), a head past the row's end (100 in 128 + 16: the tail all padding)
+HEAD_AND_TAIL_ROWS = [(100, 64, 64, 1), (130, 128, 16, 2), (320, 256, 64, 2), (100, 128, 16, 1)]
+
+
 @pytest.mark.parametrize("op", list(FORWARDS))
 @pytest.mark.parametrize("dtypes", [DTYPES[1], DTYPES[3]], ids=[DTYPE_IDS[1], DTYPE_IDS[3]])
-@pytest.mark.parametrize(
-    "n, head, tail, block_m", [(100, 64, 64, 1), (130, 128, 16, 2), (320, 256, 64, 2), (100, 128, 16, 1)]
-)
+@pytest.mark.parametrize("n, head, tail, block_m", HEAD_AND_TAIL_ROWS)
 @pytest.mark.parametrize("layout", ["2d", "3d"])
 def test_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, layout):
     """One-tile rows held as a head tile and a tail tile after it (``tail_n``), forced: a ragged tail (100 = 64 +
@@ -218,9 +221,7 @@ def test_persistent_forward(op, dtypes, n, head, tail, block_m, layout):
 
 @pytest.mark.parametrize("op", list(FORWARDS))
 @pytest.mark.parametrize("dtypes", [DTYPES[1], DTYPES[3]], ids=[DTYPE_IDS[1], DTYPE_IDS[3]])
-@pytest.mark.parametrize(
-    "n, head, tail, block_m", [(100, 64, 64, 1), (130, 128, 16, 2), (320, 256, 64, 2), (100, 128, 16, 1)]
-)
+@pytest.mark.parametrize("n, head, tail, block_m", HEAD_AND_TAIL_ROWS)
 @pytest.mark.parametrize("has_dbias", [True, False])
 def test_backward_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, has_dbias):
     """The backward's one-tile rows as a head tile and a tail tile after it (``tail_n``), forced: the same rows as
