@@ -159,10 +159,13 @@ def test_3d_tiles_from_the_heuristics_width(monkeypatch):
     from normkit.triton import config, ops
 
     launched = []
+    launcher = ops.NORM_FWD
 
     class Recorder:  # records each launch's constexprs instead of launching
-        def __getitem__(self, grid):
-            return lambda *args, **kwargs: launched.append(kwargs)
+        values = launcher.values
+
+        def launch(self, grid, args, num_warps, values):
+            launched.append(dict(zip(launcher.constexpr_names, values)))
 
     monkeypatch.setattr(ops, "NORM_FWD", Recorder())
     x, w, b = make_inputs(4, 2048, torch.bfloat16, torch.float32)
@@ -179,6 +182,45 @@ def test_3d_tiles_from_the_heuristics_width(monkeypatch):
         ops.layer_norm_fwd(x, w.bfloat16(), b.bfloat16(), 1e-5)
     assert [k["TILE_3D"] for k in launched] == [True, True, False, False, False, False, True, True, False]
     assert config.LIMITS["tile_3d_min_n"] == 2048 and launched[0]["BLOCK_N"] == 2048
+
+
+def test_cached_plans_follow_forced_configs_and_limits(monkeypatch):
+    """The launchers keep each shape's plan (config, grid, constexprs) from call to call; a plan must not outlive the
+    rules it came from: inside ``forced`` and ``limits`` the same shape launches their config, and after them the
+    heuristic's again."""
+    from normkit.triton import config, ops
+
+    launched = []
+
+    def recorder(launcher):
+        class Recorder:  # records each launch's constexprs instead of launching
+            values = launcher.values
+
+            def launch(self, grid, args, num_warps, values):
+                launched.append(dict(zip(launcher.constexpr_names, values), num_warps=num_warps, grid=grid))
+
+        return Recorder()
+
+    monkeypatch.setattr(ops, "NORM_FWD", recorder(ops.NORM_FWD))
+    monkeypatch.setattr(ops, "NORM_BWD", recorder(ops.NORM_BWD))
+    monkeypatch.setattr(ops, "_sum_partials", lambda partial, dtype: (None, None))
+    x, w, b = make_inputs(8, 100, torch.float32, torch.float32)
+    dy, mean, rstd = torch.randn_like(x), torch.zeros(8), torch.ones(8)
+
+    def both():
+        ops.layer_norm_fwd(x, w, b, 1e-5)
+        ops.layer_norm_bwd(dy, x, w, mean, rstd)
+        return [(k["BLOCK_M"], k["BLOCK_N"], k["NUM_CHUNKS"], k["num_warps"]) for k in launched[-2:]]
+
+    heuristic = both()
+    assert heuristic == [(8, 128, 1, 1), (8, 128, 1, 1)]  # whole rows of 100 in one tile of 128
+    forced = config.LaunchConfig(1, 32, 4, 1), config.LaunchConfig(2, 32, 4, 2, 1)
+    with config.forced(fwd=forced[0], bwd=forced[1]):
+        assert both() == [(1, 32, 4, 1), (2, 32, 4, 2)]
+    assert both() == heuristic
+    with config.limits(fwd_max_block_n=64, bwd_max_block_n=64, chunk_n=64):  # chunks of 64
+        assert both() == [(1, 64, 2, 1), (1, 64, 2, 1)]
+    assert both() == heuristic
 
 
 # (n, head, tail, rows a program) of the forced head + tail tests: a ragged tail (100 = 64 + 36 of 64; 130 = 128 + 2

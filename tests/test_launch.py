@@ -1,6 +1,8 @@
 """The Triton launcher's cache key (``normkit.triton.launch``): a call reuses a compiled kernel only where Triton
 would have chosen the same one."""
 
+import random
+
 import pytest
 import torch
 
@@ -80,8 +82,44 @@ def test_launcher_checks_its_arguments():
 
     launcher = launch.Launcher(norm_fwd_kernel)
     assert launcher.runtime_count == 19 and launcher.constexpr_names[0] == "IS_RMS"
-    with pytest.raises(TypeError, match="norm_fwd_kernel takes 19 runtime arguments"):
+    with pytest.raises(TypeError, match="norm_fwd_kernel takes the constexprs"):
         launcher[(1,)](1, 2, num_warps=1, IS_RMS=True)
+    values = tuple(range(len(launcher.constexpr_names)))
+    with pytest.raises(TypeError, match="norm_fwd_kernel takes 19 runtime arguments; got 2"):
+        launcher.launch((1,), (1, 2), 1, values)
+    assert launcher.values(**dict(zip(reversed(launcher.constexpr_names), reversed(values)))) == values
+
+
+def _some_args(seed: int) -> list:
+    """Runtime arguments of every kind, in a fixed order of kinds, with values drawn by ``seed``."""
+    pick = random.Random(seed).choice
+    tensors = [a for a in _runtime_args() if isinstance(a, torch.Tensor)]
+    floats = [a for a in _runtime_args() if type(a) is float]
+    return [pick(tensors), pick(INTS), pick(tensors), pick(floats), pick([True, False]), pick(INTS), pick(floats)]
+
+
+def test_binder_writes_each_arguments_key():
+    """The written binder's key is (device, constexprs, warps) and each argument's ``_key_of``, and it hands the
+    launcher each tensor's address in the tensor's place."""
+    kinds = ("tensor", "int", "tensor", "float", "bool", "int", "float")
+    bind = launch._binder(kinds)
+    for seed in range(200):
+        args = _some_args(seed)
+        key, launch_args = bind(0, (16, True), 4, *args)
+        assert key == (0, (16, True), 4, *[part for arg in args for part in launch._key_of(arg)])
+        want = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
+        assert list(launch_args) == want and all(type(a) is type(b) for a, b in zip(launch_args, want))
+
+
+@pytest.mark.parametrize("position, stranger", [(0, None), (0, 3), (1, 2.0), (1, True), (3, 1), (4, 1), (5, None)])
+def test_binder_refuses_arguments_of_another_kind(position, stranger):
+    """An argument of another kind than the binder was written for raises (and the launch takes Triton's path):
+    an int where a float was would otherwise reuse a kernel Triton specialized on another int's value."""
+    bind = launch._binder(("tensor", "int", "tensor", "float", "bool", "int", "float"))
+    args = _some_args(0)
+    args[position] = stranger
+    with pytest.raises((TypeError, AttributeError)):
+        bind(0, (), 1, *args)
 
 
 @pytest.mark.skipif(
@@ -102,6 +140,23 @@ def test_cached_launch_keeps_alignment_apart():
             y = layer_norm_fwd(x, weight, bias, 1e-5)[0]
             compare(y, reference.layer_norm_fwd(x, weight, bias, 1e-5)[0], "y")
         assert len(NORM_FWD.compiled) <= before + 1
-    # x's part of the key (other tests' kernels of other dtypes may be in the cache too: any order of the tests)
-    keys = [k for k in NORM_FWD.compiled if k[1][6] == 1024 and k[3][0] == torch.bfloat16]  # BLOCK_N, x's dtype
-    assert {k[3] for k in keys} == {(torch.bfloat16, True), (torch.bfloat16, False)}  # aligned, not aligned
+    # x's part of the key, after (device, constexprs, warps): (dtype, aligned, device); other tests' kernels of
+    # other dtypes may be in the cache too (any order of the tests)
+    keys = [k for k in NORM_FWD.compiled if k[1][6] == 1024 and k[3] == torch.bfloat16]  # BLOCK_N, x's dtype
+    assert {k[3:6] for k in keys} == {(torch.bfloat16, True, 0), (torch.bfloat16, False, 0)}  # aligned, not
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: the cached path")
+def test_cached_launch_refuses_a_cpu_tensor():
+    """The cached path hands the launcher addresses, which it cannot check; a CPU tensor's call has a key of its
+    own (its device), so it takes Triton's path, which refuses it, rather than launching on a host address."""
+    from normkit.triton.ops import NORM_FWD, forward_unchecked
+
+    x = torch.randn(8, 256, device="cuda")
+    weight = torch.randn(256, device="cuda")
+    for _ in range(2):
+        forward_unchecked("layer_norm", x, weight, None, 1e-5, False)  # the second call is a cached launch
+    entries = len(NORM_FWD.compiled)
+    with pytest.raises(ValueError, match="cpu tensor"):
+        forward_unchecked("layer_norm", x, weight.cpu(), None, 1e-5, False)
+    assert len(NORM_FWD.compiled) == entries

@@ -58,17 +58,22 @@ class LaunchConfig:
 
 
 _FORCED: dict[str, LaunchConfig] = {}
+# changes whenever limits() or forced() is entered or left: the launchers' cached plans (ops.py) carry it in their key
+generation = 0
 
 
 @contextlib.contextmanager
 def _overridden(table: dict, overrides: dict):
+    global generation
     saved = dict(table)
     table.update(overrides)
+    generation += 1
     try:
         yield
     finally:
         table.clear()
         table.update(saved)
+        generation += 1
 
 
 def limits(**overrides):
@@ -401,12 +406,12 @@ def multiprocessor_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
-def persistent_programs(x: torch.Tensor, row_blocks: int, cfg: LaunchConfig) -> int:
-    """Programs of a persistent grid (the backward's, a persistent forward's): ``programs_per_sm`` a SM on a GPU, a
-    handful in the interpreter; at most one per row block."""
-    if x.is_cuda:
-        index = x.device.index if x.device.index is not None else torch.cuda.current_device()
-        return max(1, min(row_blocks, cfg.programs_per_sm * multiprocessor_count(index)))
+def persistent_programs(device: int, row_blocks: int, cfg: LaunchConfig) -> int:
+    """Programs of a persistent grid (the backward's, a persistent forward's) on the GPU ``device`` (an index; -1:
+    the CPU, as ``Tensor.get_device()`` says): ``programs_per_sm`` a SM on a GPU, a handful in the interpreter; at
+    most one per row block."""
+    if device >= 0:
+        return max(1, min(row_blocks, cfg.programs_per_sm * multiprocessor_count(device)))
     return max(1, min(row_blocks, 4))
 
 
@@ -415,5 +420,5 @@ def row_groups(x: torch.Tensor, row_blocks: int, parts: int, cfg: LaunchConfig) 
     programs in all (what fits at once); in the interpreter 3 groups (so tests see a last group that is part full).
     At least one group, at most one per row block."""
     if x.is_cuda:
-        return max(1, min(row_blocks, persistent_programs(x, row_blocks * parts, cfg) // parts))
+        return max(1, min(row_blocks, persistent_programs(x.get_device(), row_blocks * parts, cfg) // parts))
     return max(1, min(row_blocks, 3))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import torch
 import triton.language as tl
@@ -23,41 +24,75 @@ SUM_PARTIALS = Launcher(sum_partials_kernel)
 SPLIT_ROWS = Launcher(split_rows_kernel)
 
 
-def _acc(x: torch.Tensor):
-    return (tl.float64, torch.float64) if x.dtype == torch.float64 else (tl.float32, torch.float32)
+def _acc_of(dtype: torch.dtype):
+    """The kernels' accumulator type and the statistics' dtype: float64 for float64 x, else float32."""
+    return (tl.float64, torch.float64) if dtype == torch.float64 else (tl.float32, torch.float32)
 
 
-def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
-    m, n = x.shape
-    acc_tl, acc_torch = _acc(x)
-    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    rstd = torch.empty(m, dtype=acc_torch, device=x.device)
-    mean = None if is_rms else torch.empty(m, dtype=acc_torch, device=x.device)
-    mask = torch.empty((m, packed_width(n)), dtype=torch.uint8, device=x.device) if clamp else None
-    if m == 0:
-        return y, mean, rstd, mask
+class _ForwardPlan(NamedTuple):
+    """What a forward launch takes that depends on the shape, dtypes and options only (``_forward_plan``)."""
+
+    programs: int
+    blocks_per_program: int
+    num_warps: int
+    values: tuple  # the constexprs, in norm_fwd_kernel's order
+    thresholds: tuple  # lower, upper, keep_from, keep_to
+    stat_dtype: torch.dtype
+
+
+@functools.lru_cache(maxsize=1024)
+def _forward_plan(m, n, x_dtype, w_dtype, has_bias, is_rms, zero_centered_gamma, clamp, device, _generation):
+    """The forward's launch of ``m x n`` (``device``: x's, -1 on the CPU), worked out once: a small call's host time
+    is most of its time (benchmarks/README.md, round 16). ``_generation`` is ``config.generation``, which
+    ``config.limits`` and ``config.forced`` change, so a plan never outlives the rules it came from."""
+    acc_tl, stat_dtype = _acc_of(x_dtype)
     cfg = config.fwd_config(m, n, is_rms, has_mask=clamp is not None)
     lower, upper = clamp or (0.0, 0.0)
     # the fused forward unrolls its second pass where a thread holds at most 4 elements of a chunk (norm_fwd.py)
     small_chunks = cfg.num_chunks > 1 and cfg.per_thread <= 4
     pass_two_unroll = min(cfg.num_chunks, 8) if clamp is not None and small_chunks else None
     keep_from, keep_to = (0.0, 0.0)  # float64 kernels compare y itself
-    if clamp and x.dtype != torch.float64:
-        keep_from, keep_to = mask_thresholds(float(lower), float(upper), x.dtype)
+    if clamp and x_dtype != torch.float64:
+        keep_from, keep_to = mask_thresholds(float(lower), float(upper), x_dtype)
     row_blocks = cdiv(m, cfg.block_m)
     persistent = cfg.programs_per_sm > 0 and cfg.num_chunks == 1
-    programs = config.persistent_programs(x, row_blocks, cfg) if persistent else row_blocks
-    NORM_FWD[(programs,)](
-        x, y, weight, bias if bias is not None else weight, rstd if is_rms else mean, rstd,
-        mask if mask is not None else y,
-        m, n, x.stride(0), y.stride(0), mask.stride(0) if mask is not None else 0, float(eps),
-        float(lower), float(upper), keep_from, keep_to, programs, cdiv(row_blocks, programs),
-        IS_RMS=is_rms, HAS_BIAS=bias is not None, ZERO_CENTERED=zero_centered_gamma, CLAMP_MASK=clamp is not None,
+    programs = config.persistent_programs(device, row_blocks, cfg) if persistent else row_blocks
+    values = NORM_FWD.values(
+        IS_RMS=is_rms, HAS_BIAS=has_bias, ZERO_CENTERED=zero_centered_gamma, CLAMP_MASK=clamp is not None,
         ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, UNROLL=min(cfg.num_chunks, 8),
-        EVEN_N=_even_n(n, cfg),
-        PASS_TWO_UNROLL=pass_two_unroll, KEEP_BY_BITS=0.0 < keep_from <= keep_to,
-        TILE_3D=_tiles_3d(cfg, x, weight), TAIL_N=cfg.tail_n, PERSISTENT=persistent,
-        num_warps=cfg.num_warps,
+        EVEN_N=_even_n(n, cfg), PASS_TWO_UNROLL=pass_two_unroll, KEEP_BY_BITS=0.0 < keep_from <= keep_to,
+        TILE_3D=_tiles_3d(cfg, x_dtype, w_dtype), TAIL_N=cfg.tail_n, PERSISTENT=persistent,
+    )  # fmt: skip
+    thresholds = (float(lower), float(upper), keep_from, keep_to)
+    return _ForwardPlan(programs, cdiv(row_blocks, programs), cfg.num_warps, values, thresholds, stat_dtype)
+
+
+def _forward_outputs(x, stat_dtype, is_rms, clamp):
+    """y, mean (None for RMSNorm), rstd and the mask (None without the clamped ReLU), uninitialized."""
+    (m, n), device = x.shape, x.device
+    y = torch.empty((m, n), dtype=x.dtype, device=device)
+    rstd = torch.empty(m, dtype=stat_dtype, device=device)
+    mean = None if is_rms else torch.empty(m, dtype=stat_dtype, device=device)
+    mask = torch.empty((m, packed_width(n)), dtype=torch.uint8, device=device) if clamp else None
+    return y, mean, rstd, mask
+
+
+def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
+    m, n = x.shape
+    if m == 0:
+        return _forward_outputs(x, _acc_of(x.dtype)[1], is_rms, clamp)
+    plan = _forward_plan(
+        m, n, x.dtype, weight.dtype, bias is not None, is_rms, zero_centered_gamma, clamp, x.get_device(),
+        config.generation,
+    )  # fmt: skip
+    y, mean, rstd, mask = _forward_outputs(x, plan.stat_dtype, is_rms, clamp)
+    NORM_FWD.launch(
+        (plan.programs,),
+        (x, y, weight, bias if bias is not None else weight, rstd if is_rms else mean, rstd,
+         mask if mask is not None else y,
+         m, n, x.stride(0), y.stride(0), mask.stride(0) if mask is not None else 0, float(eps),
+         *plan.thresholds, plan.programs, plan.blocks_per_program),
+        plan.num_warps, plan.values,
     )  # fmt: skip
     return y, mean, rstd, mask
 
@@ -68,7 +103,7 @@ def _even_n(n: int, cfg) -> bool:
     return n % cfg.block_n == 0 or (cfg.tail_n > 0 and n >= cfg.block_n)
 
 
-def _tiles_3d(cfg, x, weight) -> bool:
+def _tiles_3d(cfg, x_dtype: torch.dtype, w_dtype: torch.dtype) -> bool:
     """The forward holds its tiles as [rows, N / 8, 8] (``TILE_3D``: the weights load in x's layout, not through
     shared memory) where the weights are wider than x (float32 weights, 16-bit x), for one-tile rows of at least
     ``LIMITS["tile_3d_min_n"]`` columns, and in the second pass of chunked rows where a thread holds 8 elements of
@@ -79,7 +114,7 @@ def _tiles_3d(cfg, x, weight) -> bool:
     (GPU runs 95-96, 32768 rows, 8 a thread in 3-D tiles against the 2-D ones of 4 a thread): LayerNorm at 65536
     3056 GB/s against 2479, RMSNorm 3408 against 3235, LayerNorm + clamped ReLU at 32768 2981-3015 against 2149
     and at 65536 2922-2941 against 2037. (With weights in x's dtype the sm_90 code of both tiles is the same.)"""
-    if weight.element_size() <= x.element_size():
+    if w_dtype.itemsize <= x_dtype.itemsize:
         return False
     if cfg.num_chunks == 1:
         return cfg.block_n >= config.LIMITS["tile_3d_min_n"]
@@ -135,53 +170,88 @@ def _first_key(rises, lo: int, hi: int) -> int | None:
     return at
 
 
+@functools.lru_cache(maxsize=1024)
+def _sum_plan(which: int, n: int, acc_dtype: torch.dtype) -> tuple[tuple, tuple]:
+    """``(grid, constexprs)`` of ``sum_partials_kernel`` over ``[which, G, n]`` partials: narrow column blocks, so
+    that even a short row is summed by many programs."""
+    block_n = min(128, max(16, next_power_of_2(cdiv(n, 64))))
+    values = SUM_PARTIALS.values(BLOCK_G=64 if block_n <= 32 else 32, BLOCK_N=block_n, ACC=_acc_of(acc_dtype)[0])
+    return (cdiv(n, block_n), which), values
+
+
 def _sum_partials(partial: torch.Tensor, dtype: torch.dtype):
     """dW (and dB) from the ``[1 or 2, G, N]`` float32 partials, one launch, fixed order."""
     which, g, n = partial.shape
-    dw = torch.empty(n, dtype=dtype, device=partial.device)
-    db = torch.empty(n, dtype=dtype, device=partial.device) if which == 2 else dw
-    # narrow column blocks, so even a short row is summed by many programs
-    block_n = min(128, max(16, next_power_of_2(cdiv(n, 64))))
-    SUM_PARTIALS[(cdiv(n, block_n), which)](
-        partial, dw, db, g, n, BLOCK_G=64 if block_n <= 32 else 32, BLOCK_N=block_n,
-        ACC=_acc(partial)[0], num_warps=4,
-    )  # fmt: skip
+    device = partial.device
+    dw = torch.empty(n, dtype=dtype, device=device)
+    db = torch.empty(n, dtype=dtype, device=device) if which == 2 else dw
+    grid, values = _sum_plan(which, n, partial.dtype)
+    SUM_PARTIALS.launch(grid, (partial, dw, db, g, n), 4, values)
     return dw, (db if which == 2 else None)
+
+
+class _BackwardPlan(NamedTuple):
+    """What a backward launch of whole rows takes that depends on the shape, dtypes and options only."""
+
+    cfg: config.LaunchConfig
+    programs: int  # 0 for split rows (their grid depends on x's device: ``_backward``)
+    blocks_per_program: int
+    values: tuple  # norm_bwd_kernel's constexprs, in its order (empty for split rows)
+
+
+@functools.lru_cache(maxsize=1024)
+def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, device, _generation):
+    """The backward's launch of ``m x n``, worked out once (as ``_forward_plan``)."""
+    cfg = config.bwd_config(m, n, has_dbias, has_mask=has_mask, is_rms=is_rms)
+    if cfg.parts > 1:
+        return _BackwardPlan(cfg, 0, 0, ())
+    row_blocks = cdiv(m, cfg.block_m)
+    programs = config.persistent_programs(device, row_blocks, cfg)
+    values = NORM_BWD.values(
+        HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks,
+        CHUNKS_P2=next_power_of_2(cfg.num_chunks), EVEN_N=_even_n(n, cfg), TAIL_N=cfg.tail_n, IS_RMS=is_rms,
+        ZERO_CENTERED=zero_centered_gamma, HAS_MASK=has_mask, ACC=_acc_of(x_dtype)[0],
+    )  # fmt: skip
+    return _BackwardPlan(cfg, programs, cdiv(row_blocks, programs), values)
 
 
 def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, has_dbias):
     m, n = x.shape
-    acc_tl, acc_torch = _acc(x)
-    dx = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    device = x.device
+    acc_torch = torch.float64 if x.dtype == torch.float64 else torch.float32
+    dx = torch.empty((m, n), dtype=x.dtype, device=device)
     if m == 0:
-        dw = torch.zeros(n, dtype=weight.dtype, device=x.device)
+        dw = torch.zeros(n, dtype=weight.dtype, device=device)
         return dx, dw, torch.zeros_like(dw) if has_dbias else None
-    cfg = config.bwd_config(m, n, has_dbias, has_mask=mask is not None, is_rms=is_rms)
-    flags = dict(IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, HAS_MASK=mask is not None, ACC=acc_tl)
+    plan = _backward_plan(
+        m, n, x.dtype, has_dbias, mask is not None, is_rms, zero_centered_gamma, x.get_device(), config.generation
+    )
     # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean, no mask passes dx for it
+    has_mask = mask is not None
     mean = mean if mean is not None else rstd
     mask, mask_stride = (mask, mask.stride(0)) if mask is not None else (dx, 0)
-    row_blocks = cdiv(m, cfg.block_m)
-    if cfg.parts > 1:  # long rows, each split over cfg.parts programs that exchange their row sums
+    which = 2 if has_dbias else 1
+    if plan.programs:
+        partial = torch.empty((which, plan.programs, n), dtype=acc_torch, device=device)
+        NORM_BWD.launch(
+            (plan.programs,),
+            (dy, x, weight, mean, rstd, mask, dx, partial,
+             m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, plan.programs, plan.blocks_per_program),
+            plan.cfg.num_warps, plan.values,
+        )  # fmt: skip
+    else:  # long rows, each split over cfg.parts programs that exchange their row sums
+        cfg = plan.cfg
+        row_blocks = cdiv(m, cfg.block_m)
         groups = config.row_groups(x, row_blocks, cfg.parts, cfg)
-        sums = torch.full((m, cfg.parts), SENTINEL, dtype=torch.int64, device=x.device)
-        partial = torch.empty((2 if has_dbias else 1, groups, n), dtype=acc_torch, device=x.device)
+        sums = torch.full((m, cfg.parts), SENTINEL, dtype=torch.int64, device=device)
+        partial = torch.empty((which, groups, n), dtype=acc_torch, device=device)
         SPLIT_ROWS[(cfg.parts * groups,)](
             dy, x, weight, mean, rstd, mask, dx, partial, sums,
             m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, groups, cdiv(row_blocks, groups),
             HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PARTS=cfg.parts,
             PARTS_P2=next_power_of_2(cfg.parts), MAX_POLLS=config.max_polls(x), STAND_IN=config.stands_in(x),
-            AHEAD=cfg.ahead, num_warps=cfg.num_warps, **flags,
-        )  # fmt: skip
-    else:
-        programs = config.persistent_programs(x, row_blocks, cfg)
-        partial = torch.empty((2 if has_dbias else 1, programs, n), dtype=acc_torch, device=x.device)
-        NORM_BWD[(programs,)](
-            dy, x, weight, mean, rstd, mask, dx, partial,
-            m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, programs, cdiv(row_blocks, programs),
-            HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks,
-            CHUNKS_P2=next_power_of_2(cfg.num_chunks), EVEN_N=_even_n(n, cfg), TAIL_N=cfg.tail_n,
-            num_warps=cfg.num_warps, **flags,
+            AHEAD=cfg.ahead, IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, HAS_MASK=has_mask,
+            ACC=_acc_of(x.dtype)[0], num_warps=cfg.num_warps,
         )  # fmt: skip
     dw, db = _sum_partials(partial, weight.dtype)
     return dx, dw, db
