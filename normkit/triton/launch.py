@@ -38,34 +38,6 @@ import triton.language as tl
 from triton import knobs
 
 
-def _tensor_key(arg: torch.Tensor):
-    return arg.dtype, not arg.data_ptr() & 15, arg.get_device()
-
-
-def _int_key(arg: int):
-    return -(2**31) <= arg < 2**31, arg < 2**63, arg == 1, not arg & 15
-
-
-# type -> what Triton's specialization of a runtime argument of that type depends on (a dict: one lookup a call)
-_KEYS = {torch.Tensor: _tensor_key, torch.nn.Parameter: _tensor_key, int: _int_key, float: lambda arg: ()}
-
-
-def _key_of(arg) -> tuple:
-    """The part of a launch's key an argument adds (what ``_binder``'s function writes for it, in one tuple)."""
-    key = _KEYS.get(type(arg))
-    if key is not None:
-        return key(arg)
-    if isinstance(arg, torch.Tensor):  # another subclass
-        return _tensor_key(arg)
-    if isinstance(arg, bool):  # before int: bool is an int
-        return (arg,)
-    if isinstance(arg, int):
-        return _int_key(arg)
-    if isinstance(arg, float):
-        return ()
-    raise TypeError(f"Launcher: a runtime argument of type {type(arg).__name__}")
-
-
 def _kind(arg) -> str:
     if isinstance(arg, torch.Tensor):
         return "tensor"
@@ -73,6 +45,17 @@ def _kind(arg) -> str:
         if isinstance(arg, kind):
             return kind.__name__
     raise TypeError(f"Launcher: a runtime argument of type {type(arg).__name__}")
+
+
+def _key_of(arg) -> tuple:
+    """The part of a launch's key an argument adds, argument by argument: what ``_binder``'s function writes for it
+    in one expression (the tests hold the two to each other, and this one to Triton's own specialization)."""
+    kind = _kind(arg)
+    if kind == "tensor":
+        return arg.dtype, not arg.data_ptr() & 15, arg.get_device()
+    if kind == "int":
+        return -(2**31) <= arg < 2**31, arg < 2**63, arg == 1, not arg & 15
+    return (arg,) if kind == "bool" else ()
 
 
 def _binder(kinds: tuple[str, ...]):
@@ -162,13 +145,17 @@ class Launcher:
             )
         return tuple([constexprs[name] for name in self.constexpr_names])
 
+    def _tritons_launch(self, grid: tuple, args: tuple, num_warps: int, values: tuple):
+        """``kernel[grid](...)``: Triton binds, specializes, compiles or finds the kernel and launches it."""
+        return self.kernel[grid](*args, num_warps=num_warps, **dict(zip(self.constexpr_names, values)))
+
     def launch(self, grid: tuple, args: tuple, num_warps: int, values: tuple) -> None:
         if len(args) != self.runtime_count:
             raise TypeError(
                 f"Launcher: {self.kernel.fn.__name__} takes {self.runtime_count} runtime arguments; got {len(args)}"
             )
         if not self.direct or _hooked():
-            self.kernel[grid](*args, num_warps=num_warps, **dict(zip(self.constexpr_names, values)))
+            self._tritons_launch(grid, args, num_warps, values)
             return
         device = torch._C._cuda_getDevice()
         try:
@@ -178,8 +165,8 @@ class Launcher:
         except (TypeError, AttributeError):  # arguments of other kinds than the binder's: Triton's path, uncached
             key = None
         entry = self.compiled.get(key)
-        if entry is None:  # Triton's path: binds, specializes, compiles or finds the kernel
-            compiled = self.kernel[grid](*args, num_warps=num_warps, **dict(zip(self.constexpr_names, values)))
+        if entry is None:
+            compiled = self._tritons_launch(grid, args, num_warps, values)
             if compiled is not None and key is not None:
                 compiled._init_handles()  # loads the module: compiled.run and .function are set from here on
                 self.compiled[key] = _entry(compiled)

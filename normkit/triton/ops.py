@@ -194,7 +194,9 @@ class _BackwardPlan(NamedTuple):
     """What a backward launch of whole rows takes that depends on the shape, dtypes and options only."""
 
     cfg: config.LaunchConfig
-    programs: int  # 0 for split rows (their grid depends on x's device: ``_backward``)
+    # 0 for split rows: ``_backward`` launches them from the config alone (long rows, calls of hundreds of
+    # microseconds, whose polling switches ``config.max_polls`` / ``stands_in`` it asks on every call)
+    programs: int
     blocks_per_program: int
     values: tuple  # norm_bwd_kernel's constexprs, in its order (empty for split rows)
 
@@ -218,16 +220,16 @@ def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gam
 def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, has_dbias):
     m, n = x.shape
     device = x.device
-    acc_torch = torch.float64 if x.dtype == torch.float64 else torch.float32
     dx = torch.empty((m, n), dtype=x.dtype, device=device)
     if m == 0:
         dw = torch.zeros(n, dtype=weight.dtype, device=device)
         return dx, dw, torch.zeros_like(dw) if has_dbias else None
-    plan = _backward_plan(
-        m, n, x.dtype, has_dbias, mask is not None, is_rms, zero_centered_gamma, x.get_device(), config.generation
-    )
-    # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean, no mask passes dx for it
     has_mask = mask is not None
+    plan = _backward_plan(
+        m, n, x.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, x.get_device(), config.generation
+    )
+    acc_tl, acc_torch = _acc_of(x.dtype)
+    # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean, no mask passes dx for it
     mean = mean if mean is not None else rstd
     mask, mask_stride = (mask, mask.stride(0)) if mask is not None else (dx, 0)
     which = 2 if has_dbias else 1
@@ -251,7 +253,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
             HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PARTS=cfg.parts,
             PARTS_P2=next_power_of_2(cfg.parts), MAX_POLLS=config.max_polls(x), STAND_IN=config.stands_in(x),
             AHEAD=cfg.ahead, IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, HAS_MASK=has_mask,
-            ACC=_acc_of(x.dtype)[0], num_warps=cfg.num_warps,
+            ACC=acc_tl, num_warps=cfg.num_warps,
         )  # fmt: skip
     dw, db = _sum_partials(partial, weight.dtype)
     return dx, dw, db
