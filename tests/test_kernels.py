@@ -205,7 +205,7 @@ def test_cached_plans_follow_forced_configs_and_limits(monkeypatch):
     monkeypatch.setattr(ops, "NORM_BWD", recorder(ops.NORM_BWD))
     monkeypatch.setattr(ops, "_sum_partials", lambda partial, dtype: (None, None))
     x, w, b = make_inputs(8, 100, torch.float32, torch.float32)
-    dy, mean, rstd = torch.randn_like(x), torch.zeros(8), torch.ones(8)
+    dy, mean, rstd = torch.randn_like(x), torch.zeros(8, device=DEVICE), torch.ones(8, device=DEVICE)
 
     def both():
         ops.layer_norm_fwd(x, w, b, 1e-5)
@@ -546,6 +546,24 @@ def test_persistent_backward_walks_several_row_blocks(op, block_m, n):
     x, w, b = make_inputs(37, n, torch.bfloat16, torch.float32, bias=op != "rms_norm")
     with config.forced(bwd=LaunchConfig(block_m, 128, 1, 1, 1)):
         check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
+
+
+@pytest.mark.parametrize("g, n", [(1, 7), (300, 37), (9, 8300)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_sum_of_partials(g, n, dtype):
+    """dW and dB from the backward's ``[2, G, N]`` float32 partials (``ops._sum_partials``): one program and one
+    partial; 300 partials, more than a program loads at once (``_sum_plan``: 256 at columns of 16), so its loop
+    takes two steps, the second part past G; a row of 8300 in blocks of 32 columns, the last part past N."""
+    from normkit.triton import ops
+
+    partial = torch.randn(2, g, n, device=DEVICE)
+    (_, which), values = ops._sum_plan(2, g, n, partial.dtype)
+    block = dict(zip(ops.SUM_PARTIALS.constexpr_names, values))
+    assert which == 2 and (g <= block["BLOCK_G"]) == (g != 300)
+    dw, db = ops._sum_partials(partial, dtype)  # in the weights' dtype
+    want = partial.sum(dim=1).to(dtype)
+    compare(dw, want[0], "dw")
+    compare(db, want[1], "db")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

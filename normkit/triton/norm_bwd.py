@@ -107,6 +107,29 @@ def _load_raw(
 
 
 @triton.jit
+def _load_whole_rows(
+    DY, X, MASK, MEAN, RSTD, rows, M, N, stride_dy, stride_x, stride_mask,
+    IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
+):  # fmt: skip
+    """``_load_raw`` of the one-tile rows' (head) tile of the row block ``rows``, bounded by M."""
+    return _load_raw(
+        DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < M, 0, N, stride_dy, stride_x, stride_mask,
+        IS_RMS, HAS_MASK, BLOCK_N, "", EVEN_N,
+    )  # fmt: skip
+
+
+@triton.jit
+def _load_tail(
+    DY, X, MASK, rows, M, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK: tl.constexpr, TAIL_N: tl.constexpr
+):
+    """``_load_data`` of the tail tile (columns ``col0 ...``, with their bounds) of the row block ``rows``."""
+    return _load_data(
+        DY, X, MASK, rows.to(tl.int64), rows < M, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N, "",
+        False,
+    )  # fmt: skip
+
+
+@triton.jit
 def _load_weight(W, col0, N, ZERO_CENTERED: tl.constexpr, ACC: tl.constexpr, BLOCK_N: tl.constexpr):
     """The scale of columns ``col0 ...`` in the accumulation dtype: w, or 1 + w for zero-centered gamma."""
     cols = col0 + tl.arange(0, BLOCK_N)
@@ -208,30 +231,27 @@ def norm_bwd_kernel(
         dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
         db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
         rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
-        tile = _load_raw(
-            DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < M, 0, N, stride_dy, stride_x, stride_mask,
-            IS_RMS, HAS_MASK, BLOCK_N, "", EVEN_N,
-        )  # fmt: skip
+        step = num_programs * BLOCK_M
+        tile = _load_whole_rows(
+            DY, X, MASK, MEAN, RSTD, rows, M, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, EVEN_N
+        )
         if TAIL_N:  # the tail tile's own weights, partials and loads (its mean and rstd are the head's)
             w_tail = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N)
             dw_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
             db_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
-            tail = _load_data(
-                DY, X, MASK, rows.to(tl.int64), rows < M, BLOCK_N, N, stride_dy, stride_x, stride_mask, HAS_MASK,
-                TAIL_N, "", False,
-            )  # fmt: skip
+            tail = _load_tail(DY, X, MASK, rows, M, BLOCK_N, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N)
         for _ in tl.range(0, blocks_per_program):
             # the next row block's loads go out before this one is worked on: two row blocks in flight a program
-            next_rows = rows + num_programs * BLOCK_M
-            next_tile = _load_raw(
-                DY, X, MASK, MEAN, RSTD, next_rows, next_rows.to(tl.int64), next_rows < M, 0, N, stride_dy,
-                stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, "", EVEN_N,
+            # (loads two blocks ahead, three blocks in registers, ran slower: benchmarks/README.md, round 17)
+            next_rows = rows + step
+            next_tile = _load_whole_rows(
+                DY, X, MASK, MEAN, RSTD, next_rows, M, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
+                BLOCK_N, EVEN_N,
             )  # fmt: skip
             if TAIL_N:
-                next_tail = _load_data(
-                    DY, X, MASK, next_rows.to(tl.int64), next_rows < M, BLOCK_N, N, stride_dy, stride_x,
-                    stride_mask, HAS_MASK, TAIL_N, "", False,
-                )  # fmt: skip
+                next_tail = _load_tail(
+                    DY, X, MASK, next_rows, M, BLOCK_N, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N
+                )
             row_ok = rows < M
             dy_raw, x_raw, packed, mean, rstd = tile
             dy, xhat, g, rstd = _terms(
