@@ -180,8 +180,10 @@ def _sum_plan(which: int, g: int, n: int, acc_dtype: torch.dtype) -> tuple[tuple
     ``benchmarks/README.md`` round 17): the rule before (blocks of up to 128 columns, 32-64 rows a load) gave a row
     of 4608 columns 36 programs, each reading its 132 partials in 5 round trips; now 288 programs of one. At 4096
     rows (fp16) the backward ran 1.02-1.08x faster at 2560-8704 columns (LayerNorm's at 3072 and 4096 level),
-    1.00-1.02x at 10240-15872; at 32768 rows 0.99-1.07x at 256-4096 columns, level at 32768."""
-    block_n = min(128, max(16, 1 << (max(n // 256, 1).bit_length() - 1)))
+    1.00-1.02x at 10240-15872; at 32768 rows 0.99-1.07x at 256-4096 columns, level at 16384 (from 32768
+    columns the launch is the one before)."""
+    per_program = max(n // 256, 1)  # columns a program for 256 programs, rounded down to a power of two below
+    block_n = min(128, max(16, 1 << (per_program.bit_length() - 1)))
     block_g = min(max(16, next_power_of_2(g)), max(32, 4096 // block_n))
     values = SUM_PARTIALS.values(BLOCK_G=block_g, BLOCK_N=block_n, ACC=_acc_of(acc_dtype)[0])
     return (cdiv(n, block_n), which), values
