@@ -107,13 +107,14 @@ def _load_raw(
 
 
 @triton.jit
-def _load_whole_rows(
-    DY, X, MASK, MEAN, RSTD, rows, M, N, stride_dy, stride_x, stride_mask,
+def _load_row_block(
+    DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask,
     IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
-    """``_load_raw`` of the one-tile rows' (head) tile of the row block ``rows``, bounded by M."""
+    """``_load_raw`` of the tile of columns ``col0 ...`` of the row block ``rows``, bounded by M: how the persistent
+    loops (whole rows, a split row's part) issue every row block's loads."""
     return _load_raw(
-        DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < M, 0, N, stride_dy, stride_x, stride_mask,
+        DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < M, col0, N, stride_dy, stride_x, stride_mask,
         IS_RMS, HAS_MASK, BLOCK_N, "", EVEN_N,
     )  # fmt: skip
 
@@ -232,8 +233,8 @@ def norm_bwd_kernel(
         db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
         rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
         step = num_programs * BLOCK_M
-        tile = _load_whole_rows(
-            DY, X, MASK, MEAN, RSTD, rows, M, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, EVEN_N
+        tile = _load_row_block(
+            DY, X, MASK, MEAN, RSTD, rows, M, 0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, EVEN_N
         )
         if TAIL_N:  # the tail tile's own weights, partials and loads (its mean and rstd are the head's)
             w_tail = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N)
@@ -244,8 +245,8 @@ def norm_bwd_kernel(
             # the next row block's loads go out before this one is worked on: two row blocks in flight a program
             # (loads two blocks ahead, three blocks in registers, ran slower: benchmarks/README.md, round 17)
             next_rows = rows + step
-            next_tile = _load_whole_rows(
-                DY, X, MASK, MEAN, RSTD, next_rows, M, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
+            next_tile = _load_row_block(
+                DY, X, MASK, MEAN, RSTD, next_rows, M, 0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
                 BLOCK_N, EVEN_N,
             )  # fmt: skip
             if TAIL_N:
@@ -381,19 +382,6 @@ def _stand_in(
 
 
 @triton.jit
-def _load_part(
-    DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask,
-    IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr,
-):  # fmt: skip
-    """``_load_raw`` of a split row's part (columns ``col0 ...``) of the row block ``rows``, bounded by M: how the
-    split-row loop issues every row block's loads."""
-    return _load_raw(
-        DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < M, col0, N, stride_dy, stride_x, stride_mask,
-        IS_RMS, HAS_MASK, BLOCK_N, "", False,
-    )  # fmt: skip
-
-
-@triton.jit
 def _publish_part(
     tile, w, SUMS, rows, M, part, col0, N,
     IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
@@ -485,15 +473,15 @@ def split_rows_kernel(
     db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
     step = num_groups * BLOCK_M
     rows = group * BLOCK_M + tl.arange(0, BLOCK_M)
-    tile = _load_part(
-        DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N
+    tile = _load_row_block(
+        DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, False
     )
     if not AHEAD:
         for _ in tl.range(0, blocks_per_group):
             next_rows = rows + step
-            next_tile = _load_part(
+            next_tile = _load_row_block(
                 DY, X, MASK, MEAN, RSTD, next_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
-                BLOCK_N,
+                BLOCK_N, False,
             )  # fmt: skip
             own, dy, xhat, g, rstd = _publish_part(
                 tile, w, SUMS, rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS
@@ -511,16 +499,17 @@ def split_rows_kernel(
     else:
         own = _publish_part(tile, w, SUMS, rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS)[0]
         next_rows = rows + step
-        next_tile = _load_part(
-            DY, X, MASK, MEAN, RSTD, next_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N
-        )
+        next_tile = _load_row_block(
+            DY, X, MASK, MEAN, RSTD, next_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
+            BLOCK_N, False,
+        )  # fmt: skip
         for _ in tl.range(0, blocks_per_group):
             # three row blocks in registers: this one (its sums published a step ago), the next (published now)
             # and the one after it (its loads issued first)
             far_rows = next_rows + step
-            far_tile = _load_part(
+            far_tile = _load_row_block(
                 DY, X, MASK, MEAN, RSTD, far_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
-                BLOCK_N,
+                BLOCK_N, False,
             )  # fmt: skip
             next_own = _publish_part(
                 next_tile, w, SUMS, next_rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS
