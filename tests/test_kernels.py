@@ -548,6 +548,92 @@ def test_persistent_backward_walks_several_row_blocks(op, block_m, n):
         check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
 
 
+def tma_launches():
+    """A spy on the TMA backward's launches (``ops.NORM_BWD_TMA``): its ``call_count`` says whether it ran."""
+    from unittest import mock
+
+    from normkit.triton import ops
+
+    return mock.patch.object(ops.NORM_BWD_TMA, "launch", wraps=ops.NORM_BWD_TMA.launch)
+
+
+# (N, head tile, tail tile, rows a tile): one tile; a head and a whole tail; a ragged tail; one tile past the row's end
+TMA_ROWS = [(64, 64, 0, 2), (576, 512, 64, 1), (600, 512, 128, 2), (1000, 1024, 0, 4)]
+
+
+@pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize("dtypes", DTYPES[:2] + DTYPES[3:], ids=DTYPE_IDS[:2] + DTYPE_IDS[3:])
+@pytest.mark.parametrize("n, head, tail, block_m", TMA_ROWS)
+@pytest.mark.parametrize("tma_store", [True, False])
+def test_tma_backward(op, dtypes, n, head, tail, block_m, tma_store):
+    """The backward with dy and x loaded by the TMA (``norm_bwd_tma_kernel``; Triton's interpreter runs the
+    descriptors' loads too), forced: strided rows (a row stride of N + 24), zero-centered gamma, dB for LayerNorm,
+    37 rows over 4 persistent programs (several row blocks each, the last past M: the descriptors load zeros there
+    and store nothing), dx stored by the TMA or by each thread. The masked backward keeps ``norm_bwd_kernel``."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(37, n, *dtypes, bias=op != "rms_norm", row_pad=24)
+    cfg = LaunchConfig(block_m, head, 1, 1, 1, tail_n=tail, tma=True, tma_store=tma_store)
+    with config.forced(bwd=cfg), tma_launches() as launches:
+        check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=op != "rms_norm")
+    assert launches.call_count == (op != "layer_norm_clamped_relu")
+
+
+@pytest.mark.parametrize("rows", ["odd_stride", "unaligned_start"])
+def test_tma_backward_falls_back_where_rows_are_not_aligned(rows):
+    """Rows the TMA cannot load (a row stride of 100 fp16 = 200 bytes; a view starting 2 bytes into its storage)
+    run a forced TMA config's launch shape on ``norm_bwd_kernel``, with the same results."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    if rows == "odd_stride":
+        x, w, b = make_inputs(37, 100, torch.float16, torch.float16)
+    else:
+        x, w, b = make_inputs(37, 65, torch.float16, torch.float16, row_pad=7)
+        x = x[:, 1:]
+        w, b = w[1:], b[1:]
+    assert x.data_ptr() % 16 if rows == "unaligned_start" else x.stride(0) * 2 % 16
+    with config.forced(bwd=LaunchConfig(2, 128, 1, 1, 1, tma=True, tma_store=True)), tma_launches() as launches:
+        check_backward("triton", "layer_norm", x, w, b)
+    assert launches.call_count == 0
+
+
+def test_tma_rules():
+    """``config._tma_bwd``'s shapes take the TMA backward where the call can (``tma``) and is large enough
+    (``TMA_MIN_ELEMENTS``), and only those."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    def bwd(m, n, is_rms=False, tma=True, has_mask=False):
+        return config.bwd_config(m, n, not is_rms, has_mask=has_mask, is_rms=is_rms, tma=tma)
+
+    assert config.TMA_MIN_ELEMENTS == 32768 * 2048
+    assert bwd(32768, 2048) == LaunchConfig(2, 2048, 1, 8, 2, tma=True, tma_store=True)
+    assert bwd(16384, 4096) == bwd(32768, 4096) == LaunchConfig(1, 4096, 1, 8, 2, tma=True, tma_store=True)
+    assert bwd(8192, 8192) == bwd(32768, 8192) == LaunchConfig(1, 8192, 1, 8, 1, tma=True)
+    untaken = [(32767, 2048), (16383, 4096), (8191, 8192), (32768, 1024), (32768, 3072), (32768, 16384)]
+    untaken += [(4096, 4608, True), (4096, 5120, True), (32768, 4096, True), (32768, 8192, True)]
+    for shape in untaken:
+        assert not bwd(*shape).tma, shape
+    assert not bwd(32768, 4096, tma=False).tma and not bwd(32768, 4096, has_mask=True).tma
+    assert not config.bwd_config(32768, 4096, False, tma=True).tma  # LayerNorm without dB
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
+def test_tma_backward_on_the_gpu(op):
+    """The TMA backward's shapes (``config._tma_bwd``), compiled as launched, against the reference; RMSNorm's, a
+    width the rule does not name (8200) and a call below ``TMA_MIN_ELEMENTS`` take ``norm_bwd_kernel``."""
+    shapes = [(32768, 2048, True), (16384, 4096, True), (8192, 8192, True), (8192, 8200, False), (3000, 4608, False)]
+    for m, n, taken in shapes:
+        for dtypes in (DTYPES[1], DTYPES[3]):
+            x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")
+            with tma_launches() as launches:
+                check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
+            assert launches.call_count == (taken and op == "layer_norm"), (m, n, dtypes)
+
+
 @pytest.mark.parametrize("g, n", [(1, 7), (300, 37), (9, 8300)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_sum_of_partials(g, n, dtype):

@@ -48,8 +48,11 @@ class LaunchConfig:
     parts: int = 1
     # split rows: publish a row block's sums a step before its dx (``split_rows_kernel``'s AHEAD)
     ahead: bool = False
-    # forward of one-tile rows: a tail tile of this many columns after the head tile of block_n (0: none)
+    # one-tile rows: a tail tile of this many columns after the head tile of block_n (0: none)
     tail_n: int = 0
+    # backward of whole rows: dy and x loaded by the TMA (``norm_bwd_tma_kernel``), and dx stored by it too
+    tma: bool = False
+    tma_store: bool = False
 
     @property
     def per_thread(self) -> int:
@@ -162,7 +165,9 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
     return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, tuple(LIMITS.values()))
 
 
-def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False, is_rms: bool = False) -> LaunchConfig:
+def bwd_config(
+    m: int, n: int, has_dbias: bool = True, has_mask: bool = False, is_rms: bool = False, tma: bool = False
+) -> LaunchConfig:
     """Whole rows up to 8192 columns, ``(tile, elements a thread, warps a SM)``: (2048 below N = 2048, else
     max(4096, N); 32; 8) with dB or at N <= 256, (same tiles; 16; 16) without; the masked backward (max(2048, N); 32;
     8). Programs per SM = warps a SM // warps a program. RMSNorm's rows of 16384 (``chunked_max_n``) in chunks,
@@ -180,11 +185,14 @@ def bwd_config(m: int, n: int, has_dbias: bool = True, has_mask: bool = False, i
     within 1% (32768 x 2048 3421 GB/s, the plain backward 3425; x 8192 3466 against 3446). Small calls (5-20 us,
     timings that swing by 30%): at 4096 x 768 the rules are within 0.95-1.0 of the fastest candidate; at 4096 x 1024
     (fp16) and 4096 x 128 the rule's config was not among the 12 fastest printed (so at most 0.86 and 0.96 of the
-    fastest). Split rows: ``split_rows_config``.
+    fastest). Split rows: ``split_rows_config``. ``tma``: the call's rows can be loaded by the TMA (a GPU of compute
+    capability 9.0 or newer, rows 16-byte aligned; ``ops._tma_ready``): ``_tma_bwd``'s shapes then are, in calls
+    of at least ``TMA_MIN_ELEMENTS``.
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
-    return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tuple(LIMITS.values()))
+    tma = tma and m * n >= TMA_MIN_ELEMENTS
+    return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, tuple(LIMITS.values()))
 
 
 # The launchers ask on every call; a few microseconds of Python each time is worth caching for small calls.
@@ -294,7 +302,13 @@ def _few_short_rows(m: int, block_n: int) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def _bwd_heuristic(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, _limits: tuple) -> LaunchConfig:
+def _bwd_heuristic(
+    m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, tma: bool, _limits: tuple
+) -> LaunchConfig:
+    if tma and not has_mask:
+        by_tma = _tma_bwd(m, n, has_dbias, is_rms)
+        if by_tma:
+            return by_tma
     full = row_block_n(n)
     # RMSNorm's chunked rows only where the row is a power of two (16384); split at 9216 and 12288 (chunked_max_n)
     if full > chunked_max_n(is_rms) or (is_rms and full > LIMITS["bwd_max_block_n"] and n != full):
@@ -317,6 +331,37 @@ def _bwd_heuristic(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool
     block_m = _rows_per_tile(m, block_n, tile)
     warps = max(1, min(32, block_m * block_n // (32 * per_thread)))
     return LaunchConfig(block_m, block_n, 1, warps, max(1, warps_per_sm // warps))
+
+
+# the fewest elements (M x N) of a backward call that takes the TMA kernel: Triton's own launch path (tensor
+# descriptors do not take ``launch.Launcher``'s) costs about 97 microseconds of host time a call against about 40
+# (GPU run 146), less than the kernel's own time only from here on (109 us at 32768 x 2048)
+TMA_MIN_ELEMENTS = 1 << 26
+
+
+def _tma_bwd(m: int, n: int, has_dbias: bool, is_rms: bool) -> LaunchConfig | None:
+    """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), 8-warp programs:
+    LayerNorm (with dB) at 2048 and 4096 columns (tiles of 4096, two programs a SM, dx stored by the TMA) and 8192
+    (one program a SM, dx stored by each thread), in calls of at least ``TMA_MIN_ELEMENTS`` (``bwd_config``). None
+    elsewhere.
+
+    Measured on an H200 (trial kernels side by side with ``norm_bwd_kernel``'s rule and cuDNN, GPU runs 142-143;
+    then the rule against the one before in turns, ``bench.ab``, runs 144-145; ``benchmarks/README.md`` round 18):
+    LayerNorm at 32768 rows (bf16 x, fp32 weights) 2048 3439 -> 3687 (x1.07; cuDNN 3419-3512), 4096 3683 -> 3931
+    (x1.07; 3694-3699), 8192 3453 -> 4043 (x1.17; 3331-3423). Not taken: RMSNorm at 4096 rows of 4608 and 5120
+    columns (fp16), x1.10-1.12 in GPU time (cuDNN's 0.93 and 0.97 of the time now) but 99 microseconds of host time
+    a call against a 42-45 us kernel (GPU run 146; the lever: descriptors on ``Launcher``'s direct path); RMSNorm
+    at 4096 x 6144 (x0.91: with a tail of 2048 its program takes 143 registers, so one fits a SM where two were
+    launched) and 32768 x 4096 (x1.00); LayerNorm at 4096 rows (0.78-0.98 in the trials: 170-250 registers with a
+    tail or at 8192; at 16 warps 0.45-0.97); RMSNorm at 4096 x 7168 and x 8192 (0.88-0.97); rows of 1024
+    (0.87-0.99); RMSNorm at 2048-3072 (0.97-1.05: level)."""
+    if is_rms or not has_dbias or m <= 4096:
+        return None
+    if n in (2048, 4096):
+        return LaunchConfig(4096 // n, n, 1, 8, 2, tma=True, tma_store=True)
+    if n == 8192:
+        return LaunchConfig(1, 8192, 1, 8, 1, tma=True)
+    return None
 
 
 def _few_waves_bwd(n: int, is_rms: bool) -> LaunchConfig | None:

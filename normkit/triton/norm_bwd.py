@@ -1,6 +1,7 @@
 """The backward kernels of LayerNorm and RMSNorm, with the clamped-ReLU bitmask applied on the fly.
 
-One kernel body (and the split-row kernel of long rows, below); ``tl.constexpr`` switches pick the variant:
+One kernel body (and the split-row kernel of long rows, and ``norm_bwd_tma_kernel``, which loads whole rows by the
+TMA: below); ``tl.constexpr`` switches pick the variant:
 
 - ``IS_RMS``: no mean term; ``dx = rstd * (g - xhat * mean(xhat * g))`` with ``g = dy * scale``.
   LayerNorm adds ``- mean(g)``.
@@ -178,6 +179,20 @@ def _terms(
 
 
 @triton.jit
+def _tail_terms(
+    dy, x, packed, mean, rstd, w, row_ok, s1, s2, col0, N,
+    IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, TAIL_N: tl.constexpr,
+):  # fmt: skip
+    """A tail tile's ``(dy, xhat, g)`` (``_terms``, with its column bounds) and the head's row sums s1, s2 with the
+    tail's added."""
+    dy, xhat, g, _ = _terms(
+        dy, x, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, TAIL_N, False
+    )
+    t1, t2 = _row_sums(xhat, g, IS_RMS)
+    return dy, xhat, g, s1 + t1, s2 + t2
+
+
+@triton.jit
 def _load_tile(
     DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr,
@@ -195,15 +210,21 @@ def _load_tile(
 
 
 @triton.jit
-def _write_dx(
-    DX, g, xhat, c1, c2, rstd, rows64, row_ok, col0, N, stride_dx, IS_RMS: tl.constexpr, BLOCK_N: tl.constexpr
-):
-    """Store ``dx = rstd * (g - xhat * c1 - c2)`` of the tile of columns ``col0 ...``, where c1 and c2 are the row
-    means of ``xhat * g`` and of g (RMSNorm has no c2 term)."""
+def _dx(g, xhat, c1, c2, rstd, IS_RMS: tl.constexpr):
+    """``dx = rstd * (g - xhat * c1 - c2)`` of a tile, where c1 and c2 are the row means of ``xhat * g`` and of g
+    (RMSNorm has no c2 term)."""
     dx = g - xhat * c1[:, None]
     if not IS_RMS:
         dx -= c2[:, None]
-    dx *= rstd[:, None]
+    return dx * rstd[:, None]
+
+
+@triton.jit
+def _write_dx(
+    DX, g, xhat, c1, c2, rstd, rows64, row_ok, col0, N, stride_dx, IS_RMS: tl.constexpr, BLOCK_N: tl.constexpr
+):
+    """Store ``_dx`` of the tile of columns ``col0 ...``."""
+    dx = _dx(g, xhat, c1, c2, rstd, IS_RMS)
     cols = col0 + tl.arange(0, BLOCK_N)
     ok = row_ok[:, None] & (cols < N)[None, :]
     tl.store(DX + rows64[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=ok)
@@ -261,13 +282,10 @@ def norm_bwd_kernel(
             s1, s2 = _row_sums(xhat, g, IS_RMS)
             if TAIL_N:
                 dy_raw, x_raw, packed = tail
-                dy_t, xhat_t, g_t, _ = _terms(
-                    dy_raw, x_raw, packed, mean, rstd, w_tail, row_ok, BLOCK_N, N, IS_RMS, HAS_MASK, ACC, BLOCK_M,
-                    TAIL_N, False,
+                dy_t, xhat_t, g_t, s1, s2 = _tail_terms(
+                    dy_raw, x_raw, packed, mean, rstd, w_tail, row_ok, s1, s2, BLOCK_N, N, IS_RMS, HAS_MASK, ACC,
+                    BLOCK_M, TAIL_N,
                 )  # fmt: skip
-                s1_t, s2_t = _row_sums(xhat_t, g_t, IS_RMS)
-                s1 += s1_t
-                s2 += s2_t
             c1 = s1 / N
             c2 = s2 / N  # unused by RMSNorm
             _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, 0, N, stride_dx, IS_RMS, BLOCK_N)
@@ -330,6 +348,93 @@ def norm_bwd_kernel(
         tl.store(dw_row + cols, dw_acc, mask=cols < N)
         if HAS_DBIAS:
             tl.store(db_row + cols, db_acc, mask=cols < N)
+
+
+@triton.jit
+def _store_dx(
+    DX_DESC, DX, dx, row0, rows, row_ok, col0, N, stride_dx, BLOCK_N: tl.constexpr, TMA_STORE: tl.constexpr,
+):  # fmt: skip
+    """Store a dx tile (columns ``col0 ...`` of the row block ``rows``, which starts at row0): through its descriptor
+    (the TMA clips rows and columns past the tensor) or with a bounded store."""
+    if TMA_STORE:
+        DX_DESC.store([row0, col0], dx.to(DX.dtype.element_ty))
+    else:
+        cols = col0 + tl.arange(0, BLOCK_N)
+        ok = row_ok[:, None] & (cols < N)[None, :]
+        tl.store(DX + rows.to(tl.int64)[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=ok)
+
+
+@triton.jit(do_not_specialize=["M", "num_programs", "blocks_per_program"])
+def norm_bwd_tma_kernel(
+    DY_HEAD, X_HEAD, DX_HEAD, DY_TAIL, X_TAIL, DX_TAIL, W, MEAN, RSTD, DX, PARTIAL,
+    M, N, stride_dx, num_programs, blocks_per_program,
+    IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_DBIAS: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr,
+    TMA_STORE: tl.constexpr, STAGES: tl.constexpr,
+):  # fmt: skip
+    """``norm_bwd_kernel``'s whole rows (one tile, or a head tile and a tail tile; no mask) with dy and x loaded by
+    the Tensor Memory Accelerator: ``*_HEAD`` and ``*_TAIL`` are tensor descriptors of blocks ``[BLOCK_M, BLOCK_N]``
+    and ``[BLOCK_M, TAIL_N]`` (the head's again where there is no tail). The copies land in shared memory and the
+    loop is pipelined by Triton (``tl.range(num_stages=STAGES)``: STAGES - 1 row blocks in flight, each waited for
+    on its own barrier), so the loads in flight hold no registers and issue one instruction per 256 columns, not
+    one per thread and vector. Rows and columns past the tensor load as zeros. TMA_STORE: dx is stored through
+    ``DX_HEAD`` / ``DX_TAIL`` as well. PARTIAL as ``norm_bwd_kernel``'s.
+
+    Measured on an H200 (GPU runs 142-143, ``benchmarks/README.md`` round 18): 1.05-1.14x ``norm_bwd_kernel``'s
+    time where its registers leave room for two 8-warp programs a SM (``config._tma_bwd``); with more registers
+    than that (LayerNorm's rows with a tail, rows of 7168 and 8192 at 4096 rows) slower."""
+    pid = tl.program_id(0)
+    dw_row = PARTIAL + pid.to(tl.int64) * N
+    db_row = dw_row + num_programs.to(tl.int64) * N
+    cols = tl.arange(0, BLOCK_N)
+    w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N)
+    dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
+    db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
+    if TAIL_N:
+        w_tail = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N)
+        dw_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
+        db_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
+    for i in tl.range(0, blocks_per_program, num_stages=STAGES):
+        row0 = (pid + i * num_programs) * BLOCK_M
+        rows = row0 + tl.arange(0, BLOCK_M)
+        row_ok = rows < M
+        rstd = tl.load(RSTD + rows, mask=row_ok, other=0.0)
+        mean = rstd  # unused by RMSNorm
+        if not IS_RMS:
+            mean = tl.load(MEAN + rows, mask=row_ok, other=0.0)
+        dy = DY_HEAD.load([row0, 0])
+        dy, xhat, g, rstd = _terms(
+            dy, X_HEAD.load([row0, 0]), dy, mean, rstd, w, row_ok, 0, N, IS_RMS, False, ACC, BLOCK_M, BLOCK_N, EVEN_N
+        )
+        s1, s2 = _row_sums(xhat, g, IS_RMS)
+        if TAIL_N:
+            dy_t = DY_TAIL.load([row0, BLOCK_N])
+            dy_t, xhat_t, g_t, s1, s2 = _tail_terms(
+                dy_t, X_TAIL.load([row0, BLOCK_N]), dy_t, mean, rstd, w_tail, row_ok, s1, s2, BLOCK_N, N, IS_RMS,
+                False, ACC, BLOCK_M, TAIL_N,
+            )  # fmt: skip
+        c1 = s1 / N
+        c2 = s2 / N  # unused by RMSNorm
+        _store_dx(
+            DX_HEAD, DX, _dx(g, xhat, c1, c2, rstd, IS_RMS), row0, rows, row_ok, 0, N, stride_dx, BLOCK_N, TMA_STORE
+        )
+        dw_acc += dy * xhat
+        if HAS_DBIAS:
+            db_acc += dy
+        if TAIL_N:
+            dx_t = _dx(g_t, xhat_t, c1, c2, rstd, IS_RMS)
+            _store_dx(DX_TAIL, DX, dx_t, row0, rows, row_ok, BLOCK_N, N, stride_dx, TAIL_N, TMA_STORE)
+            dw_tail += dy_t * xhat_t
+            if HAS_DBIAS:
+                db_tail += dy_t
+    tl.store(dw_row + cols, tl.sum(dw_acc, axis=0), mask=cols < N)
+    if HAS_DBIAS:
+        tl.store(db_row + cols, tl.sum(db_acc, axis=0), mask=cols < N)
+    if TAIL_N:
+        tail_cols = BLOCK_N + tl.arange(0, TAIL_N)
+        tl.store(dw_row + tail_cols, tl.sum(dw_tail, axis=0), mask=tail_cols < N)
+        if HAS_DBIAS:
+            tl.store(db_row + tail_cols, tl.sum(db_tail, axis=0), mask=tail_cols < N)
 
 
 SENTINEL = -1  # a SUMS slot nobody has published to yet (its two halves: a NaN no arithmetic gives)

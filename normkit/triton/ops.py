@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import replace
 from typing import NamedTuple
 
 import torch
 import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .. import checks, reference
 from ..bitmask import packed_width
 from . import config
 from .config import cdiv, next_power_of_2
 from .launch import Launcher
-from .norm_bwd import SENTINEL, norm_bwd_kernel, split_rows_kernel, sum_partials_kernel
+from .norm_bwd import SENTINEL, norm_bwd_kernel, norm_bwd_tma_kernel, split_rows_kernel, sum_partials_kernel
 from .norm_fwd import norm_fwd_kernel
 
 # the kernels, launched with less host work a call than kernel[grid](...) (launch.py)
@@ -22,6 +24,8 @@ NORM_FWD = Launcher(norm_fwd_kernel)
 NORM_BWD = Launcher(norm_bwd_kernel)
 SUM_PARTIALS = Launcher(sum_partials_kernel)
 SPLIT_ROWS = Launcher(split_rows_kernel)
+NORM_BWD_TMA = Launcher(norm_bwd_tma_kernel)  # its tensor descriptors take Triton's own launch path (launch.py)
+TMA_STAGES = 3  # norm_bwd_tma_kernel's STAGES: two row blocks in flight (GPU run 142: 4 stages 0.92-1.0x of 3)
 
 
 def _acc_of(dtype: torch.dtype):
@@ -211,20 +215,52 @@ class _BackwardPlan(NamedTuple):
     values: tuple  # norm_bwd_kernel's constexprs, in its order (empty for split rows)
 
 
+@functools.cache
+def _tma_capable(device: int) -> bool:
+    """Whether the TMA kernel can run on ``device`` (an index; -1: the CPU, whose interpreter runs it too): a GPU of
+    compute capability 9.0 (Hopper) or newer."""
+    return device < 0 or torch.cuda.get_device_capability(device)[0] >= 9
+
+
+def _tma_ready(*tensors: torch.Tensor) -> bool:
+    """Whether the TMA can load and store these matrices' rows: contiguous rows, each starting on 16 bytes (the
+    start of the tensor and the row stride in bytes multiples of 16), on a device that has a TMA."""
+    return _tma_capable(tensors[0].get_device()) and all(
+        t.stride(1) == 1 and not t.data_ptr() & 15 and not (t.stride(0) * t.element_size()) & 15 for t in tensors
+    )
+
+
 @functools.lru_cache(maxsize=1024)
-def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, device, _generation):
-    """The backward's launch of ``m x n``, worked out once (as ``_forward_plan``)."""
-    cfg = config.bwd_config(m, n, has_dbias, has_mask=has_mask, is_rms=is_rms)
+def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, device, tma, _generation):
+    """The backward's launch of ``m x n``, worked out once (as ``_forward_plan``). ``tma``: whether the rows can
+    be loaded by the TMA (``_tma_ready``); where not, a config that asks for it (a forced one) runs its launch
+    shape on ``norm_bwd_kernel``."""
+    cfg = config.bwd_config(m, n, has_dbias, has_mask=has_mask, is_rms=is_rms, tma=tma)
     if cfg.parts > 1:
         return _BackwardPlan(cfg, 0, 0, ())
+    if cfg.tma and not (tma and not has_mask and cfg.num_chunks == 1):
+        cfg = replace(cfg, tma=False, tma_store=False)
     row_blocks = cdiv(m, cfg.block_m)
     programs = config.persistent_programs(device, row_blocks, cfg)
-    values = NORM_BWD.values(
-        HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks,
-        CHUNKS_P2=next_power_of_2(cfg.num_chunks), EVEN_N=_even_n(n, cfg), TAIL_N=cfg.tail_n, IS_RMS=is_rms,
-        ZERO_CENTERED=zero_centered_gamma, HAS_MASK=has_mask, ACC=_acc_of(x_dtype)[0],
+    common = dict(
+        HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, EVEN_N=_even_n(n, cfg), TAIL_N=cfg.tail_n,
+        IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, ACC=_acc_of(x_dtype)[0],
     )  # fmt: skip
+    if cfg.tma:
+        values = NORM_BWD_TMA.values(TMA_STORE=cfg.tma_store, STAGES=TMA_STAGES, **common)
+    else:
+        values = NORM_BWD.values(
+            NUM_CHUNKS=cfg.num_chunks, CHUNKS_P2=next_power_of_2(cfg.num_chunks), HAS_MASK=has_mask, **common
+        )
     return _BackwardPlan(cfg, programs, cdiv(row_blocks, programs), values)
+
+
+def _descriptors(cfg: config.LaunchConfig, *tensors: torch.Tensor) -> list:
+    """Each matrix's TMA descriptors of its head tiles, then of its tail tiles (the head's again without a tail)."""
+    heads = [TensorDescriptor(t, list(t.shape), list(t.stride()), [cfg.block_m, cfg.block_n]) for t in tensors]
+    if not cfg.tail_n:
+        return heads + heads
+    return heads + [TensorDescriptor(t, list(t.shape), list(t.stride()), [cfg.block_m, cfg.tail_n]) for t in tensors]
 
 
 def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, has_dbias):
@@ -235,15 +271,24 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
         dw = torch.zeros(n, dtype=weight.dtype, device=device)
         return dx, dw, torch.zeros_like(dw) if has_dbias else None
     has_mask = mask is not None
+    tma = _tma_ready(dy, x, dx)
     plan = _backward_plan(
-        m, n, x.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, x.get_device(), config.generation
+        m, n, x.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, x.get_device(), tma, config.generation
     )
     acc_tl, acc_torch = _acc_of(x.dtype)
     # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean, no mask passes dx for it
     mean = mean if mean is not None else rstd
     mask, mask_stride = (mask, mask.stride(0)) if mask is not None else (dx, 0)
     which = 2 if has_dbias else 1
-    if plan.programs:
+    if plan.cfg.tma:
+        partial = torch.empty((which, plan.programs, n), dtype=acc_torch, device=device)
+        NORM_BWD_TMA.launch(
+            (plan.programs,),
+            (*_descriptors(plan.cfg, dy, x, dx), weight, mean, rstd, dx, partial,
+             m, n, dx.stride(0), plan.programs, plan.blocks_per_program),
+            plan.cfg.num_warps, plan.values,
+        )  # fmt: skip
+    elif plan.programs:
         partial = torch.empty((which, plan.programs, n), dtype=acc_torch, device=device)
         NORM_BWD.launch(
             (plan.programs,),
