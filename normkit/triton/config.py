@@ -185,9 +185,9 @@ def bwd_config(
     within 1% (32768 x 2048 3421 GB/s, the plain backward 3425; x 8192 3466 against 3446). Small calls (5-20 us,
     timings that swing by 30%): at 4096 x 768 the rules are within 0.95-1.0 of the fastest candidate; at 4096 x 1024
     (fp16) and 4096 x 128 the rule's config was not among the 12 fastest printed (so at most 0.86 and 0.96 of the
-    fastest). Split rows: ``split_rows_config``. ``tma``: the call's rows can be loaded by the TMA (a GPU of compute
-    capability 9.0 or newer, rows 16-byte aligned; ``ops._tma_ready``): ``_tma_bwd``'s shapes then are, in calls
-    of at least ``TMA_MIN_ELEMENTS``.
+    fastest). Split rows: ``split_rows_config``. ``tma``: the call's rows may be loaded by the TMA (a GPU of
+    compute capability 9.0 or newer, rows 16-byte aligned: ``ops._tma_capable``, ``ops._tma_aligned``):
+    ``_tma_bwd``'s shapes then are, in calls of at least ``TMA_MIN_ELEMENTS``.
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]

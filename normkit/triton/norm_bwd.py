@@ -230,6 +230,19 @@ def _write_dx(
     tl.store(DX + rows64[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=ok)
 
 
+@triton.jit
+def _store_partials(
+    DW_ROW, DB_ROW, dw_acc, db_acc, col0, N, HAS_DBIAS: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """Store a program's dW (and dB) partials of the columns ``col0 ...``: its ``[rows, BLOCK_N]`` accumulators
+    summed over their rows, to ``DW_ROW`` (and ``DB_ROW``), float32 rows of N."""
+    cols = col0 + tl.arange(0, BLOCK_N)
+    col_ok = cols < N
+    tl.store(DW_ROW + cols, tl.sum(dw_acc, axis=0), mask=col_ok)
+    if HAS_DBIAS:
+        tl.store(DB_ROW + cols, tl.sum(db_acc, axis=0), mask=col_ok)
+
+
 @triton.jit(do_not_specialize=["M", "num_programs", "blocks_per_program"])
 def norm_bwd_kernel(
     DY, X, W, MEAN, RSTD, MASK, DX, PARTIAL,
@@ -246,8 +259,6 @@ def norm_bwd_kernel(
     dw_row = PARTIAL + pid.to(tl.int64) * N
     db_row = dw_row + num_programs.to(tl.int64) * N
     if NUM_CHUNKS == 1:
-        cols = tl.arange(0, BLOCK_N)
-        col_ok = cols < N
         w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N)  # the same for every row: loaded once
         # [BLOCK_M, BLOCK_N] accumulators: the sum over rows happens once, after the loop
         dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
@@ -302,14 +313,9 @@ def norm_bwd_kernel(
                 tail = next_tail
             rows = next_rows
             tile = next_tile
-        tl.store(dw_row + cols, tl.sum(dw_acc, axis=0), mask=col_ok)
-        if HAS_DBIAS:
-            tl.store(db_row + cols, tl.sum(db_acc, axis=0), mask=col_ok)
+        _store_partials(dw_row, db_row, dw_acc, db_acc, 0, N, HAS_DBIAS, BLOCK_N)
         if TAIL_N:
-            tail_cols = BLOCK_N + tl.arange(0, TAIL_N)
-            tl.store(dw_row + tail_cols, tl.sum(dw_tail, axis=0), mask=tail_cols < N)
-            if HAS_DBIAS:
-                tl.store(db_row + tail_cols, tl.sum(db_tail, axis=0), mask=tail_cols < N)
+            _store_partials(dw_row, db_row, dw_tail, db_tail, BLOCK_N, N, HAS_DBIAS, TAIL_N)
     else:  # the whole row's dW/dB partials as [CHUNKS_P2, BLOCK_N] tiles, chunk c in row c
         chunk_ids = tl.arange(0, CHUNKS_P2)[:, None]
         dw_acc = tl.zeros([CHUNKS_P2, BLOCK_N], dtype=ACC)
@@ -352,16 +358,15 @@ def norm_bwd_kernel(
 
 @triton.jit
 def _store_dx(
-    DX_DESC, DX, dx, row0, rows, row_ok, col0, N, stride_dx, BLOCK_N: tl.constexpr, TMA_STORE: tl.constexpr,
+    DX_DESC, DX, g, xhat, c1, c2, rstd, row0, rows, row_ok, col0, N, stride_dx,
+    IS_RMS: tl.constexpr, BLOCK_N: tl.constexpr, TMA_STORE: tl.constexpr,
 ):  # fmt: skip
-    """Store a dx tile (columns ``col0 ...`` of the row block ``rows``, which starts at row0): through its descriptor
-    (the TMA clips rows and columns past the tensor) or with a bounded store."""
+    """Store ``_dx`` of a tile (columns ``col0 ...`` of the row block ``rows``, which starts at row0): through its
+    descriptor (the TMA clips rows and columns past the tensor) or by each thread (``_write_dx``)."""
     if TMA_STORE:
-        DX_DESC.store([row0, col0], dx.to(DX.dtype.element_ty))
+        DX_DESC.store([row0, col0], _dx(g, xhat, c1, c2, rstd, IS_RMS).to(DX.dtype.element_ty))
     else:
-        cols = col0 + tl.arange(0, BLOCK_N)
-        ok = row_ok[:, None] & (cols < N)[None, :]
-        tl.store(DX + rows.to(tl.int64)[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=ok)
+        _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N)
 
 
 @triton.jit(do_not_specialize=["M", "num_programs", "blocks_per_program"])
@@ -386,7 +391,6 @@ def norm_bwd_tma_kernel(
     pid = tl.program_id(0)
     dw_row = PARTIAL + pid.to(tl.int64) * N
     db_row = dw_row + num_programs.to(tl.int64) * N
-    cols = tl.arange(0, BLOCK_N)
     w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N)
     dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
     db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
@@ -415,26 +419,21 @@ def norm_bwd_tma_kernel(
             )  # fmt: skip
         c1 = s1 / N
         c2 = s2 / N  # unused by RMSNorm
-        _store_dx(
-            DX_HEAD, DX, _dx(g, xhat, c1, c2, rstd, IS_RMS), row0, rows, row_ok, 0, N, stride_dx, BLOCK_N, TMA_STORE
-        )
+        _store_dx(DX_HEAD, DX, g, xhat, c1, c2, rstd, row0, rows, row_ok, 0, N, stride_dx, IS_RMS, BLOCK_N, TMA_STORE)
         dw_acc += dy * xhat
         if HAS_DBIAS:
             db_acc += dy
         if TAIL_N:
-            dx_t = _dx(g_t, xhat_t, c1, c2, rstd, IS_RMS)
-            _store_dx(DX_TAIL, DX, dx_t, row0, rows, row_ok, BLOCK_N, N, stride_dx, TAIL_N, TMA_STORE)
+            _store_dx(
+                DX_TAIL, DX, g_t, xhat_t, c1, c2, rstd, row0, rows, row_ok, BLOCK_N, N, stride_dx, IS_RMS, TAIL_N,
+                TMA_STORE,
+            )  # fmt: skip
             dw_tail += dy_t * xhat_t
             if HAS_DBIAS:
                 db_tail += dy_t
-    tl.store(dw_row + cols, tl.sum(dw_acc, axis=0), mask=cols < N)
-    if HAS_DBIAS:
-        tl.store(db_row + cols, tl.sum(db_acc, axis=0), mask=cols < N)
+    _store_partials(dw_row, db_row, dw_acc, db_acc, 0, N, HAS_DBIAS, BLOCK_N)
     if TAIL_N:
-        tail_cols = BLOCK_N + tl.arange(0, TAIL_N)
-        tl.store(dw_row + tail_cols, tl.sum(dw_tail, axis=0), mask=tail_cols < N)
-        if HAS_DBIAS:
-            tl.store(db_row + tail_cols, tl.sum(db_tail, axis=0), mask=tail_cols < N)
+        _store_partials(dw_row, db_row, dw_tail, db_tail, BLOCK_N, N, HAS_DBIAS, TAIL_N)
 
 
 SENTINEL = -1  # a SUMS slot nobody has published to yet (its two halves: a NaN no arithmetic gives)
@@ -572,7 +571,6 @@ def split_rows_kernel(
     part = pid % PARTS
     group = pid // PARTS
     col0 = part * BLOCK_N
-    cols = col0 + tl.arange(0, BLOCK_N)
     w = _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N)
     dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
     db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
@@ -637,11 +635,8 @@ def split_rows_kernel(
             own = next_own
             next_rows = far_rows
             next_tile = far_tile
-    partial = PARTIAL + group.to(tl.int64) * N + cols
-    col_ok = cols < N
-    tl.store(partial, tl.sum(dw_acc, axis=0), mask=col_ok)
-    if HAS_DBIAS:
-        tl.store(partial + num_groups.to(tl.int64) * N, tl.sum(db_acc, axis=0), mask=col_ok)
+    dw_row = PARTIAL + group.to(tl.int64) * N
+    _store_partials(dw_row, dw_row + num_groups.to(tl.int64) * N, dw_acc, db_acc, col0, N, HAS_DBIAS, BLOCK_N)
 
 
 @triton.jit

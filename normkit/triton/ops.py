@@ -222,19 +222,19 @@ def _tma_capable(device: int) -> bool:
     return device < 0 or torch.cuda.get_device_capability(device)[0] >= 9
 
 
-def _tma_ready(*tensors: torch.Tensor) -> bool:
+def _tma_aligned(*tensors: torch.Tensor) -> bool:
     """Whether the TMA can load and store these matrices' rows: contiguous rows, each starting on 16 bytes (the
-    start of the tensor and the row stride in bytes multiples of 16), on a device that has a TMA."""
-    return _tma_capable(tensors[0].get_device()) and all(
+    start of the tensor and the row stride in bytes multiples of 16)."""
+    return all(
         t.stride(1) == 1 and not t.data_ptr() & 15 and not (t.stride(0) * t.element_size()) & 15 for t in tensors
     )
 
 
 @functools.lru_cache(maxsize=1024)
 def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, device, tma, _generation):
-    """The backward's launch of ``m x n``, worked out once (as ``_forward_plan``). ``tma``: whether the rows can
-    be loaded by the TMA (``_tma_ready``); where not, a config that asks for it (a forced one) runs its launch
-    shape on ``norm_bwd_kernel``."""
+    """The backward's launch of ``m x n``, worked out once (as ``_forward_plan``). ``tma``: whether the rows may
+    be loaded by the TMA (``_tma_capable``, and after a plan that takes it, ``_tma_aligned``); where not, a config
+    that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``."""
     cfg = config.bwd_config(m, n, has_dbias, has_mask=has_mask, is_rms=is_rms, tma=tma)
     if cfg.parts > 1:
         return _BackwardPlan(cfg, 0, 0, ())
@@ -257,10 +257,12 @@ def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gam
 
 def _descriptors(cfg: config.LaunchConfig, *tensors: torch.Tensor) -> list:
     """Each matrix's TMA descriptors of its head tiles, then of its tail tiles (the head's again without a tail)."""
-    heads = [TensorDescriptor(t, list(t.shape), list(t.stride()), [cfg.block_m, cfg.block_n]) for t in tensors]
-    if not cfg.tail_n:
-        return heads + heads
-    return heads + [TensorDescriptor(t, list(t.shape), list(t.stride()), [cfg.block_m, cfg.tail_n]) for t in tensors]
+
+    def blocks_of(width: int) -> list:
+        return [TensorDescriptor(t, list(t.shape), list(t.stride()), [cfg.block_m, width]) for t in tensors]
+
+    heads = blocks_of(cfg.block_n)
+    return heads + (blocks_of(cfg.tail_n) if cfg.tail_n else heads)
 
 
 def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, has_dbias):
@@ -271,31 +273,32 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
         dw = torch.zeros(n, dtype=weight.dtype, device=device)
         return dx, dw, torch.zeros_like(dw) if has_dbias else None
     has_mask = mask is not None
-    tma = _tma_ready(dy, x, dx)
-    plan = _backward_plan(
-        m, n, x.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, x.get_device(), tma, config.generation
-    )
+    index = x.get_device()
+    key = (m, n, x.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, index)
+    plan = _backward_plan(*key, _tma_capable(index), config.generation)
+    if plan.cfg.tma and not _tma_aligned(dy, x, dx):  # asked only where the plan takes the TMA
+        plan = _backward_plan(*key, False, config.generation)
     acc_tl, acc_torch = _acc_of(x.dtype)
     # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean, no mask passes dx for it
     mean = mean if mean is not None else rstd
     mask, mask_stride = (mask, mask.stride(0)) if mask is not None else (dx, 0)
     which = 2 if has_dbias else 1
-    if plan.cfg.tma:
+    if plan.programs:  # whole rows on a persistent grid
         partial = torch.empty((which, plan.programs, n), dtype=acc_torch, device=device)
-        NORM_BWD_TMA.launch(
-            (plan.programs,),
-            (*_descriptors(plan.cfg, dy, x, dx), weight, mean, rstd, dx, partial,
-             m, n, dx.stride(0), plan.programs, plan.blocks_per_program),
-            plan.cfg.num_warps, plan.values,
-        )  # fmt: skip
-    elif plan.programs:
-        partial = torch.empty((which, plan.programs, n), dtype=acc_torch, device=device)
-        NORM_BWD.launch(
-            (plan.programs,),
-            (dy, x, weight, mean, rstd, mask, dx, partial,
-             m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, plan.programs, plan.blocks_per_program),
-            plan.cfg.num_warps, plan.values,
-        )  # fmt: skip
+        if plan.cfg.tma:
+            NORM_BWD_TMA.launch(
+                (plan.programs,),
+                (*_descriptors(plan.cfg, dy, x, dx), weight, mean, rstd, dx, partial,
+                 m, n, dx.stride(0), plan.programs, plan.blocks_per_program),
+                plan.cfg.num_warps, plan.values,
+            )  # fmt: skip
+        else:
+            NORM_BWD.launch(
+                (plan.programs,),
+                (dy, x, weight, mean, rstd, mask, dx, partial,
+                 m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, plan.programs, plan.blocks_per_program),
+                plan.cfg.num_warps, plan.values,
+            )  # fmt: skip
     else:  # long rows, each split over cfg.parts programs that exchange their row sums
         cfg = plan.cfg
         row_blocks = cdiv(m, cfg.block_m)
