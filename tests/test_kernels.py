@@ -608,11 +608,11 @@ def test_tma_rules():
     def bwd(m, n, is_rms=False, tma=True, has_mask=False):
         return config.bwd_config(m, n, not is_rms, has_mask=has_mask, is_rms=is_rms, tma=tma)
 
-    assert config.TMA_MIN_ELEMENTS == 32768 * 2048
-    assert bwd(32768, 2048) == LaunchConfig(2, 2048, 1, 8, 2, tma=True, tma_store=True)
-    assert bwd(16384, 4096) == bwd(32768, 4096) == LaunchConfig(1, 4096, 1, 8, 2, tma=True, tma_store=True)
-    assert bwd(8192, 8192) == bwd(32768, 8192) == LaunchConfig(1, 8192, 1, 8, 1, tma=True)
-    untaken = [(32767, 2048), (16383, 4096), (8191, 8192), (32768, 1024), (32768, 3072), (32768, 16384)]
+    assert config.TMA_MIN_ELEMENTS == 8192 * 4096 + 1
+    assert bwd(16385, 2048) == bwd(32768, 2048) == LaunchConfig(2, 2048, 1, 8, 2, tma=True, tma_store=True)
+    assert bwd(8193, 4096) == bwd(32768, 4096) == LaunchConfig(1, 4096, 1, 8, 2, tma=True, tma_store=True)
+    assert bwd(4097, 8192) == bwd(32768, 8192) == LaunchConfig(1, 8192, 1, 8, 1, tma=True)
+    untaken = [(16384, 2048), (8192, 4096), (4096, 8192), (32768, 1024), (32768, 3072), (32768, 16384)]
     untaken += [(4096, 4608, True), (4096, 5120, True), (32768, 4096, True), (32768, 8192, True)]
     for shape in untaken:
         assert not bwd(*shape).tma, shape
@@ -625,7 +625,8 @@ def test_tma_rules():
 def test_tma_backward_on_the_gpu(op):
     """The TMA backward's shapes (``config._tma_bwd``), compiled as launched, against the reference; RMSNorm's, a
     width the rule does not name (8200) and a call below ``TMA_MIN_ELEMENTS`` take ``norm_bwd_kernel``."""
-    shapes = [(32768, 2048, True), (16384, 4096, True), (8192, 8192, True), (8192, 8200, False), (3000, 4608, False)]
+    shapes = [(16400, 2048, True), (8200, 4096, True), (4100, 8192, True), (16384, 2048, False), (8192, 8200, False)]
+    shapes += [(3000, 4608, False)]
     for m, n, taken in shapes:
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")

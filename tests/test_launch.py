@@ -10,6 +10,7 @@ pytest.importorskip("triton")
 
 from triton._C.libtriton import native_specialize_impl  # noqa: E402
 from triton.backends.compiler import BaseBackend  # noqa: E402
+from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: E402
 
 from normkit import reference  # noqa: E402
 from normkit.testing import compare  # noqa: E402
@@ -24,7 +25,18 @@ def _runtime_args():
     tensors = [base[i:].view(dtype) for i in (0, 16) for dtype in (torch.float32, torch.bfloat16, torch.uint8)]
     tensors += [base[i:] for i in (1, 2, 4, 8)]  # addresses that are not multiples of 16
     tensors += [base[2:].view(torch.float16), torch.nn.Parameter(torch.zeros(4)), torch.zeros(3, dtype=torch.float64)]
-    return tensors + INTS + [0.0, 1.0, -2.5, 1e300, float("inf"), True, False]
+    return tensors + _descriptors() + INTS + [0.0, 1.0, -2.5, 1e300, float("inf"), True, False]
+
+
+def _descriptors() -> list:
+    """Tensor descriptors of several dtypes, blocks, shapes and paddings (two share a dtype and block)."""
+    found = []
+    for dtype in (torch.float16, torch.bfloat16, torch.float32):
+        rows = torch.zeros(8, 64, dtype=dtype)
+        for block in ([1, 64], [2, 32], [8, 16]):
+            found.append(TensorDescriptor(rows, [8, 64], [64, 1], block))
+    found.append(TensorDescriptor(torch.zeros(4, 128, dtype=torch.float16), [4, 96], [128, 1], [1, 64], "nan"))
+    return found
 
 
 def _tritons_choice(arg):
@@ -42,9 +54,10 @@ def test_equal_keys_mean_equal_specializations():
         else:
             seen[key] = arg
     # the key is not finer than it needs to be for tensors and ints: one entry per specialization
-    tensors_and_ints = [a for a in _runtime_args() if isinstance(a, torch.Tensor) or type(a) is int]
-    keys = {launch._key_of(a) for a in tensors_and_ints}
-    assert len(keys) == len({_tritons_choice(a) for a in tensors_and_ints})
+    # (and descriptors)
+    specialized = [a for a in _runtime_args() if isinstance(a, (torch.Tensor, TensorDescriptor)) or type(a) is int]
+    keys = {launch._key_of(a) for a in specialized}
+    assert len(keys) == len({_tritons_choice(a) for a in specialized})
 
 
 def test_an_unexpected_argument_type_is_named():
@@ -95,27 +108,35 @@ def _some_args(seed: int) -> list:
     pick = random.Random(seed).choice
     tensors = [a for a in _runtime_args() if isinstance(a, torch.Tensor)]
     floats = [a for a in _runtime_args() if type(a) is float]
-    return [pick(tensors), pick(INTS), pick(tensors), pick(floats), pick([True, False]), pick(INTS), pick(floats)]
+    descriptors = _descriptors()
+    return [pick(tensors), pick(INTS), pick(tensors), pick(floats), pick([True, False]), pick(INTS), pick(floats),
+            pick(descriptors)]  # fmt: skip
 
 
 def test_binder_writes_each_arguments_key():
     """The written binder's key is (device, constexprs, warps) and each argument's ``_key_of``, and it hands the
     launcher each tensor's address in the tensor's place."""
-    kinds = ("tensor", "int", "tensor", "float", "bool", "int", "float")
+    kinds = ("tensor", "int", "tensor", "float", "bool", "int", "float", "descriptor")
     bind = launch._binder(kinds)
     for seed in range(200):
         args = _some_args(seed)
         key, launch_args = bind(0, (16, True), 4, *args)
         assert key == (0, (16, True), 4, *[part for arg in args for part in launch._key_of(arg)])
-        want = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]
+        want = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]  # a descriptor whole
         assert list(launch_args) == want and all(type(a) is type(b) for a, b in zip(launch_args, want))
 
 
-@pytest.mark.parametrize("position, stranger", [(0, None), (0, 3), (1, 2.0), (1, True), (3, 1), (4, 1), (5, None)])
+STRANGERS = [(0, None), (0, 3), (1, 2.0), (1, True), (3, 1), (4, 1), (5, None), (7, None), (0, "descriptor")]
+STRANGERS += [(7, "tensor")]
+
+
+@pytest.mark.parametrize("position, stranger", STRANGERS)
 def test_binder_refuses_arguments_of_another_kind(position, stranger):
     """An argument of another kind than the binder was written for raises (and the launch takes Triton's path):
-    an int where a float was would otherwise reuse a kernel Triton specialized on another int's value."""
-    bind = launch._binder(("tensor", "int", "tensor", "float", "bool", "int", "float"))
+    an int where a float was would otherwise reuse a kernel Triton specialized on another int's value; a tensor
+    where a descriptor was would hand the launcher a tensor to encode as a tensor map."""
+    bind = launch._binder(("tensor", "int", "tensor", "float", "bool", "int", "float", "descriptor"))
+    stranger = {"descriptor": _descriptors()[0], "tensor": torch.zeros(4)}.get(stranger, stranger)
     args = _some_args(0)
     args[position] = stranger
     with pytest.raises((TypeError, AttributeError)):

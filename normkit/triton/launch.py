@@ -10,22 +10,25 @@ first call of a key goes through ``kernel[grid](...)`` (compiling if need be), s
 chose for those arguments. Host time of normkit's launchers at 4096 x 768 (GPU run 63, before and after in turns in
 one process): forward 37 -> 26 microseconds, backward (two kernels) 72 -> 46.
 
-The key holds everything Triton specializes a runtime argument on, so two calls that share it would get the
-same compiled kernel from Triton too: a tensor's dtype and whether its address is a multiple of 16; an integer's
-type (int32, int64 or uint64 by its value), whether it is 1 and whether it is a multiple of 16; a float is a
-float32 whatever its value (``_key_of``; ``tests/test_launch.py`` checks it against Triton's own specialization).
-Plus the constexpr values, ``num_warps``, the current device and each tensor's device (a CPU tensor's address is
-never launched: its key is new, and Triton's own path rejects it). Compile options Triton reads from its knobs
-(debug, instrumentation) are those of a key's first call.
+The key holds everything Triton specializes a runtime argument on, so two calls that share it would get the same
+compiled kernel from Triton too: a tensor's dtype and whether its address is a multiple of 16; an integer's type
+(int32, int64 or uint64 by its value), whether it is 1 and whether it is a multiple of 16; a float is a float32
+whatever its value; a tensor descriptor (``TensorDescriptor``) its base's dtype and its block's shape (``_key_of``;
+``tests/test_launch.py`` checks it against Triton's own specialization). Plus the constexpr values, ``num_warps``,
+the current device and each tensor's device (a CPU tensor's address is never launched: its key is new, and Triton's
+own path rejects it). Compile options Triton reads from its knobs (debug, instrumentation) are those of a key's
+first call.
 
-The key is built by a function written for the kernel's arguments (``_binder``: one expression per property, no
-loop or function call per argument), which also hands the compiled launcher the tensors' addresses rather than the
+The key is built by a function written for the kernel's arguments (``_binder``: one expression per property, no loop
+over the arguments), which also hands the compiled launcher the tensors' addresses rather than the
 tensors: given a tensor, the launcher asks it for ``data_ptr()`` and the CUDA driver whether that address is a
 device's (``cuPointerGetAttribute``), once per tensor and call. On the GPU machine (run 124, the forward's 19
-arguments): the key 2.9 microseconds, the compiled launcher 4.1 given addresses and 5.2 given the tensors; with
-the launch plans of ``ops.py`` the forward's host time went from 39 to 28 microseconds, the backward's from 59 to
-42. Triton's interpreter (no GPU), launch hooks (profilers such as proton set them) and Triton versions other than
-3.6 take Triton's own path on every call.
+arguments): the key 2.9 microseconds, the compiled launcher 4.1 given addresses and 5.2 given the tensors; with the
+launch plans of ``ops.py`` the forward's host time went from 39 to 28 microseconds, the backward's from 59 to 42. A
+tensor descriptor is handed to the compiled launcher whole, which encodes its tensor map
+(``cuTensorMapEncodeTiled``, 1.4 microseconds a descriptor) as Triton's path does: the TMA backward's host time went
+from 81 to 56-61 microseconds a call at 4096 x 4608 (GPU run 153). Triton's interpreter (no GPU), launch hooks
+(profilers such as proton set them) and Triton versions other than 3.6 take Triton's own path on every call.
 """
 
 from __future__ import annotations
@@ -36,11 +39,14 @@ import torch
 import triton
 import triton.language as tl
 from triton import knobs
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 
 def _kind(arg) -> str:
     if isinstance(arg, torch.Tensor):
         return "tensor"
+    if isinstance(arg, TensorDescriptor):
+        return "descriptor"
     for kind in (bool, int, float):  # bool before int: bool is an int
         if isinstance(arg, kind):
             return kind.__name__
@@ -53,6 +59,8 @@ def _key_of(arg) -> tuple:
     kind = _kind(arg)
     if kind == "tensor":
         return arg.dtype, not arg.data_ptr() & 15, arg.get_device()
+    if kind == "descriptor":  # Triton compiles a descriptor's loads for its dtype and block (its base is aligned)
+        return arg.base.dtype, tuple(arg.block_shape), arg.base.get_device()
     if kind == "int":
         return -(2**31) <= arg < 2**31, arg < 2**63, arg == 1, not arg & 15
     return (arg,) if kind == "bool" else ()
@@ -61,9 +69,10 @@ def _key_of(arg) -> tuple:
 def _binder(kinds: tuple[str, ...]):
     """``bind(device, values, num_warps, *args) -> (key, launch_args)`` for arguments of these kinds: the key is
     ``(device, values, num_warps)`` and then each argument's ``_key_of``, flat; ``launch_args`` the arguments with
-    each tensor's address in its place. An argument of another kind than the binder's raises TypeError or
-    AttributeError (a float where an int was, an int or None where a tensor was), and the launch takes Triton's path.
-    A float is checked to be one: an int there would be specialized by Triton on its value, which the key ignores."""
+    each tensor's address in its place (a descriptor whole). An argument of another kind than the binder's raises
+    TypeError or AttributeError (a float where an int was, an int or None where a tensor was, a tensor where a
+    descriptor was), and the launch takes Triton's path. A float is checked to be one: an int there would be
+    specialized by Triton on its value, which the key ignores."""
     lines, key, launch_args = [], ["device", "values", "num_warps"], []
     for i, kind in enumerate(kinds):
         a = f"a{i}"
@@ -71,6 +80,11 @@ def _binder(kinds: tuple[str, ...]):
             lines.append(f"p{i} = {a}.data_ptr()")
             key += [f"{a}.dtype", f"not p{i} & 15", f"{a}.get_device()"]
             launch_args.append(f"p{i}")
+            continue
+        if kind == "descriptor":  # handed on whole: the compiled launcher encodes its tensor map (launch.py)
+            lines.append(f"if type({a}) is not TensorDescriptor: raise TypeError({a})")
+            key += [f"{a}.base.dtype", f"tuple({a}.block_shape)", f"{a}.base.get_device()"]
+            launch_args.append(a)
             continue
         lines.append(f"if type({a}) is not {kind}: raise TypeError({a})")
         if kind == "int":
@@ -82,7 +96,7 @@ def _binder(kinds: tuple[str, ...]):
     body = "".join(f"    {line}\n" for line in lines)
     result = f"({', '.join(key)},), ({', '.join(launch_args)},)"
     source = f"def bind(device, values, num_warps, {params}):\n{body}    return {result}\n"
-    scope: dict = {}
+    scope: dict = {"TensorDescriptor": TensorDescriptor}
     exec(compile(source, f"<normkit launch binder {kinds}>", "exec"), scope)  # noqa: S102 (source built above)
     return scope["bind"]
 
