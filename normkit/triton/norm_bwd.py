@@ -243,6 +243,57 @@ def _store_partials(
         tl.store(DB_ROW + cols, tl.sum(db_acc, axis=0), mask=col_ok)
 
 
+@triton.jit
+def _store_dx(
+    DX_DESC, DX, g, xhat, c1, c2, rstd, row0, rows, row_ok, col0, N, stride_dx,
+    IS_RMS: tl.constexpr, BLOCK_N: tl.constexpr, TMA_STORE: tl.constexpr,
+):  # fmt: skip
+    """Store ``_dx`` of a tile (columns ``col0 ...`` of the row block ``rows``, which starts at row0): through its
+    descriptor (the TMA clips rows and columns past the tensor) or by each thread (``_write_dx``)."""
+    if TMA_STORE:
+        DX_DESC.store([row0, col0], _dx(g, xhat, c1, c2, rstd, IS_RMS).to(DX.dtype.element_ty))
+    else:
+        _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N)
+
+
+@triton.jit
+def _row_block_step(
+    head, tail, w, w_tail, dw_acc, db_acc, dw_tail, db_tail, DX_HEAD, DX_TAIL, DX, row0, rows, row_ok, N, stride_dx,
+    IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr, TMA_STORE: tl.constexpr,
+):  # fmt: skip
+    """One row block of whole rows, loaded (``head``: its head tile's ``(dy, x, packed mask, mean, rstd)``, ``tail``:
+    the tail tile's ``(dy, x, packed mask)``, either as loaded; without a tail, ``tail``, ``w_tail`` and the tail's
+    accumulators are stand-ins, untouched): the row sums over both tiles, dx stored (``_store_dx``), and the dW (and
+    dB) accumulators of both tiles returned with the block's terms added. The step of both whole-row loops, the
+    pointer kernel's and the TMA kernel's, which differ in how their rows arrive."""
+    dy_raw, x_raw, packed, mean, rstd = head
+    dy, xhat, g, rstd = _terms(
+        dy_raw, x_raw, packed, mean, rstd, w, row_ok, 0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N
+    )
+    s1, s2 = _row_sums(xhat, g, IS_RMS)
+    if TAIL_N:
+        dy_raw, x_raw, packed = tail
+        dy_t, xhat_t, g_t, s1, s2 = _tail_terms(
+            dy_raw, x_raw, packed, mean, rstd, w_tail, row_ok, s1, s2, BLOCK_N, N, IS_RMS, HAS_MASK, ACC, BLOCK_M,
+            TAIL_N,
+        )  # fmt: skip
+    c1 = s1 / N
+    c2 = s2 / N  # unused by RMSNorm
+    _store_dx(DX_HEAD, DX, g, xhat, c1, c2, rstd, row0, rows, row_ok, 0, N, stride_dx, IS_RMS, BLOCK_N, TMA_STORE)
+    dw_acc += dy * xhat
+    if HAS_DBIAS:
+        db_acc += dy
+    if TAIL_N:
+        _store_dx(
+            DX_TAIL, DX, g_t, xhat_t, c1, c2, rstd, row0, rows, row_ok, BLOCK_N, N, stride_dx, IS_RMS, TAIL_N, TMA_STORE
+        )
+        dw_tail += dy_t * xhat_t
+        if HAS_DBIAS:
+            db_tail += dy_t
+    return dw_acc, db_acc, dw_tail, db_tail
+
+
 @triton.jit(do_not_specialize=["M", "num_programs", "blocks_per_program"])
 def norm_bwd_kernel(
     DY, X, W, MEAN, RSTD, MASK, DX, PARTIAL,
@@ -273,6 +324,8 @@ def norm_bwd_kernel(
             dw_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
             db_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
             tail = _load_tail(DY, X, MASK, rows, M, BLOCK_N, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N)
+        else:  # stand-ins for _row_block_step, which leaves them untouched
+            w_tail, dw_tail, db_tail, tail = w, dw_acc, db_acc, tile
         for _ in tl.range(0, blocks_per_program):
             # the next row block's loads go out before this one is worked on: two row blocks in flight a program
             # (loads two blocks ahead, three blocks in registers, ran slower: benchmarks/README.md, round 17)
@@ -285,31 +338,11 @@ def norm_bwd_kernel(
                 next_tail = _load_tail(
                     DY, X, MASK, next_rows, M, BLOCK_N, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N
                 )
-            row_ok = rows < M
-            dy_raw, x_raw, packed, mean, rstd = tile
-            dy, xhat, g, rstd = _terms(
-                dy_raw, x_raw, packed, mean, rstd, w, row_ok, 0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N
-            )
-            s1, s2 = _row_sums(xhat, g, IS_RMS)
+            dw_acc, db_acc, dw_tail, db_tail = _row_block_step(
+                tile, tail, w, w_tail, dw_acc, db_acc, dw_tail, db_tail, DX, DX, DX, 0, rows, rows < M, N, stride_dx,
+                IS_RMS, HAS_MASK, HAS_DBIAS, ACC, BLOCK_M, BLOCK_N, EVEN_N, TAIL_N, False,
+            )  # fmt: skip
             if TAIL_N:
-                dy_raw, x_raw, packed = tail
-                dy_t, xhat_t, g_t, s1, s2 = _tail_terms(
-                    dy_raw, x_raw, packed, mean, rstd, w_tail, row_ok, s1, s2, BLOCK_N, N, IS_RMS, HAS_MASK, ACC,
-                    BLOCK_M, TAIL_N,
-                )  # fmt: skip
-            c1 = s1 / N
-            c2 = s2 / N  # unused by RMSNorm
-            _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, 0, N, stride_dx, IS_RMS, BLOCK_N)
-            dw_acc += dy * xhat
-            if HAS_DBIAS:
-                db_acc += dy
-            if TAIL_N:
-                _write_dx(
-                    DX, g_t, xhat_t, c1, c2, rstd, rows.to(tl.int64), row_ok, BLOCK_N, N, stride_dx, IS_RMS, TAIL_N
-                )
-                dw_tail += dy_t * xhat_t
-                if HAS_DBIAS:
-                    db_tail += dy_t
                 tail = next_tail
             rows = next_rows
             tile = next_tile
@@ -356,19 +389,6 @@ def norm_bwd_kernel(
             tl.store(db_row + cols, db_acc, mask=cols < N)
 
 
-@triton.jit
-def _store_dx(
-    DX_DESC, DX, g, xhat, c1, c2, rstd, row0, rows, row_ok, col0, N, stride_dx,
-    IS_RMS: tl.constexpr, BLOCK_N: tl.constexpr, TMA_STORE: tl.constexpr,
-):  # fmt: skip
-    """Store ``_dx`` of a tile (columns ``col0 ...`` of the row block ``rows``, which starts at row0): through its
-    descriptor (the TMA clips rows and columns past the tensor) or by each thread (``_write_dx``)."""
-    if TMA_STORE:
-        DX_DESC.store([row0, col0], _dx(g, xhat, c1, c2, rstd, IS_RMS).to(DX.dtype.element_ty))
-    else:
-        _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N)
-
-
 @triton.jit(do_not_specialize=["M", "num_programs", "blocks_per_program"])
 def norm_bwd_tma_kernel(
     DY_HEAD, X_HEAD, DX_HEAD, DY_TAIL, X_TAIL, DX_TAIL, W, MEAN, RSTD, DX, PARTIAL,
@@ -398,6 +418,8 @@ def norm_bwd_tma_kernel(
         w_tail = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N)
         dw_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
         db_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
+    else:  # stand-ins for _row_block_step, which leaves them untouched
+        w_tail, dw_tail, db_tail = w, dw_acc, db_acc
     for i in tl.range(0, blocks_per_program, num_stages=STAGES):
         row0 = (pid + i * num_programs) * BLOCK_M
         rows = row0 + tl.arange(0, BLOCK_M)
@@ -407,30 +429,15 @@ def norm_bwd_tma_kernel(
         if not IS_RMS:
             mean = tl.load(MEAN + rows, mask=row_ok, other=0.0)
         dy = DY_HEAD.load([row0, 0])
-        dy, xhat, g, rstd = _terms(
-            dy, X_HEAD.load([row0, 0]), dy, mean, rstd, w, row_ok, 0, N, IS_RMS, False, ACC, BLOCK_M, BLOCK_N, EVEN_N
-        )
-        s1, s2 = _row_sums(xhat, g, IS_RMS)
+        head = (dy, X_HEAD.load([row0, 0]), dy, mean, rstd)  # dy stands in for the mask bits
+        tail = dy  # a stand-in without a tail
         if TAIL_N:
             dy_t = DY_TAIL.load([row0, BLOCK_N])
-            dy_t, xhat_t, g_t, s1, s2 = _tail_terms(
-                dy_t, X_TAIL.load([row0, BLOCK_N]), dy_t, mean, rstd, w_tail, row_ok, s1, s2, BLOCK_N, N, IS_RMS,
-                False, ACC, BLOCK_M, TAIL_N,
-            )  # fmt: skip
-        c1 = s1 / N
-        c2 = s2 / N  # unused by RMSNorm
-        _store_dx(DX_HEAD, DX, g, xhat, c1, c2, rstd, row0, rows, row_ok, 0, N, stride_dx, IS_RMS, BLOCK_N, TMA_STORE)
-        dw_acc += dy * xhat
-        if HAS_DBIAS:
-            db_acc += dy
-        if TAIL_N:
-            _store_dx(
-                DX_TAIL, DX, g_t, xhat_t, c1, c2, rstd, row0, rows, row_ok, BLOCK_N, N, stride_dx, IS_RMS, TAIL_N,
-                TMA_STORE,
-            )  # fmt: skip
-            dw_tail += dy_t * xhat_t
-            if HAS_DBIAS:
-                db_tail += dy_t
+            tail = (dy_t, X_TAIL.load([row0, BLOCK_N]), dy_t)
+        dw_acc, db_acc, dw_tail, db_tail = _row_block_step(
+            head, tail, w, w_tail, dw_acc, db_acc, dw_tail, db_tail, DX_HEAD, DX_TAIL, DX, row0, rows, row_ok, N,
+            stride_dx, IS_RMS, False, HAS_DBIAS, ACC, BLOCK_M, BLOCK_N, EVEN_N, TAIL_N, TMA_STORE,
+        )  # fmt: skip
     _store_partials(dw_row, db_row, dw_acc, db_acc, 0, N, HAS_DBIAS, BLOCK_N)
     if TAIL_N:
         _store_partials(dw_row, db_row, dw_tail, db_tail, BLOCK_N, N, HAS_DBIAS, TAIL_N)
