@@ -305,8 +305,8 @@ def _few_short_rows(m: int, block_n: int) -> bool:
 def _bwd_heuristic(
     m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, tma: bool, _limits: tuple
 ) -> LaunchConfig:
-    if tma and not has_mask:
-        by_tma = _tma_bwd(m, n, has_dbias, is_rms)
+    if tma:
+        by_tma = _tma_bwd(m, n, has_dbias, has_mask, is_rms)
         if by_tma:
             return by_tma
     full = row_block_n(n)
@@ -342,11 +342,18 @@ def _bwd_heuristic(
 TMA_MIN_ELEMENTS = (1 << 25) + 1
 
 
-def _tma_bwd(m: int, n: int, has_dbias: bool, is_rms: bool) -> LaunchConfig | None:
+def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> LaunchConfig | None:
     """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), 8-warp programs:
     LayerNorm (with dB) at 2048 and 4096 columns (tiles of 4096, two programs a SM, dx stored by the TMA) and 8192
     (one program a SM, dx stored by each thread), in calls of at least ``TMA_MIN_ELEMENTS`` (``bwd_config``): from
-    16385 rows of 2048, 8193 of 4096, 4097 of 8192. None elsewhere.
+    16385 rows of 2048, 8193 of 4096, 4097 of 8192. The masked backward (LayerNorm + clamped ReLU) at 8192 only.
+    None elsewhere.
+
+    The masked backward (GPU run 156, us a call of each kernel forced, in turns, bf16 x, fp32 weights): at 8192
+    columns 32768 rows 477.2-478.0 -> 407.6-407.8 (x1.17; the plain backward's 400.2, so 1.02x its time where
+    ``norm_bwd_kernel`` took 1.19x), 4100 rows 77.0-77.2 -> 67.2-69.0 (x1.12-1.15; plain 66.1); at 2048 and 4096
+    slower: 32768 x 2048 118.2-118.6 -> 134.8-135.0, x 4096 236.9-237.0 -> 249.6-249.7, 16400 x 2048 67.2 ->
+    75.6-76.7 (two programs a SM of 126-128 registers, the mask's bytes loaded by each thread).
 
     Measured on an H200 (trial kernels side by side with ``norm_bwd_kernel``'s rule and cuDNN, GPU runs 142-143;
     then the rule against the one before in turns, ``bench.ab``, runs 144-145; ``benchmarks/README.md`` round 18):
@@ -364,7 +371,7 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, is_rms: bool) -> LaunchConfig | No
     (0.87-0.99); RMSNorm at 2048-3072 (0.97-1.05: level)."""
     if is_rms or not has_dbias or m <= 4096:
         return None
-    if n in (2048, 4096):
+    if n in (2048, 4096) and not has_mask:
         return LaunchConfig(4096 // n, n, 1, 8, 2, tma=True, tma_store=True)
     if n == 8192:
         return LaunchConfig(1, 8192, 1, 8, 1, tma=True)

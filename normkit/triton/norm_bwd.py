@@ -81,13 +81,22 @@ def _load_data(
     dy = tl.load(DY + rows64[:, None] * stride_dy + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT)
     x = tl.load(X + rows64[:, None] * stride_x + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT)
     packed = dy  # unused without a mask
-    if HAS_MASK:  # one byte a row per 8 columns, loaded once (not once per column)
-        byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
-        byte_ok = row_ok[:, None] if EVEN_N else row_ok[:, None] & (byte_cols < (N + 7) // 8)[None, :]
-        packed = tl.load(
-            MASK + rows64[:, None] * stride_mask + byte_cols[None, :], mask=byte_ok, other=0, eviction_policy=EVICT
-        )
+    if HAS_MASK:
+        packed = _load_mask_bytes(MASK, rows64, row_ok, col0, N, stride_mask, BLOCK_N, EVICT, EVEN_N)
     return dy, x, packed
+
+
+@triton.jit
+def _load_mask_bytes(
+    MASK, rows64, row_ok, col0, N, stride_mask, BLOCK_N: tl.constexpr, EVICT: tl.constexpr, EVEN_N: tl.constexpr
+):
+    """The packed clamped-ReLU mask of a tile's columns ``col0 ...``: one byte a row per 8 columns, loaded once (not
+    once per column)."""
+    byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
+    byte_ok = row_ok[:, None] if EVEN_N else row_ok[:, None] & (byte_cols < (N + 7) // 8)[None, :]
+    return tl.load(
+        MASK + rows64[:, None] * stride_mask + byte_cols[None, :], mask=byte_ok, other=0, eviction_policy=EVICT
+    )
 
 
 @triton.jit
@@ -391,19 +400,20 @@ def norm_bwd_kernel(
 
 @triton.jit(do_not_specialize=["M", "num_programs", "blocks_per_program"])
 def norm_bwd_tma_kernel(
-    DY_HEAD, X_HEAD, DX_HEAD, DY_TAIL, X_TAIL, DX_TAIL, W, MEAN, RSTD, DX, PARTIAL,
-    M, N, stride_dx, num_programs, blocks_per_program,
-    IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_DBIAS: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr,
+    DY_HEAD, X_HEAD, DX_HEAD, DY_TAIL, X_TAIL, DX_TAIL, W, MEAN, RSTD, MASK, DX, PARTIAL,
+    M, N, stride_mask, stride_dx, num_programs, blocks_per_program,
+    IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
+    ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr,
     TMA_STORE: tl.constexpr, STAGES: tl.constexpr,
 ):  # fmt: skip
-    """``norm_bwd_kernel``'s whole rows (one tile, or a head tile and a tail tile; no mask) with dy and x loaded by
-    the Tensor Memory Accelerator: ``*_HEAD`` and ``*_TAIL`` are tensor descriptors of blocks ``[BLOCK_M, BLOCK_N]``
-    and ``[BLOCK_M, TAIL_N]`` (the head's again where there is no tail). The copies land in shared memory and the
-    loop is pipelined by Triton (``tl.range(num_stages=STAGES)``: STAGES - 1 row blocks in flight, each waited for
-    on its own barrier), so the loads in flight hold no registers and issue one instruction per 256 columns, not
-    one per thread and vector. Rows and columns past the tensor load as zeros. TMA_STORE: dx is stored through
-    ``DX_HEAD`` / ``DX_TAIL`` as well. PARTIAL as ``norm_bwd_kernel``'s.
+    """``norm_bwd_kernel``'s whole rows (one tile, or a head tile and a tail tile) with dy and x loaded by the
+    Tensor Memory Accelerator (HAS_MASK: the clamped-ReLU mask's bytes by each thread, as ``norm_bwd_kernel`` loads
+    them): ``*_HEAD`` and ``*_TAIL`` are tensor descriptors of blocks ``[BLOCK_M, BLOCK_N]`` and ``[BLOCK_M,
+    TAIL_N]`` (the head's again where there is no tail). The copies land in shared memory and the loop is pipelined
+    by Triton (``tl.range(num_stages=STAGES)``: STAGES - 1 row blocks in flight, each waited for on its own
+    barrier), so the loads in flight hold no registers and issue one instruction per 256 columns, not one per thread
+    and vector. Rows and columns past the tensor load as zeros. TMA_STORE: dx is stored through ``DX_HEAD`` /
+    ``DX_TAIL`` as well. PARTIAL as ``norm_bwd_kernel``'s.
 
     Measured on an H200 (GPU runs 142-143, ``benchmarks/README.md`` round 18): 1.05-1.14x ``norm_bwd_kernel``'s
     time where its registers leave room for two 8-warp programs a SM (``config._tma_bwd``); with more registers
@@ -429,14 +439,20 @@ def norm_bwd_tma_kernel(
         if not IS_RMS:
             mean = tl.load(MEAN + rows, mask=row_ok, other=0.0)
         dy = DY_HEAD.load([row0, 0])
-        head = (dy, X_HEAD.load([row0, 0]), dy, mean, rstd)  # dy stands in for the mask bits
+        packed = dy  # unused without a mask
+        if HAS_MASK:  # the mask's bytes by each thread (an eighth of dy's bytes, for 16-bit dy)
+            packed = _load_mask_bytes(MASK, rows.to(tl.int64), row_ok, 0, N, stride_mask, BLOCK_N, "", EVEN_N)
+        head = (dy, X_HEAD.load([row0, 0]), packed, mean, rstd)
         tail = dy  # a stand-in without a tail
         if TAIL_N:
             dy_t = DY_TAIL.load([row0, BLOCK_N])
-            tail = (dy_t, X_TAIL.load([row0, BLOCK_N]), dy_t)
+            packed_t = dy_t
+            if HAS_MASK:
+                packed_t = _load_mask_bytes(MASK, rows.to(tl.int64), row_ok, BLOCK_N, N, stride_mask, TAIL_N, "", False)
+            tail = (dy_t, X_TAIL.load([row0, BLOCK_N]), packed_t)
         dw_acc, db_acc, dw_tail, db_tail = _row_block_step(
             head, tail, w, w_tail, dw_acc, db_acc, dw_tail, db_tail, DX_HEAD, DX_TAIL, DX, row0, rows, row_ok, N,
-            stride_dx, IS_RMS, False, HAS_DBIAS, ACC, BLOCK_M, BLOCK_N, EVEN_N, TAIL_N, TMA_STORE,
+            stride_dx, IS_RMS, HAS_MASK, HAS_DBIAS, ACC, BLOCK_M, BLOCK_N, EVEN_N, TAIL_N, TMA_STORE,
         )  # fmt: skip
     _store_partials(dw_row, db_row, dw_acc, db_acc, 0, N, HAS_DBIAS, BLOCK_N)
     if TAIL_N:

@@ -239,7 +239,7 @@ def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gam
     cfg = config.bwd_config(m, n, has_dbias, has_mask=has_mask, is_rms=is_rms, tma=tma)
     if cfg.parts > 1:
         return _BackwardPlan(cfg, 0, 0, ())
-    if cfg.tma and not (tma and not has_mask and cfg.num_chunks == 1):
+    if cfg.tma and not (tma and cfg.num_chunks == 1):
         cfg = replace(cfg, tma=False, tma_store=False)
     row_blocks = cdiv(m, cfg.block_m)
     programs = config.persistent_programs(device, row_blocks, cfg)
@@ -248,7 +248,7 @@ def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gam
         IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, ACC=_acc_of(x_dtype)[0],
     )  # fmt: skip
     if cfg.tma:
-        values = NORM_BWD_TMA.values(TMA_STORE=cfg.tma_store, STAGES=TMA_STAGES, **common)
+        values = NORM_BWD_TMA.values(TMA_STORE=cfg.tma_store, STAGES=TMA_STAGES, HAS_MASK=has_mask, **common)
     else:
         values = NORM_BWD.values(
             NUM_CHUNKS=cfg.num_chunks, CHUNKS_P2=next_power_of_2(cfg.num_chunks), HAS_MASK=has_mask, **common
@@ -297,8 +297,8 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
         if plan.cfg.tma:
             NORM_BWD_TMA.launch(
                 (plan.programs,),
-                (*_descriptors(plan.cfg, dy, x, dx), weight, mean, rstd, dx, partial,
-                 m, n, dx.stride(0), plan.programs, plan.blocks_per_program),
+                (*_descriptors(plan.cfg, dy, x, dx), weight, mean, rstd, mask, dx, partial,
+                 m, n, mask_stride, dx.stride(0), plan.programs, plan.blocks_per_program),
                 plan.cfg.num_warps, plan.values,
             )  # fmt: skip
         else:
