@@ -335,10 +335,10 @@ def _bwd_heuristic(
 
 # the fewest elements (M x N) of a backward call that takes the TMA kernel. Its host time a call is about 20
 # microseconds above norm_bwd_kernel's (six tensor descriptors built, 7 us, and encoded as tensor maps, 8.5 us; the
-# alignment check, 4 us: GPU run 153), so it is taken where its GPU time gains and covers that. At 2**25 elements
-# (LayerNorm bf16, GPU runs 153-154, in turns with the rule before): 16384 x 2048 x1.01 and 8192 x 4096 x1.03 in
-# GPU time (62.8 and 64.2 us), but calls back to back 69.8 and 68.1 us against 61.5 and 63.4: not taken. Above:
-# 4100 x 8192 x1.12, 32768 x 2048 x1.07 (round 18).
+# alignment check, 4 us for the three matrices it then checked, two since: GPU run 153), so it is taken where its GPU
+# time gains and covers that. At 2**25 elements (LayerNorm bf16, GPU runs 153-154, in turns with the rule before):
+# 16384 x 2048 x1.01 and 8192 x 4096 x1.03 in GPU time (62.8 and 64.2 us), but calls back to back 69.8 and 68.1 us
+# against 61.5 and 63.4: not taken. Above: 4100 x 8192 x1.12, 32768 x 2048 x1.07 (round 18).
 TMA_MIN_ELEMENTS = (1 << 25) + 1
 
 
@@ -359,16 +359,15 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> L
     then the rule against the one before in turns, ``bench.ab``, runs 144-145; ``benchmarks/README.md`` round 18):
     LayerNorm at 32768 rows (bf16 x, fp32 weights) 2048 3439 -> 3687 (x1.07; cuDNN 3419-3512), 4096 3683 -> 3931
     (x1.07; 3694-3699), 8192 3453 -> 4043 (x1.17; 3331-3423). Fewer rows (GPU runs 151-153, microseconds a call of
-    each kernel forced, in turns): 8192 x 8192 131.3 -> 113.1-114.4, 16384 x 4096 120.9 -> 111.7-114.5, x 8192
-    244.8 -> 209.1-210.1; the rule against the one before (run 154): 4100 x 8192 2701-2757 -> 3034-3123 GB/s
-    (x1.12); at 2**25 elements see ``TMA_MIN_ELEMENTS``. Not taken: RMSNorm at 4096 rows
-    of 4608 and 5120 columns (fp16), x1.07-1.11 in GPU time (42-46 us; cuDNN 38-42) but 56-61 us of host time a
-    call against the pointer kernel's 35-56 (GPU run 153: ``Launcher``'s direct path, the descriptors built
-    unchecked; 81 us through Triton's own), so calls back to back would run slower; RMSNorm
-    at 4096 x 6144 (x0.91: with a tail of 2048 its program takes 143 registers, so one fits a SM where two were
-    launched) and 32768 x 4096 (x1.00); LayerNorm at 4096 rows (0.78-0.98 in the trials: 170-250 registers with a
-    tail or at 8192; at 16 warps 0.45-0.97); RMSNorm at 4096 x 7168 and x 8192 (0.88-0.97); rows of 1024
-    (0.87-0.99); RMSNorm at 2048-3072 (0.97-1.05: level)."""
+    each kernel forced, in turns): 8192 x 8192 131.3 -> 113.1-114.4, 16384 x 4096 120.9 -> 111.7-114.5, x 8192 244.8
+    -> 209.1-210.1; the rule against the one before (run 154): 4100 x 8192 2701-2757 -> 3034-3123 GB/s (x1.12); at
+    2**25 elements see ``TMA_MIN_ELEMENTS``. Not taken: RMSNorm at 4096 rows of 4608 and 5120 columns (fp16),
+    x1.07-1.11 in GPU time (42-46 us; cuDNN 38-42) but 56-61 us of host time a call against the pointer kernel's
+    35-56 (GPU run 153: ``Launcher``'s direct path, the descriptors built unchecked; 81 us through Triton's own), so
+    calls back to back would run slower; RMSNorm at 4096 x 6144 (x0.91: with a tail of 2048 its program takes 143
+    registers, so one fits a SM where two were launched) and 32768 x 4096 (x1.00); LayerNorm at 4096 rows (0.78-0.98
+    in the trials: 170-250 registers with a tail or at 8192; at 16 warps 0.45-0.97); RMSNorm at 4096 x 7168 and x
+    8192 (0.88-0.97); rows of 1024 (0.87-0.99); RMSNorm at 2048-3072 (0.97-1.05: level)."""
     if is_rms or not has_dbias or m <= 4096:
         return None
     if n in (2048, 4096) and not has_mask:

@@ -26,8 +26,9 @@ device's (``cuPointerGetAttribute``), once per tensor and call. On the GPU machi
 arguments): the key 2.9 microseconds, the compiled launcher 4.1 given addresses and 5.2 given the tensors; with the
 launch plans of ``ops.py`` the forward's host time went from 39 to 28 microseconds, the backward's from 59 to 42. A
 tensor descriptor is handed to the compiled launcher whole, which encodes its tensor map
-(``cuTensorMapEncodeTiled``, 1.4 microseconds a descriptor) as Triton's path does: the TMA backward's host time went
-from 81 to 56-61 microseconds a call at 4096 x 4608 (GPU run 153). Triton's interpreter (no GPU), launch hooks
+(``cuTensorMapEncodeTiled``, 1.4 microseconds a descriptor) as Triton's path does: the TMA backward's host time a
+call at 4096 x 4608 went from 102 through Triton's path (GPU run 151) to 56-61 (run 153, with ``ops._descriptors``
+built unchecked; 81 through Triton's path). Triton's interpreter (no GPU), launch hooks
 (profilers such as proton set them) and Triton versions other than 3.6 take Triton's own path on every call.
 """
 

@@ -232,10 +232,11 @@ def _tma_aligned(*tensors: torch.Tensor) -> bool:
 
 @functools.lru_cache(maxsize=1024)
 def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, device, tma, _generation):
-    """The backward's launch of ``m x n``, worked out once (as ``_forward_plan``). ``tma``: whether the rows may
-    be loaded by the TMA (``_tma_capable``, and dx's rows a multiple of 16 bytes; after a plan that takes it,
-    ``_tma_aligned`` of dy and x); where not, a config
-    that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``."""
+    """The backward's launch of ``m x n``, worked out once (as ``_forward_plan``). ``tma``: whether the device and
+    the call's rows let the TMA load them (``_tma_capable``; after a plan that takes it, ``_tma_aligned`` of dy and
+    x); dx's rows (new, contiguous, starting on 512 bytes) need n elements to fill a multiple of 16 bytes. Where
+    the TMA cannot, a config that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``."""
+    tma = tma and not n * x_dtype.itemsize & 15
     cfg = config.bwd_config(m, n, has_dbias, has_mask=has_mask, is_rms=is_rms, tma=tma)
     if cfg.parts > 1:
         return _BackwardPlan(cfg, 0, 0, ())
@@ -283,8 +284,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     has_mask = mask is not None
     index = x.get_device()
     key = (m, n, x.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, index)
-    # dx's rows start on 16 bytes where n elements fill a multiple of 16 bytes (a new tensor starts on 512)
-    plan = _backward_plan(*key, _tma_capable(index) and not n * x.element_size() & 15, config.generation)
+    plan = _backward_plan(*key, _tma_capable(index), config.generation)
     if plan.cfg.tma and not _tma_aligned(dy, x):  # asked only where the plan takes the TMA
         plan = _backward_plan(*key, False, config.generation)
     acc_tl, acc_torch = _acc_of(x.dtype)
