@@ -570,15 +570,16 @@ def test_tma_backward(op, dtypes, n, head, tail, block_m, tma_store):
     descriptors' loads too), forced: strided rows (a row stride of N + 24), zero-centered gamma, dB for LayerNorm,
     37 rows over 4 persistent programs (several row blocks each, the last past M: the descriptors load zeros there
     and store nothing), dx stored by the TMA or by each thread; the masked backward's mask bytes loaded by each
-    thread beside them."""
+    thread beside them, in step with the row block or a row block ahead (``ahead``)."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
     x, w, b = make_inputs(37, n, *dtypes, bias=op != "rms_norm", row_pad=24)
-    cfg = LaunchConfig(block_m, head, 1, 1, 1, tail_n=tail, tma=True, tma_store=tma_store)
-    with config.forced(bwd=cfg), tma_launches() as launches:
-        check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=op != "rms_norm")
-    assert launches.call_count == 1
+    for ahead in (False, True) if op == "layer_norm_clamped_relu" else (False,):
+        cfg = LaunchConfig(block_m, head, 1, 1, 1, ahead=ahead, tail_n=tail, tma=True, tma_store=tma_store)
+        with config.forced(bwd=cfg), tma_launches() as launches:
+            check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=op != "rms_norm")
+        assert launches.call_count == 1
 
 
 @pytest.mark.parametrize("rows", ["odd_stride", "unaligned_start"])
@@ -617,10 +618,12 @@ def test_tma_rules():
     untaken += [(4096, 4608, True), (4096, 5120, True), (32768, 4096, True), (32768, 8192, True)]
     for shape in untaken:
         assert not bwd(*shape).tma, shape
-    assert not bwd(32768, 4096, tma=False).tma and not bwd(32768, 4096, has_mask=True).tma
-    # the masked backward at 8192 columns only
+    assert not bwd(32768, 4096, tma=False).tma and not bwd(32768, 4096, has_mask=True, tma=False).tma
+    # the masked backward at 4096 columns (its mask bytes a row block ahead) and 8192 only
+    assert bwd(8193, 4096, has_mask=True) == LaunchConfig(1, 4096, 1, 8, 2, ahead=True, tma=True, tma_store=True)
     assert bwd(4097, 8192, has_mask=True) == LaunchConfig(1, 8192, 1, 8, 1, tma=True)
     assert not bwd(32768, 2048, has_mask=True).tma and not bwd(4096, 8192, has_mask=True).tma
+    assert not bwd(8192, 4096, has_mask=True).tma
     assert not config.bwd_config(32768, 4096, False, tma=True).tma  # LayerNorm without dB
 
 
@@ -628,8 +631,8 @@ def test_tma_rules():
 @pytest.mark.parametrize("op", list(FORWARDS))
 def test_tma_backward_on_the_gpu(op):
     """The TMA backward's shapes (``config._tma_bwd``), compiled as launched, against the reference; RMSNorm's, a
-    width the rule does not name (8200), a call below ``TMA_MIN_ELEMENTS`` and the masked backward's but at 8192
-    take ``norm_bwd_kernel``."""
+    width the rule does not name (8200), a call below ``TMA_MIN_ELEMENTS`` and the masked backward's but at 4096
+    and 8192 take ``norm_bwd_kernel``."""
     shapes = [(16400, 2048, True), (8200, 4096, True), (4100, 8192, True), (16384, 2048, False), (8192, 8200, False)]
     shapes += [(3000, 4608, False)]
     for m, n, taken in shapes:
@@ -638,7 +641,11 @@ def test_tma_backward_on_the_gpu(op):
             with tma_launches() as launches:
                 check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
             masked = op == "layer_norm_clamped_relu"
-            assert launches.call_count == (taken and op != "rms_norm" and (n == 8192 or not masked)), (m, n, dtypes)
+            assert launches.call_count == (taken and op != "rms_norm" and (n in (4096, 8192) or not masked)), (
+                m,
+                n,
+                dtypes,
+            )
 
 
 @pytest.mark.parametrize("g, n", [(1, 7), (300, 37), (9, 8300)])

@@ -181,3 +181,40 @@ def test_cached_launch_refuses_a_cpu_tensor():
     with pytest.raises(ValueError, match="cpu tensor"):
         forward_unchecked("layer_norm", x, weight.cpu(), None, 1e-5, False)
     assert len(NORM_FWD.compiled) == entries
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: the cached path")
+def test_kept_tensor_maps_follow_address_shape_and_strides():
+    """The TMA backward's tensor maps are kept per (argument, address, shape, strides) (``launch._TensorMaps``):
+    matrices that differ from a kept one in any of these only (another tensor; the same address with another row
+    stride; the same address with fewer, and an odd number of, rows: a kept map of more rows would load rows past
+    M, whose dy adds to dB) each get their own, and every call is right; a repeated call reuses its maps."""
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    def backward(x, dy):
+        weight = torch.randn(256, device="cuda")
+        _, mean, rstd = reference.layer_norm_fwd(x, weight, None, 1e-5)
+        for _ in range(2):  # the second call is a cached launch
+            got = ops.layer_norm_bwd(dy, x, weight, mean, rstd)
+            for name, g, e in zip(("dx", "dw", "db"), got, reference.layer_norm_bwd(dy, x, weight, mean, rstd)):
+                compare(g, e, name)
+
+    def kept_maps():
+        return sum(len(entry[2].maps) for entry in ops.NORM_BWD_TMA.compiled.values() if entry[2] is not None)
+
+    x_buffer, dy_buffer = torch.randn(2, 64 * 320, device="cuda")
+    contiguous = [buffer[: 64 * 256].view(64, 256) for buffer in (x_buffer, dy_buffer)]
+    matrices = [
+        contiguous,
+        [torch.randn(64, 256, device="cuda") for _ in range(2)],  # another address
+        [buffer.as_strided((64, 256), (320, 1)) for buffer in (x_buffer, dy_buffer)],  # another row stride
+        [t[:33] for t in contiguous],  # fewer rows
+    ]
+    with config.forced(bwd=LaunchConfig(2, 256, 1, 4, 1, tma=True, tma_store=True)):
+        for x, dy in matrices:
+            backward(x, dy)
+        kept = kept_maps()
+        assert kept >= 2 * len(matrices)  # dy and x of each call, and dx
+        backward(*contiguous)
+        assert kept_maps() <= kept + 1  # only dx's new address, if any

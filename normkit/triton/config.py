@@ -46,7 +46,8 @@ class LaunchConfig:
     # backward of long rows: each row split into this many parts of block_n columns, one program a part
     # (``split_rows_kernel``); 1: not split
     parts: int = 1
-    # split rows: publish a row block's sums a step before its dx (``split_rows_kernel``'s AHEAD)
+    # a step ahead: split rows publish a row block's sums before its dx (``split_rows_kernel``'s AHEAD); the masked
+    # backward by the TMA loads the next row block's mask bytes before it works on the current one (MASK_AHEAD)
     ahead: bool = False
     # one-tile rows: a tail tile of this many columns after the head tile of block_n (0: none)
     tail_n: int = 0
@@ -186,7 +187,7 @@ def bwd_config(
     timings that swing by 30%): at 4096 x 768 the rules are within 0.95-1.0 of the fastest candidate; at 4096 x 1024
     (fp16) and 4096 x 128 the rule's config was not among the 12 fastest printed (so at most 0.86 and 0.96 of the
     fastest). Split rows: ``split_rows_config``. ``tma``: the call's rows may be loaded by the TMA (a GPU of
-    compute capability 9.0 or newer, rows 16-byte aligned: ``ops._tma_capable``, ``ops._tma_aligned``):
+    compute capability 9.0 or newer, rows 16-byte aligned: ``ops._tma_capable``, ``ops._tma_rows``):
     ``_tma_bwd``'s shapes then are, in calls of at least ``TMA_MIN_ELEMENTS``.
     """
     if "bwd" in _FORCED:
@@ -333,12 +334,15 @@ def _bwd_heuristic(
     return LaunchConfig(block_m, block_n, 1, warps, max(1, warps_per_sm // warps))
 
 
-# the fewest elements (M x N) of a backward call that takes the TMA kernel. Its host time a call is about 20
+# the fewest elements (M x N) of a backward call that takes the TMA kernel. Its host time a call was about 20
 # microseconds above norm_bwd_kernel's (six tensor descriptors built, 7 us, and encoded as tensor maps, 8.5 us; the
 # alignment check, 4 us for the three matrices it then checked, two since: GPU run 153), so it is taken where its GPU
 # time gains and covers that. At 2**25 elements (LayerNorm bf16, GPU runs 153-154, in turns with the rule before):
 # 16384 x 2048 x1.01 and 8192 x 4096 x1.03 in GPU time (62.8 and 64.2 us), but calls back to back 69.8 and 68.1 us
-# against 61.5 and 63.4: not taken. Above: 4100 x 8192 x1.12, 32768 x 2048 x1.07 (round 18).
+# against 61.5 and 63.4: not taken. Above: 4100 x 8192 x1.12, 32768 x 2048 x1.07 (round 18). Since the tensor maps
+# are kept per address (launch._TensorMaps, GPU run 163) the TMA kernel's calls cost 9-15 us less host time: 8192 x
+# 4096 forced, back to back 60.0 us against the pointer kernel's 63.4 (GPU 63.4 against 65.8), so the calls of 2**25
+# elements may now gain a few percent; not yet timed against this rule in turns (bench.ab), so the minimum stays.
 TMA_MIN_ELEMENTS = (1 << 25) + 1
 
 
@@ -346,14 +350,18 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> L
     """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), 8-warp programs:
     LayerNorm (with dB) at 2048 and 4096 columns (tiles of 4096, two programs a SM, dx stored by the TMA) and 8192
     (one program a SM, dx stored by each thread), in calls of at least ``TMA_MIN_ELEMENTS`` (``bwd_config``): from
-    16385 rows of 2048, 8193 of 4096, 4097 of 8192. The masked backward (LayerNorm + clamped ReLU) at 8192 only.
-    None elsewhere.
+    16385 rows of 2048, 8193 of 4096, 4097 of 8192. The masked backward (LayerNorm + clamped ReLU) at 4096, its
+    mask bytes loaded a row block ahead (``ahead``), and at 8192. None elsewhere.
 
     The masked backward (GPU run 156, us a call of each kernel forced, in turns, bf16 x, fp32 weights): at 8192
     columns 32768 rows 477.2-478.0 -> 407.6-407.8 (x1.17; the plain backward's 400.2, so 1.02x its time where
     ``norm_bwd_kernel`` took 1.19x), 4100 rows 77.0-77.2 -> 67.2-69.0 (x1.12-1.15; plain 66.1); at 2048 and 4096
     slower: 32768 x 2048 118.2-118.6 -> 134.8-135.0, x 4096 236.9-237.0 -> 249.6-249.7, 16400 x 2048 67.2 ->
-    75.6-76.7 (two programs a SM of 126-128 registers, the mask's bytes loaded by each thread).
+    75.6-76.7. There the mask's byte loads (two a thread, too narrow for an asynchronous copy, so Triton's pipeliner
+    leaves them in the loop) waited at every row block; loaded a row block ahead (GPU run 161, ``bench.ab``
+    against ``norm_bwd_kernel``, in turns): 32768 x 4096 3516-3537 -> 3679-3709 GB/s (x1.048), 16400 x 4096
+    x1.028, but 32768 x 2048 x0.994 and 16400 x 2048 x1.007 (level: not taken) and at 8192 slower (32768 rows
+    4045-4057 -> 3674-3686, x0.911; 255 registers either way), so 8192 loads them in step.
 
     Measured on an H200 (trial kernels side by side with ``norm_bwd_kernel``'s rule and cuDNN, GPU runs 142-143;
     then the rule against the one before in turns, ``bench.ab``, runs 144-145; ``benchmarks/README.md`` round 18):
@@ -372,6 +380,8 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> L
         return None
     if n in (2048, 4096) and not has_mask:
         return LaunchConfig(4096 // n, n, 1, 8, 2, tma=True, tma_store=True)
+    if n == 4096:  # the masked backward, its mask bytes loaded a row block ahead
+        return LaunchConfig(1, 4096, 1, 8, 2, ahead=True, tma=True, tma_store=True)
     if n == 8192:
         return LaunchConfig(1, 8192, 1, 8, 1, tma=True)
     return None

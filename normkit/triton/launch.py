@@ -24,11 +24,14 @@ over the arguments), which also hands the compiled launcher the tensors' address
 tensors: given a tensor, the launcher asks it for ``data_ptr()`` and the CUDA driver whether that address is a
 device's (``cuPointerGetAttribute``), once per tensor and call. On the GPU machine (run 124, the forward's 19
 arguments): the key 2.9 microseconds, the compiled launcher 4.1 given addresses and 5.2 given the tensors; with the
-launch plans of ``ops.py`` the forward's host time went from 39 to 28 microseconds, the backward's from 59 to 42. A
-tensor descriptor is handed to the compiled launcher whole, which encodes its tensor map
-(``cuTensorMapEncodeTiled``, 1.4 microseconds a descriptor) as Triton's path does: the TMA backward's host time a
-call at 4096 x 4608 went from 102 through Triton's path (GPU run 151) to 56-61 (run 153, with ``ops._descriptors``
-built unchecked; 81 through Triton's path). Triton's interpreter (no GPU), launch hooks
+launch plans of ``ops.py`` the forward's host time went from 39 to 28 microseconds, the backward's from 59 to 42.
+
+A tensor descriptor's tensor map (``cuTensorMapEncodeTiled``, 1.4 microseconds a descriptor in Triton's wrapper,
+which encodes every descriptor on every call) is encoded once per address, shape and strides and kept
+(``_TensorMaps``), and the compiled launcher's C function is called with it directly. The TMA backward's host time
+a call at 4096 x 4608: 102 microseconds through Triton's path (GPU run 151), 56-61 with the descriptors on this
+path (run 153), 66.3 -> 51.0 with the maps kept (run 163, in turns in one process; the pointer kernel 35).
+Triton's interpreter (no GPU), launch hooks
 (profilers such as proton set them) and Triton versions other than 3.6 take Triton's own path on every call.
 """
 
@@ -116,16 +119,65 @@ def _hooked() -> bool:
     return any(getattr(hook, "calls", hook) for hook in hooks)
 
 
+class _TensorMaps:
+    """A compiled kernel's tensor-descriptor arguments as its C launcher takes them (``expand``): each descriptor
+    in its place replaced by Triton's ``make_tensordesc_arg`` of it, ``[tensor map, *shape, *strides]``, kept per
+    (argument, base address, shape, strides, padding). A tensor map (``cuTensorMapEncodeTiled``) is a function of
+    these and of the kernel's metadata for the argument (swizzle, element type, block), which is fixed per compiled
+    kernel, so a kept one is the one Triton would encode again for the same inputs. Triton 3.6's Python wrapper
+    (``wrap_handle_tensordesc``) encodes each on every call: 1.4 microseconds a descriptor, plus its loop over every
+    argument (GPU run 153)."""
+
+    LIMIT = 1024  # kept tensor maps, all forgotten when full (a new address of a tensor is a new map)
+
+    def __init__(self, positions, metas):
+        from triton.backends.nvidia.driver import make_tensordesc_arg  # the CUDA backend's (a GPU's launch only)
+
+        self.encode = make_tensordesc_arg
+        self.positions = tuple(reversed(sorted(positions)))  # spliced from the back, so earlier positions stand
+        self.metas = [metas[sorted(positions).index(position)] for position in self.positions]
+        self.maps: dict = {}
+
+    def expand(self, args: tuple) -> list:
+        expanded = list(args)
+        for position, meta in zip(self.positions, self.metas):
+            d = args[position]
+            key = (position, d.base.data_ptr(), *d.shape, *d.strides, d.padding)
+            parts = self.maps.get(key)
+            if parts is None:
+                if len(self.maps) >= self.LIMIT:
+                    self.maps.clear()
+                parts = self.maps[key] = self.encode(d, meta)
+            expanded[position : position + 1] = parts
+        return expanded
+
+
+def _unwrapped(launch):
+    """``(C launcher, _TensorMaps)`` where ``launch`` is Triton 3.6's wrapper of a kernel with tensor-descriptor
+    arguments (``wrap_handle_tensordesc``'s ``inner``, whose closure holds the C launcher, the descriptors'
+    positions and their metadata); ``(launch, None)`` otherwise, and where a descriptor has no metadata."""
+    code, closure = getattr(launch, "__code__", None), getattr(launch, "__closure__", None)
+    cells = dict(zip(getattr(code, "co_freevars", ()), closure or ()))
+    if set(cells) != {"launcher", "tensordesc_indices", "tensordesc_meta"}:
+        return launch, None
+    metas = cells["tensordesc_meta"].cell_contents
+    if not metas or any(meta is None for meta in metas):
+        return launch, None
+    return cells["launcher"].cell_contents, _TensorMaps(cells["tensordesc_indices"].cell_contents, metas)
+
+
 def _entry(compiled):
-    """``(launch, head)``: what a cached launch calls, ``launch(grid_x, grid_y, grid_z, stream, *head, *args,
-    *constexprs)``. Where the kernel needs no scratch memory, the compiled launcher's C function itself with the
-    arguments Triton 3.6's Python wrapper (``CudaLauncher.__call__``) would add; otherwise that wrapper."""
+    """``(launch, head, maps)``: what a cached launch calls, ``launch(grid_x, grid_y, grid_z, stream, *head, *args,
+    *constexprs)``, args with their descriptors expanded by ``maps`` (``_TensorMaps``, None without descriptors).
+    Where the kernel needs no scratch memory, the compiled launcher's C function itself with the arguments Triton
+    3.6's Python wrapper (``CudaLauncher.__call__``) would add; otherwise that wrapper (which expands them)."""
     run = compiled.run
     plain = getattr(run, "global_scratch_size", 1) == 0 and getattr(run, "profile_scratch_size", 1) == 0
     if plain and hasattr(run, "launch"):
         head = (compiled.function, run.launch_cooperative_grid, run.launch_pdl, None, None, compiled.packed_metadata)
-        return run.launch, (*head, None, None, None)
-    return run, (compiled.function, compiled.packed_metadata, None, None, None)
+        launch, maps = _unwrapped(run.launch)
+        return launch, (*head, None, None, None), maps
+    return run, (compiled.function, compiled.packed_metadata, None, None, None), None
 
 
 class Launcher:
@@ -145,7 +197,7 @@ class Launcher:
         self.constexpr_names = tuple(p.name for p in params[self.runtime_count :])
         # the interpreter (an InterpretedFunction, not a JITFunction) has nothing compiled to call
         self.direct = isinstance(kernel, triton.runtime.JITFunction) and _direct_launch_supported()
-        self.compiled: dict = {}  # key -> (launch, head) (``_entry``)
+        self.compiled: dict = {}  # key -> (launch, head, maps) (``_entry``)
         self.bind = None  # ``_binder`` of the first cached call's argument kinds
 
     def __getitem__(self, grid: tuple):
@@ -186,6 +238,8 @@ class Launcher:
                 compiled._init_handles()  # loads the module: compiled.run and .function are set from here on
                 self.compiled[key] = _entry(compiled)
             return
-        run, head = entry
+        run, head, maps = entry
+        if maps is not None:
+            launch_args = maps.expand(launch_args)
         grid = (*grid, 1, 1)
         run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), *head, *launch_args, *values)

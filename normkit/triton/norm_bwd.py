@@ -109,11 +109,18 @@ def _load_raw(
     dy, x, packed = _load_data(
         DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, BLOCK_N, EVICT, EVEN_N
     )
+    mean, rstd = _load_stats(MEAN, RSTD, rows, row_ok, IS_RMS)
+    return dy, x, packed, mean, rstd
+
+
+@triton.jit
+def _load_stats(MEAN, RSTD, rows, row_ok, IS_RMS: tl.constexpr):
+    """``(mean, rstd)`` of the rows ``rows`` (mean a stand-in for RMSNorm, which has none)."""
     rstd = tl.load(RSTD + rows, mask=row_ok, other=0.0)
     mean = rstd  # unused by RMSNorm
     if not IS_RMS:
         mean = tl.load(MEAN + rows, mask=row_ok, other=0.0)
-    return dy, x, packed, mean, rstd
+    return mean, rstd
 
 
 @triton.jit
@@ -398,22 +405,39 @@ def norm_bwd_kernel(
             tl.store(db_row + cols, db_acc, mask=cols < N)
 
 
+@triton.jit
+def _block_mask_bytes(
+    MASK, rows, M, N, stride_mask, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr
+):  # fmt: skip
+    """The mask bytes of the row block ``rows`` (bounded by M): its head tile's and its tail tile's (the head's again
+    without a tail)."""
+    rows64, row_ok = rows.to(tl.int64), rows < M
+    head = _load_mask_bytes(MASK, rows64, row_ok, 0, N, stride_mask, BLOCK_N, "", EVEN_N)
+    tail = head
+    if TAIL_N:
+        tail = _load_mask_bytes(MASK, rows64, row_ok, BLOCK_N, N, stride_mask, TAIL_N, "", False)
+    return head, tail
+
+
 @triton.jit(do_not_specialize=["M", "num_programs", "blocks_per_program"])
 def norm_bwd_tma_kernel(
     DY_HEAD, X_HEAD, DX_HEAD, DY_TAIL, X_TAIL, DX_TAIL, W, MEAN, RSTD, MASK, DX, PARTIAL,
     M, N, stride_mask, stride_dx, num_programs, blocks_per_program,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr,
-    TMA_STORE: tl.constexpr, STAGES: tl.constexpr,
+    TMA_STORE: tl.constexpr, STAGES: tl.constexpr, MASK_AHEAD: tl.constexpr,
 ):  # fmt: skip
     """``norm_bwd_kernel``'s whole rows (one tile, or a head tile and a tail tile) with dy and x loaded by the
-    Tensor Memory Accelerator (HAS_MASK: the clamped-ReLU mask's bytes by each thread, as ``norm_bwd_kernel`` loads
-    them): ``*_HEAD`` and ``*_TAIL`` are tensor descriptors of blocks ``[BLOCK_M, BLOCK_N]`` and ``[BLOCK_M,
-    TAIL_N]`` (the head's again where there is no tail). The copies land in shared memory and the loop is pipelined
-    by Triton (``tl.range(num_stages=STAGES)``: STAGES - 1 row blocks in flight, each waited for on its own
-    barrier), so the loads in flight hold no registers and issue one instruction per 256 columns, not one per thread
-    and vector. Rows and columns past the tensor load as zeros. TMA_STORE: dx is stored through ``DX_HEAD`` /
+    Tensor Memory Accelerator: ``*_HEAD`` and ``*_TAIL`` are tensor descriptors of blocks ``[BLOCK_M, BLOCK_N]`` and
+    ``[BLOCK_M, TAIL_N]`` (the head's again where there is no tail). The copies land in shared memory and the loop
+    is pipelined by Triton (``tl.range(num_stages=STAGES)``: STAGES - 1 row blocks in flight, each waited for on its
+    own barrier), so the loads in flight hold no registers and issue one instruction per 256 columns, not one per
+    thread and vector. Rows and columns past the tensor load as zeros. TMA_STORE: dx is stored through ``DX_HEAD`` /
     ``DX_TAIL`` as well. PARTIAL as ``norm_bwd_kernel``'s.
+
+    HAS_MASK: the clamped-ReLU mask's bytes are loaded by each thread, as ``norm_bwd_kernel`` loads them; a thread's
+    bytes are too few for an asynchronous copy, so the pipeliner leaves their loads in the loop, where each row
+    block waits for them. MASK_AHEAD: they are loaded a row block ahead instead (``config._tma_bwd`` says where).
 
     Measured on an H200 (GPU runs 142-143, ``benchmarks/README.md`` round 18): 1.05-1.14x ``norm_bwd_kernel``'s
     time where its registers leave room for two 8-warp programs a SM (``config._tma_bwd``); with more registers
@@ -430,26 +454,28 @@ def norm_bwd_tma_kernel(
         db_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
     else:  # stand-ins for _row_block_step, which leaves them untouched
         w_tail, dw_tail, db_tail = w, dw_acc, db_acc
+    if HAS_MASK and MASK_AHEAD:  # the first row block's mask bytes; each iteration then loads the next block's
+        mask_next, mask_tail_next = _block_mask_bytes(
+            MASK, pid * BLOCK_M + tl.arange(0, BLOCK_M), M, N, stride_mask, BLOCK_N, EVEN_N, TAIL_N
+        )
     for i in tl.range(0, blocks_per_program, num_stages=STAGES):
         row0 = (pid + i * num_programs) * BLOCK_M
         rows = row0 + tl.arange(0, BLOCK_M)
         row_ok = rows < M
-        rstd = tl.load(RSTD + rows, mask=row_ok, other=0.0)
-        mean = rstd  # unused by RMSNorm
-        if not IS_RMS:
-            mean = tl.load(MEAN + rows, mask=row_ok, other=0.0)
+        mean, rstd = _load_stats(MEAN, RSTD, rows, row_ok, IS_RMS)
         dy = DY_HEAD.load([row0, 0])
-        packed = dy  # unused without a mask
-        if HAS_MASK:  # the mask's bytes by each thread (an eighth of dy's bytes, for 16-bit dy)
-            packed = _load_mask_bytes(MASK, rows.to(tl.int64), row_ok, 0, N, stride_mask, BLOCK_N, "", EVEN_N)
+        packed, packed_t = dy, dy  # unused without a mask
+        if HAS_MASK and MASK_AHEAD:
+            packed, packed_t = mask_next, mask_tail_next
+            mask_next, mask_tail_next = _block_mask_bytes(
+                MASK, rows + num_programs * BLOCK_M, M, N, stride_mask, BLOCK_N, EVEN_N, TAIL_N
+            )
+        elif HAS_MASK:
+            packed, packed_t = _block_mask_bytes(MASK, rows, M, N, stride_mask, BLOCK_N, EVEN_N, TAIL_N)
         head = (dy, X_HEAD.load([row0, 0]), packed, mean, rstd)
         tail = dy  # a stand-in without a tail
         if TAIL_N:
-            dy_t = DY_TAIL.load([row0, BLOCK_N])
-            packed_t = dy_t
-            if HAS_MASK:
-                packed_t = _load_mask_bytes(MASK, rows.to(tl.int64), row_ok, BLOCK_N, N, stride_mask, TAIL_N, "", False)
-            tail = (dy_t, X_TAIL.load([row0, BLOCK_N]), packed_t)
+            tail = (DY_TAIL.load([row0, BLOCK_N]), X_TAIL.load([row0, BLOCK_N]), packed_t)
         dw_acc, db_acc, dw_tail, db_tail = _row_block_step(
             head, tail, w, w_tail, dw_acc, db_acc, dw_tail, db_tail, DX_HEAD, DX_TAIL, DX, row0, rows, row_ok, N,
             stride_dx, IS_RMS, HAS_MASK, HAS_DBIAS, ACC, BLOCK_M, BLOCK_N, EVEN_N, TAIL_N, TMA_STORE,

@@ -222,18 +222,20 @@ def _tma_capable(device: int) -> bool:
     return device < 0 or torch.cuda.get_device_capability(device)[0] >= 9
 
 
-def _tma_aligned(*tensors: torch.Tensor) -> bool:
-    """Whether the TMA can load and store these matrices' rows: contiguous rows, each starting on 16 bytes (the
-    start of the tensor and the row stride in bytes multiples of 16)."""
-    return all(
-        t.stride(1) == 1 and not t.data_ptr() & 15 and not (t.stride(0) * t.element_size()) & 15 for t in tensors
-    )
+def _tma_rows(t: torch.Tensor) -> tuple[list, list] | None:
+    """``(shape, strides)`` of a matrix whose rows the TMA can load and store, as lists; None if it cannot: its rows
+    must be contiguous, each starting on 16 bytes (the start of the tensor and the row stride in bytes multiples of
+    16)."""
+    strides = t.stride()
+    if strides[1] != 1 or t.data_ptr() & 15 or strides[0] * t.element_size() & 15:
+        return None
+    return list(t.shape), list(strides)
 
 
 @functools.lru_cache(maxsize=1024)
 def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, device, tma, _generation):
     """The backward's launch of ``m x n``, worked out once (as ``_forward_plan``). ``tma``: whether the device and
-    the call's rows let the TMA load them (``_tma_capable``; after a plan that takes it, ``_tma_aligned`` of dy and
+    the call's rows let the TMA load them (``_tma_capable``; after a plan that takes it, ``_tma_rows`` of dy and
     x); dx's rows (new, contiguous, starting on 512 bytes) need n elements to fill a multiple of 16 bytes. Where
     the TMA cannot, a config that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``."""
     tma = tma and not n * x_dtype.itemsize & 15
@@ -249,7 +251,9 @@ def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gam
         IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, ACC=_acc_of(x_dtype)[0],
     )  # fmt: skip
     if cfg.tma:
-        values = NORM_BWD_TMA.values(TMA_STORE=cfg.tma_store, STAGES=TMA_STAGES, HAS_MASK=has_mask, **common)
+        values = NORM_BWD_TMA.values(
+            TMA_STORE=cfg.tma_store, STAGES=TMA_STAGES, HAS_MASK=has_mask, MASK_AHEAD=cfg.ahead, **common
+        )
     else:
         values = NORM_BWD.values(
             NUM_CHUNKS=cfg.num_chunks, CHUNKS_P2=next_power_of_2(cfg.num_chunks), HAS_MASK=has_mask, **common
@@ -259,7 +263,7 @@ def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gam
 
 def _descriptor(t: torch.Tensor, shape: list, strides: list, block: list) -> TensorDescriptor:
     """A TMA descriptor of ``t``'s rows in blocks ``block``, built without ``TensorDescriptor``'s checks (rank,
-    16-byte alignment, the block's shape), which ``_tma_aligned`` and the plan have made: they cost 2 of a
+    16-byte alignment, the block's shape), which ``_tma_rows`` and the plan have made: they cost 2 of a
     descriptor's 3.3 microseconds of host time (GPU run 153: six descriptors 7.2 microseconds, 19.6 checked)."""
     descriptor = TensorDescriptor.__new__(TensorDescriptor)
     descriptor.base, descriptor.shape, descriptor.strides, descriptor.block_shape = t, shape, strides, block
@@ -267,9 +271,13 @@ def _descriptor(t: torch.Tensor, shape: list, strides: list, block: list) -> Ten
     return descriptor
 
 
-def _descriptors(cfg: config.LaunchConfig, *tensors: torch.Tensor) -> list:
-    """Each matrix's TMA descriptors of its head tiles, then of its tail tiles (the head's again without a tail)."""
-    layouts = [(t, list(t.shape), list(t.stride())) for t in tensors]
+def _descriptors(cfg: config.LaunchConfig, dy: torch.Tensor, x: torch.Tensor, dx: torch.Tensor) -> list | None:
+    """The TMA descriptors of dy, x and dx: their head tiles', then their tail tiles' (the head's again without a
+    tail); None where dy's or x's rows are not the TMA's (``_tma_rows``; dx's are, by the plan)."""
+    dy_rows, x_rows = _tma_rows(dy), _tma_rows(x)
+    if dy_rows is None or x_rows is None:
+        return None
+    layouts = [(dy, *dy_rows), (x, *x_rows), (dx, list(dx.shape), list(dx.stride()))]
     heads = [_descriptor(*layout, [cfg.block_m, cfg.block_n]) for layout in layouts]
     return heads + ([_descriptor(*layout, [cfg.block_m, cfg.tail_n]) for layout in layouts] if cfg.tail_n else heads)
 
@@ -285,7 +293,8 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     index = x.get_device()
     key = (m, n, x.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, index)
     plan = _backward_plan(*key, _tma_capable(index), config.generation)
-    if plan.cfg.tma and not _tma_aligned(dy, x):  # asked only where the plan takes the TMA
+    descriptors = _descriptors(plan.cfg, dy, x, dx) if plan.cfg.tma else None  # made only where the plan takes it
+    if plan.cfg.tma and descriptors is None:  # rows the TMA cannot load: the plan without it
         plan = _backward_plan(*key, False, config.generation)
     acc_tl, acc_torch = _acc_of(x.dtype)
     # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean, no mask passes dx for it
@@ -297,7 +306,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
         if plan.cfg.tma:
             NORM_BWD_TMA.launch(
                 (plan.programs,),
-                (*_descriptors(plan.cfg, dy, x, dx), weight, mean, rstd, mask, dx, partial,
+                (*descriptors, weight, mean, rstd, mask, dx, partial,
                  m, n, mask_stride, dx.stride(0), plan.programs, plan.blocks_per_program),
                 plan.cfg.num_warps, plan.values,
             )  # fmt: skip
