@@ -305,6 +305,14 @@ def test_few_waves_rules():
             assert config.bwd_config(4096, n, not is_rms, is_rms=is_rms) == config.LaunchConfig(2, 4096, 1, 16, 1)
     assert config.bwd_config(4096, 2048) == config.bwd_config(32768, 2048)
     assert config.bwd_config(4096, 4096, has_mask=True) == config.bwd_config(32768, 4096, has_mask=True)
+    # the masked backward (config._masked_tile), in calls of more than 8192 rows: rows of 513-1024 columns one a
+    # program of one warp, 8 programs a SM, rows of 512 eight a program of 4 warps; 2048 one of two warps
+    for n in (1000, 1024):
+        assert config.bwd_config(8193, n, has_mask=True) == config.LaunchConfig(1, 1024, 1, 1, 8)
+        assert config.bwd_config(8192, n, has_mask=True) == config.LaunchConfig(2, 1024, 1, 2, 4)
+    assert config.bwd_config(8193, 512, has_mask=True) == config.LaunchConfig(8, 512, 1, 4, 2)
+    assert config.bwd_config(8192, 512, has_mask=True) == config.LaunchConfig(4, 512, 1, 2, 4)
+    assert config.bwd_config(32768, 2048, has_mask=True, tma=False) == config.LaunchConfig(1, 2048, 1, 2, 4)
     assert config.bwd_config(4096, 5120).parts == 5 and config.bwd_config(4096, 5121).parts == 1
     assert config.bwd_config(4096, 5120, False, is_rms=True).parts == 1
     assert config.bwd_config(32768, 5120).parts == 1

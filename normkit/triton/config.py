@@ -324,7 +324,7 @@ def _bwd_heuristic(
     block_n = row_block_n(n)
     # (tile elements, elements a thread, warps a SM)
     if has_mask:
-        tile, per_thread, warps_per_sm = max(2048, block_n), 32, 8
+        tile, per_thread, warps_per_sm = _masked_tile(m, block_n), 32, 8
     elif has_dbias or block_n <= 256:
         tile, per_thread, warps_per_sm = (2048 if block_n < 2048 else max(4096, block_n)), 32, 8
     else:
@@ -334,15 +334,36 @@ def _bwd_heuristic(
     return LaunchConfig(block_m, block_n, 1, warps, max(1, warps_per_sm // warps))
 
 
+def _masked_tile(m: int, block_n: int) -> int:
+    """The elements of a tile of the masked backward (LayerNorm + clamped ReLU) on ``norm_bwd_kernel``, 32 a thread,
+    8 warps a SM. Where ``m`` (the rows' power of two, ``_rows_key``) is at least 16384, so in calls of more than 8192
+    rows: rows of 512 eight a tile (4 warps, 2 programs a SM) and rows of 513-1024 alone (one warp, 8 programs a SM).
+    Else, and at other widths, at least 2048 elements.
+
+    The tuner (GPU runs 167-168, 32768 rows, bf16 x, fp32 weights; the rule before first): at 512 tiles of four
+    rows and two warps 2220 GB/s, of eight rows and four warps 2426; at 1024 two rows of two warps 2691, one row of
+    one warp 3055; at 256 and 2048 the rule's tiles were the fastest. Against the rule before in turns (``bench.ab``,
+    runs 168-169): 32768 x 1024 x1.10-1.11 (2729-2779 -> 3011-3068 GB/s, the plain backward's 3032-3093), x 1000
+    x1.128, x 512 x1.055; 16384 x 1024 x1.065, x 512 x1.082; 8200 x 1024 x1.031, x 512 x1.048. At 4096 rows (fp16)
+    both lost: 1024 x0.825 (twice the programs write twice the dW/dB partials, 1056 rows of them, 8.6 MB at 1024
+    columns: a third of that call's bytes) and 512 x0.834, so fewer rows keep the tiles of 2048."""
+    if m >= 16384 and block_n == 512:
+        return 4096
+    if m >= 16384 and block_n == 1024:
+        return 1024
+    return max(2048, block_n)
+
+
 # the fewest elements (M x N) of a backward call that takes the TMA kernel. Its host time a call was about 20
 # microseconds above norm_bwd_kernel's (six tensor descriptors built, 7 us, and encoded as tensor maps, 8.5 us; the
 # alignment check, 4 us for the three matrices it then checked, two since: GPU run 153), so it is taken where its GPU
 # time gains and covers that. At 2**25 elements (LayerNorm bf16, GPU runs 153-154, in turns with the rule before):
 # 16384 x 2048 x1.01 and 8192 x 4096 x1.03 in GPU time (62.8 and 64.2 us), but calls back to back 69.8 and 68.1 us
 # against 61.5 and 63.4: not taken. Above: 4100 x 8192 x1.12, 32768 x 2048 x1.07 (round 18). Since the tensor maps
-# are kept per address (launch._TensorMaps, GPU run 163) the TMA kernel's calls cost 9-15 us less host time: 8192 x
-# 4096 forced, back to back 60.0 us against the pointer kernel's 63.4 (GPU 63.4 against 65.8), so the calls of 2**25
-# elements may now gain a few percent; not yet timed against this rule in turns (bench.ab), so the minimum stays.
+# are kept per address (launch._TensorMaps, GPU run 163) the TMA kernel's calls cost 9-15 us less host time; at
+# 2**25 elements again (run 166, in turns with this rule): GPU x1.047 (8192 x 4096) and x1.009 (16384 x 2048), but
+# back to back 66.4 us against 63.4 at 8192 x 4096 (58.2 against 60.9 at 16384 x 2048), and the masked backward at
+# 8192 x 4096 85.9 against 67.0: the minimum stays.
 TMA_MIN_ELEMENTS = (1 << 25) + 1
 
 
