@@ -300,6 +300,10 @@ def test_few_waves_rules():
     assert fwd(1024, 12288) == (8192, 1, 8, 4096)  # few rows: LayerNorm's head + tail
     assert fwd(1024, 12288, True)[3] == fwd(1024, 12289)[3] == 0
     assert config.fwd_config(4096, 5120, has_mask=True).tail_n == 0
+    # the fused forward of more than 4096 rows of 512-4096 columns: two rows a tile, one of 4096 (32 a thread)
+    for n, block_m, warps in ((512, 2, 1), (1024, 2, 2), (2048, 2, 4), (4096, 1, 4)):
+        assert config.fwd_config(4097, n, has_mask=True) == config.LaunchConfig(block_m, n, 1, warps)
+    assert config.fwd_config(4096, 4096, has_mask=True) == config.LaunchConfig(2, 4096, 1, 8)
     for n in (2560, 4096):
         for is_rms in (False, True):
             assert config.bwd_config(4096, n, not is_rms, is_rms=is_rms) == config.LaunchConfig(2, 4096, 1, 16, 1)

@@ -125,17 +125,17 @@ def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
 
 
 def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> LaunchConfig:
-    """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns),
-    32 elements a thread. Above 4096 columns, when there are more than 2048 rows, 4 elements a thread (as Inductor's
-    looped reductions): chunks of 2048 at 16 warps, or for LayerNorm up to 8192 columns 1024 at 8 warps; with fewer
-    rows, chunks of 2048 (4096 above N = 8192) at 4 warps, so that every program runs in the first wave. Many rows
-    above 16384 columns: one program of 32 warps a SM, chunks of 4096 (above 32768 columns 8192, 8 elements a
-    thread). The clamped ReLU's forward of many rows above 4096 columns: 8 chunks a row (N rounded up to a power of
-    two, / 8), 8 elements a thread (1024 at 4 warps up to 8192 columns, 2048 at 8 up to 16384, 4096 at 16, 8192
-    at 32). Calls of 2049-4096 rows (a few waves of programs) of 1153-3072 columns: most on a persistent grid
-    (``_few_waves_persistent_fwd``); of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread, and
-    LayerNorm's rows of 4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``); LayerNorm's few rows
-    (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile.
+    """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns), 32
+    elements a thread. Above 4096 columns, when there are more than 2048 rows, 4 elements a thread (as Inductor's looped
+    reductions): chunks of 2048 at 16 warps, or for LayerNorm up to 8192 columns 1024 at 8 warps; with fewer rows,
+    chunks of 2048 (4096 above N = 8192) at 4 warps, so that every program runs in the first wave. Many rows above 16384
+    columns: one program of 32 warps a SM, chunks of 4096 (above 32768 columns 8192, 8 elements a thread). The clamped
+    ReLU's forward of more than 4096 rows of 512-4096 columns: two rows a tile (one of 4096); of many rows above 4096
+    columns: 8 chunks a row (N rounded up to a power of two, / 8), 8 elements a thread (1024 at 4 warps up to 8192
+    columns, 2048 at 8 up to 16384, 4096 at 16, 8192 at 32). Calls of 2049-4096 rows (a few waves of programs) of
+    1153-3072 columns: most on a persistent grid (``_few_waves_persistent_fwd``); of 4097-16384 columns:
+    ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of 4609-6144 columns as a head tile of 4096 and a tail
+    tile (``tail_n``); LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile.
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -234,7 +234,13 @@ def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple)
     if chunked:
         return chunked
     block_n = row_block_n(n)
-    tile = 2048 if _few_short_rows(m, block_n) else max(4096, 2 * block_n)
+    if has_mask and m > 4096 and 512 <= block_n <= 4096:
+        # the fused forward of many rows: two rows a tile, one of 4096 (the tuner, GPU run 170; against tiles of
+        # 4096-8192 in turns, run 171, bf16 x, fp32 weights: 32768 x 512 x1.054, x 4096 x1.057, x 1024 and x 2048
+        # level; 8200 x 512 x1.008, x 4096 x1.042)
+        tile = min(4096, 2 * block_n)
+    else:
+        tile = 2048 if _few_short_rows(m, block_n) else max(4096, 2 * block_n)
     block_m = _rows_per_tile(m, block_n, tile)
     return LaunchConfig(block_m, block_n, 1, max(1, min(16, block_m * block_n // (32 * 32))))
 
