@@ -631,11 +631,12 @@ def test_tma_rules():
     for shape in untaken:
         assert not bwd(*shape).tma, shape
     assert not bwd(32768, 4096, tma=False).tma and not bwd(32768, 4096, has_mask=True, tma=False).tma
-    # the masked backward at 4096 columns (its mask bytes a row block ahead) and 8192 only
+    # the masked backward at 2048 and 4096 columns (its mask bytes a row block ahead) and 8192
+    assert bwd(16385, 2048, has_mask=True) == LaunchConfig(1, 2048, 1, 4, 4, ahead=True, tma=True, tma_store=True)
     assert bwd(8193, 4096, has_mask=True) == LaunchConfig(1, 4096, 1, 8, 2, ahead=True, tma=True, tma_store=True)
     assert bwd(4097, 8192, has_mask=True) == LaunchConfig(1, 8192, 1, 8, 1, tma=True)
-    assert not bwd(32768, 2048, has_mask=True).tma and not bwd(4096, 8192, has_mask=True).tma
-    assert not bwd(8192, 4096, has_mask=True).tma
+    assert not bwd(16384, 2048, has_mask=True).tma and not bwd(4096, 8192, has_mask=True).tma
+    assert not bwd(8192, 4096, has_mask=True).tma and not bwd(32768, 1024, has_mask=True).tma
     assert not config.bwd_config(32768, 4096, False, tma=True).tma  # LayerNorm without dB
 
 
@@ -643,8 +644,7 @@ def test_tma_rules():
 @pytest.mark.parametrize("op", list(FORWARDS))
 def test_tma_backward_on_the_gpu(op):
     """The TMA backward's shapes (``config._tma_bwd``), compiled as launched, against the reference; RMSNorm's, a
-    width the rule does not name (8200), a call below ``TMA_MIN_ELEMENTS`` and the masked backward's but at 4096
-    and 8192 take ``norm_bwd_kernel``."""
+    width the rule does not name (8200) and a call below ``TMA_MIN_ELEMENTS`` take ``norm_bwd_kernel``."""
     shapes = [(16400, 2048, True), (8200, 4096, True), (4100, 8192, True), (16384, 2048, False), (8192, 8200, False)]
     shapes += [(3000, 4608, False)]
     for m, n, taken in shapes:
@@ -652,12 +652,7 @@ def test_tma_backward_on_the_gpu(op):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")
             with tma_launches() as launches:
                 check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
-            masked = op == "layer_norm_clamped_relu"
-            assert launches.call_count == (taken and op != "rms_norm" and (n in (4096, 8192) or not masked)), (
-                m,
-                n,
-                dtypes,
-            )
+            assert launches.call_count == (taken and op != "rms_norm"), (m, n, dtypes)
 
 
 @pytest.mark.parametrize("g, n", [(1, 7), (300, 37), (9, 8300)])

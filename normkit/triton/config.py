@@ -377,8 +377,9 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> L
     """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), 8-warp programs:
     LayerNorm (with dB) at 2048 and 4096 columns (tiles of 4096, two programs a SM, dx stored by the TMA) and 8192
     (one program a SM, dx stored by each thread), in calls of at least ``TMA_MIN_ELEMENTS`` (``bwd_config``): from
-    16385 rows of 2048, 8193 of 4096, 4097 of 8192. The masked backward (LayerNorm + clamped ReLU) at 4096, its
-    mask bytes loaded a row block ahead (``ahead``), and at 8192. None elsewhere.
+    16385 rows of 2048, 8193 of 4096, 4097 of 8192. The masked backward (LayerNorm + clamped ReLU) at 2048 (one row
+    of 4 warps a program, 4 programs a SM) and 4096, its mask bytes loaded a row block ahead (``ahead``), and at
+    8192. None elsewhere.
 
     The masked backward (GPU run 156, us a call of each kernel forced, in turns, bf16 x, fp32 weights): at 8192
     columns 32768 rows 477.2-478.0 -> 407.6-407.8 (x1.17; the plain backward's 400.2, so 1.02x its time where
@@ -387,8 +388,11 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> L
     75.6-76.7. There the mask's byte loads (two a thread, too narrow for an asynchronous copy, so Triton's pipeliner
     leaves them in the loop) waited at every row block; loaded a row block ahead (GPU run 161, ``bench.ab``
     against ``norm_bwd_kernel``, in turns): 32768 x 4096 3516-3537 -> 3679-3709 GB/s (x1.048), 16400 x 4096
-    x1.028, but 32768 x 2048 x0.994 and 16400 x 2048 x1.007 (level: not taken) and at 8192 slower (32768 rows
-    4045-4057 -> 3674-3686, x0.911; 255 registers either way), so 8192 loads them in step.
+    x1.028, but 32768 x 2048 x0.994 and 16400 x 2048 x1.007 (level in the plain backward's tiles of two rows) and at
+    8192 slower (32768 rows 4045-4057 -> 3674-3686, x0.911; 255 registers either way), so 8192 loads them in step.
+    At 2048 (GPU run 174, 32768 rows, configs forced in turns, us): ``norm_bwd_kernel`` 118.4, the TMA kernel with
+    the mask ahead in tiles of two rows at 8 warps 119.8 (in step 134.7), of one row at 4 warps, 4 programs a SM
+    112.5 (1.02x the plain backward's 110.2; dx by each thread 115.2), others 125-136.
 
     Measured on an H200 (trial kernels side by side with ``norm_bwd_kernel``'s rule and cuDNN, GPU runs 142-143;
     then the rule against the one before in turns, ``bench.ab``, runs 144-145; ``benchmarks/README.md`` round 18):
@@ -407,7 +411,9 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> L
         return None
     if n in (2048, 4096) and not has_mask:
         return LaunchConfig(4096 // n, n, 1, 8, 2, tma=True, tma_store=True)
-    if n == 4096:  # the masked backward, its mask bytes loaded a row block ahead
+    if n == 2048:  # the masked backward, its mask bytes loaded a row block ahead: one row of 4 warps, 4 a SM
+        return LaunchConfig(1, 2048, 1, 4, 4, ahead=True, tma=True, tma_store=True)
+    if n == 4096:
         return LaunchConfig(1, 4096, 1, 8, 2, ahead=True, tma=True, tma_store=True)
     if n == 8192:
         return LaunchConfig(1, 8192, 1, 8, 1, tma=True)
