@@ -178,17 +178,18 @@ def bwd_config(
     rows (no mask): ``_few_waves_bwd`` (rows of 2049-4096 columns two a tile at 16 elements a thread, one 16-warp
     program a SM; LayerNorm's of 4097-5120 split in parts of 1024, of 5121-6144 a head and a tail tile).
 
-    Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192,
-    4-32 elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``):
-    the whole-row rules are the fastest candidate, or within 1%, for LayerNorm at N = 256, 1024, 2048, 4096, 8192,
-    RMSNorm at 256, 1024, 4096, 8192. The masked LayerNorm's rule is round 7's (GPU run 50, 8-32 elements a thread
-    and 8 or 16 warps a SM timed with the mask bits tested in place): the fastest candidate at 1024-8192 columns, or
-    within 1% (32768 x 2048 3421 GB/s, the plain backward 3425; x 8192 3466 against 3446). Small calls (5-20 us,
-    timings that swing by 30%): at 4096 x 768 the rules are within 0.95-1.0 of the fastest candidate; at 4096 x 1024
-    (fp16) and 4096 x 128 the rule's config was not among the 12 fastest printed (so at most 0.86 and 0.96 of the
-    fastest). Split rows: ``split_rows_config``. ``tma``: the call's rows may be loaded by the TMA (a GPU of
-    compute capability 9.0 or newer, rows 16-byte aligned: ``ops._tma_capable``, ``ops._tma_rows``):
-    ``_tma_bwd``'s shapes then are, in calls of at least ``TMA_MIN_ELEMENTS``.
+    Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192, 4-32
+    elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``): the
+    whole-row rules are the fastest candidate, or within 1%, for LayerNorm at N = 256, 1024, 2048, 4096, 8192, RMSNorm
+    at 256, 1024, 4096, 8192. The masked LayerNorm's rule is round 7's (GPU run 50, 8-32 elements a thread and 8 or 16
+    warps a SM timed with the mask bits tested in place): the fastest candidate at 1024-8192 columns, or within 1%
+    (32768 x 2048 3421 GB/s, the plain backward 3425; x 8192 3466 against 3446); round 20 changed its rows of 512-1024
+    (``_masked_tile``), and rounds 19-20 gave it the TMA at 2048-8192 (``_tma_bwd``). Small calls (5-20 us, timings that
+    swing by 30%): at 4096 x 768 the rules are within 0.95-1.0 of the fastest candidate; at 4096 x 1024 (fp16) and 4096
+    x 128 the rule's config was not among the 12 fastest printed (so at most 0.86 and 0.96 of the fastest). Split rows:
+    ``split_rows_config``. ``tma``: the call's rows may be loaded by the TMA (a GPU of compute capability 9.0 or newer,
+    rows 16-byte aligned: ``ops._tma_capable``, ``ops._tma_rows``): ``_tma_bwd``'s shapes then are, in calls of at least
+    ``TMA_MIN_ELEMENTS``.
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
