@@ -375,8 +375,8 @@ TMA_MIN_ELEMENTS = (1 << 25) + 1
 
 
 def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> LaunchConfig | None:
-    """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), 8-warp programs:
-    LayerNorm (with dB) at 2048 and 4096 columns (tiles of 4096, two programs a SM, dx stored by the TMA) and 8192
+    """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), 8-warp programs but
+    one: LayerNorm (with dB) at 2048 and 4096 columns (tiles of 4096, two programs a SM, dx stored by the TMA) and 8192
     (one program a SM, dx stored by each thread), in calls of at least ``TMA_MIN_ELEMENTS`` (``bwd_config``): from
     16385 rows of 2048, 8193 of 4096, 4097 of 8192. The masked backward (LayerNorm + clamped ReLU) at 2048 (one row
     of 4 warps a program, 4 programs a SM) and 4096, its mask bytes loaded a row block ahead (``ahead``), and at
@@ -393,21 +393,22 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> L
     8192 slower (32768 rows 4045-4057 -> 3674-3686, x0.911; 255 registers either way), so 8192 loads them in step.
     At 2048 (GPU run 174, 32768 rows, configs forced in turns, us): ``norm_bwd_kernel`` 118.4, the TMA kernel with
     the mask ahead in tiles of two rows at 8 warps 119.8 (in step 134.7), of one row at 4 warps, 4 programs a SM
-    112.5 (1.02x the plain backward's 110.2; dx by each thread 115.2), others 125-136.
+    112.5 (1.02x the plain backward's 110.2; dx by each thread 115.2), others 125-136; the rule against the one
+    before (run 175): 32768 x 2048 x1.061, 16400 x 2048 x1.057.
 
-    Measured on an H200 (trial kernels side by side with ``norm_bwd_kernel``'s rule and cuDNN, GPU runs 142-143;
-    then the rule against the one before in turns, ``bench.ab``, runs 144-145; ``benchmarks/README.md`` round 18):
-    LayerNorm at 32768 rows (bf16 x, fp32 weights) 2048 3439 -> 3687 (x1.07; cuDNN 3419-3512), 4096 3683 -> 3931
-    (x1.07; 3694-3699), 8192 3453 -> 4043 (x1.17; 3331-3423). Fewer rows (GPU runs 151-153, microseconds a call of
-    each kernel forced, in turns): 8192 x 8192 131.3 -> 113.1-114.4, 16384 x 4096 120.9 -> 111.7-114.5, x 8192 244.8
-    -> 209.1-210.1; the rule against the one before (run 154): 4100 x 8192 2701-2757 -> 3034-3123 GB/s (x1.12); at
-    2**25 elements see ``TMA_MIN_ELEMENTS``. Not taken: RMSNorm at 4096 rows of 4608 and 5120 columns (fp16),
-    x1.07-1.11 in GPU time (42-46 us; cuDNN 38-42) but 56-61 us of host time a call against the pointer kernel's
-    35-56 (GPU run 153: ``Launcher``'s direct path, the descriptors built unchecked; 81 us through Triton's own), so
-    calls back to back would run slower; RMSNorm at 4096 x 6144 (x0.91: with a tail of 2048 its program takes 143
-    registers, so one fits a SM where two were launched) and 32768 x 4096 (x1.00); LayerNorm at 4096 rows (0.78-0.98
-    in the trials: 170-250 registers with a tail or at 8192; at 16 warps 0.45-0.97); RMSNorm at 4096 x 7168 and x
-    8192 (0.88-0.97); rows of 1024 (0.87-0.99); RMSNorm at 2048-3072 (0.97-1.05: level)."""
+    Measured on an H200 (trial kernels side by side with ``norm_bwd_kernel``'s rule and cuDNN, GPU runs 142-143; then
+    the rule against the one before in turns, ``bench.ab``, runs 144-145; ``benchmarks/README.md`` round 18): LayerNorm
+    at 32768 rows (bf16 x, fp32 weights) 2048 3439 -> 3687 (x1.07; cuDNN 3419-3512), 4096 3683 -> 3931 (x1.07;
+    3694-3699), 8192 3453 -> 4043 (x1.17; 3331-3423). Fewer rows (GPU runs 151-153, microseconds a call of each kernel
+    forced, in turns): 8192 x 8192 131.3 -> 113.1-114.4, 16384 x 4096 120.9 -> 111.7-114.5, x 8192 244.8 -> 209.1-210.1;
+    the rule against the one before (run 154): 4100 x 8192 2701-2757 -> 3034-3123 GB/s (x1.12); at 2**25 elements see
+    ``TMA_MIN_ELEMENTS``. Not taken: RMSNorm at 4096 rows of 4608 and 5120 columns (fp16), x1.07-1.11 in GPU time (42-46
+    us; cuDNN 38-42) but 56-61 us of host time a call against the pointer kernel's 35-56 (GPU run 153: ``Launcher``'s
+    direct path, the descriptors built unchecked; 81 us through Triton's own; 51 with the tensor maps kept, run 163,
+    against 35), so calls back to back would run slower; RMSNorm at 4096 x 6144 (x0.91: with a tail of 2048 its program
+    takes 143 registers, so one fits a SM where two were launched) and 32768 x 4096 (x1.00); LayerNorm at 4096 rows
+    (0.78-0.98 in the trials: 170-250 registers with a tail or at 8192; at 16 warps 0.45-0.97); RMSNorm at 4096 x 7168
+    and x 8192 (0.88-0.97); rows of 1024 (0.87-0.99); RMSNorm at 2048-3072 (0.97-1.05: level)."""
     if is_rms or not has_dbias or m <= 4096:
         return None
     if n in (2048, 4096) and not has_mask:
