@@ -221,3 +221,33 @@ def test_kept_tensor_maps_follow_address_shape_and_strides():
         assert kept >= 6 and kept_at(*matrices[1]) >= 2
         backward(*contiguous)
         assert kept_at(*contiguous) == kept  # a repeated call encodes nothing new
+
+
+def test_tensor_maps_expand_each_descriptor_in_place_once_per_layout():
+    """``launch._TensorMaps`` (no GPU needed: the encoding is stubbed): each descriptor is replaced in its place by
+    its own metadata's expansion (Triton lists the metadata in the order of the positions, which it holds as a
+    set), a repeated layout reuses the kept expansion, and one that differs in address, shape, strides or padding
+    gets its own."""
+    maps = launch._TensorMaps({5, 1}, ["meta of 1", "meta of 5"])
+    encoded = []
+
+    def encode(descriptor, meta):
+        encoded.append(meta)
+        return [f"map({meta})", *descriptor.shape, *descriptor.strides]
+
+    maps.encode = encode
+    rows = torch.zeros(8, 64)
+    first, second = TensorDescriptor(rows, [8, 64], [64, 1], [1, 64]), TensorDescriptor(rows, [8, 64], [64, 1], [2, 64])
+    args = ("a", first, "b", "c", "d", second, "e")
+    want = ["a", "map(meta of 1)", 8, 64, 64, 1, "b", "c", "d", "map(meta of 5)", 8, 64, 64, 1, "e"]
+    assert maps.expand(args) == want and encoded == ["meta of 5", "meta of 1"]
+    assert maps.expand(args) == want and len(encoded) == 2  # kept
+    others = [
+        TensorDescriptor(torch.zeros(8, 64), [8, 64], [64, 1], [1, 64]),  # another address
+        TensorDescriptor(rows, [4, 64], [64, 1], [1, 64]),  # fewer rows
+        TensorDescriptor(rows, [4, 64], [128, 1], [1, 64]),  # another row stride
+        TensorDescriptor(rows, [4, 64], [128, 1], [1, 64], "nan"),  # another padding
+    ]
+    for count, other in enumerate(others, start=3):
+        maps.expand(("a", other, "b", "c", "d", second, "e"))
+        assert len(encoded) == count and encoded[-1] == "meta of 1"

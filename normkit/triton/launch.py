@@ -134,13 +134,14 @@ class _TensorMaps:
         from triton.backends.nvidia.driver import make_tensordesc_arg  # the CUDA backend's (a GPU's launch only)
 
         self.encode = make_tensordesc_arg
-        self.positions = tuple(reversed(sorted(positions)))  # spliced from the back, so earlier positions stand
-        self.metas = [metas[sorted(positions).index(position)] for position in self.positions]
+        # Triton's metadata lists the descriptors in the order of their positions; spliced from the back, so the
+        # positions before each splice stand
+        self.placed = list(zip(sorted(positions), metas))[::-1]
         self.maps: dict = {}
 
     def expand(self, args: tuple) -> list:
         expanded = list(args)
-        for position, meta in zip(self.positions, self.metas):
+        for position, meta in self.placed:
             d = args[position]
             key = (position, d.base.data_ptr(), *d.shape, *d.strides, d.padding)
             parts = self.maps.get(key)
