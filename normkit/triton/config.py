@@ -375,12 +375,20 @@ TMA_MIN_ELEMENTS = (1 << 25) + 1
 
 
 def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> LaunchConfig | None:
-    """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), 8-warp programs but
-    one: LayerNorm (with dB) at 2048 and 4096 columns (tiles of 4096, two programs a SM, dx stored by the TMA) and 8192
-    (one program a SM, dx stored by each thread), in calls of at least ``TMA_MIN_ELEMENTS`` (``bwd_config``): from
-    16385 rows of 2048, 8193 of 4096, 4097 of 8192. The masked backward (LayerNorm + clamped ReLU) at 2048 (one row
-    of 4 warps a program, 4 programs a SM) and 4096, its mask bytes loaded a row block ahead (``ahead``), and at
-    8192. None elsewhere.
+    """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), one row a program:
+    LayerNorm (with dB) at 2048 columns (4 warps, 4 programs a SM), 4096 (8 warps, 2 a SM; dx stored by the TMA at
+    both) and 8192 (8 warps, one a SM, dx stored by each thread), in calls of at least ``TMA_MIN_ELEMENTS``
+    (``bwd_config``): from 16385 rows of 2048, 8193 of 4096, 4097 of 8192. The masked backward (LayerNorm + clamped
+    ReLU) the same, its mask bytes loaded a row block ahead (``ahead``) at 2048 and 4096, where its programs are of 4
+    warps. None elsewhere.
+
+    Round 21 (GPU runs 176-178, bf16 x, fp32 weights, us a call, configs forced in turns, then ``bench.ab`` against
+    round 20's rule): the plain backward at 32768 x 2048 in the masked one's one-row tiles of 4 warps 109.0 against
+    111.5 in tiles of two rows at 8 warps (x1.023; ``bench.ab`` x1.004, 16400 rows x1.030 within that call's
+    spread); the masked backward at 32768 x 4096 in programs of 4 warps 219.6-219.9 against 222.7-223.0 at 8 warps
+    (``bench.ab`` x1.014, 8200 and 16400 rows x1.009 / x1.004; 1.075x the plain backward's time, was 1.09x); one or
+    two rows of 8 or 16 warps a program alone on a SM 243-304, 4 warps 3 a SM 264.5, 4 a SM 229.9 (shared memory for
+    three row blocks in flight); 2 or 4 stages (``TMA_STAGES``) no faster (282.8 / 219.8).
 
     The masked backward (GPU run 156, us a call of each kernel forced, in turns, bf16 x, fp32 weights): at 8192
     columns 32768 rows 477.2-478.0 -> 407.6-407.8 (x1.17; the plain backward's 400.2, so 1.02x its time where
@@ -411,12 +419,10 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> L
     and x 8192 (0.88-0.97); rows of 1024 (0.87-0.99); RMSNorm at 2048-3072 (0.97-1.05: level)."""
     if is_rms or not has_dbias or m <= 4096:
         return None
-    if n in (2048, 4096) and not has_mask:
-        return LaunchConfig(4096 // n, n, 1, 8, 2, tma=True, tma_store=True)
-    if n == 2048:  # the masked backward, its mask bytes loaded a row block ahead: one row of 4 warps, 4 a SM
-        return LaunchConfig(1, 2048, 1, 4, 4, ahead=True, tma=True, tma_store=True)
-    if n == 4096:
-        return LaunchConfig(1, 4096, 1, 8, 2, ahead=True, tma=True, tma_store=True)
+    if n == 2048:  # one row of 4 warps a program, 4 a SM (the masked backward's mask bytes a row block ahead)
+        return LaunchConfig(1, 2048, 1, 4, 4, ahead=has_mask, tma=True, tma_store=True)
+    if n == 4096:  # one row a program, two a SM: of 8 warps, the masked backward's of 4 (its bytes ahead)
+        return LaunchConfig(1, 4096, 1, 4 if has_mask else 8, 2, ahead=has_mask, tma=True, tma_store=True)
     if n == 8192:
         return LaunchConfig(1, 8192, 1, 8, 1, tma=True)
     return None
