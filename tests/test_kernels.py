@@ -304,6 +304,12 @@ def test_few_waves_rules():
     for n, block_m, warps in ((512, 2, 1), (1024, 2, 2), (2048, 2, 4), (4096, 1, 4)):
         assert config.fwd_config(4097, n, has_mask=True) == config.LaunchConfig(block_m, n, 1, warps)
     assert config.fwd_config(4096, 4096, has_mask=True) == config.LaunchConfig(2, 4096, 1, 8)
+    # the plain forwards of more than 8192 rows of 256 columns: 8 rows of 2 warps, 8 programs a SM
+    for is_rms in (False, True):
+        assert config.fwd_config(8193, 256, is_rms) == config.LaunchConfig(8, 256, 1, 2, 8)
+    for m, n in ((8192, 256), (32768, 200), (32768, 512)):
+        assert config.fwd_config(m, n).programs_per_sm == 0, (m, n)
+    assert config.fwd_config(32768, 256, has_mask=True).programs_per_sm == 0
     for n in (2560, 4096):
         for is_rms in (False, True):
             assert config.bwd_config(4096, n, not is_rms, is_rms=is_rms) == config.LaunchConfig(2, 4096, 1, 16, 1)

@@ -132,8 +132,9 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
     columns: one program of 32 warps a SM, chunks of 4096 (above 32768 columns 8192, 8 elements a thread). The clamped
     ReLU's forward of more than 4096 rows of 512-4096 columns: two rows a tile (one of 4096); of many rows above 4096
     columns: 8 chunks a row (N rounded up to a power of two, / 8), 8 elements a thread (1024 at 4 warps up to 8192
-    columns, 2048 at 8 up to 16384, 4096 at 16, 8192 at 32). Calls of 2049-4096 rows (a few waves of programs) of
-    1153-3072 columns: most on a persistent grid (``_few_waves_persistent_fwd``); of 4097-16384 columns:
+    columns, 2048 at 8 up to 16384, 4096 at 16, 8192 at 32). The plain forwards of more than 8192 rows of 256 columns:
+    eight rows a tile of 2 warps on a persistent grid, 8 programs a SM. Calls of 2049-4096 rows (a few waves of
+    programs) of 1153-3072 columns: most on a persistent grid (``_few_waves_persistent_fwd``); of 4097-16384 columns:
     ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of 4609-6144 columns as a head tile of 4096 and a tail
     tile (``tail_n``); LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile.
 
@@ -235,6 +236,14 @@ def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple)
     if chunked:
         return chunked
     block_n = row_block_n(n)
+    if not has_mask and m > 8192 and n == 256:
+        # more than 8192 rows of 256: eight a tile of 2 warps on a persistent grid of 8 programs a SM, each issuing
+        # its next row block's loads before it works on the current one. GPU run 183 (32768 x 256, bf16 x, fp32
+        # weights, us in turns against tiles of 16 rows at 4 warps, one a program): LayerNorm 14.98 -> 14.27,
+        # RMSNorm 14.46 -> 13.89 (16 programs a SM 14.75 / 14.14); at 512 and 1024 columns persistent grids ran
+        # 0.85-0.99x the rule. Against it in turns (``bench.ab``, run 184): 32768 rows x1.035 / x1.044, 16384
+        # x1.151 / x1.000, 8200 x1.000 / x0.982; rows of 200 LayerNorm x0.92-0.96 (RMSNorm x1.04-1.11), so only 256.
+        return LaunchConfig(8, 256, 1, 2, 8)
     if has_mask and m > 4096 and 512 <= block_n <= 4096:
         # the fused forward of many rows: two rows a tile, one of 4096 (the tuner, GPU run 170; against tiles of
         # 4096-8192 in turns, run 171, bf16 x, fp32 weights: 32768 x 512 x1.054, x 4096 x1.057, x 1024 and x 2048
