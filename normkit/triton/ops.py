@@ -286,10 +286,9 @@ def _descriptors(cfg: config.LaunchConfig, dy: torch.Tensor, x: torch.Tensor, dx
 
 def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, has_dbias):
     m, n = x.shape
-    device = x.device
     dx = torch.empty_like(x, memory_format=torch.contiguous_format)  # as the forward's y (``_forward_outputs``)
     if m == 0:
-        dw = torch.zeros(n, dtype=weight.dtype, device=device)
+        dw = weight.new_zeros(n)
         return dx, dw, torch.zeros_like(dw) if has_dbias else None
     has_mask = mask is not None
     index = x.get_device()
@@ -323,8 +322,8 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
         cfg = plan.cfg
         row_blocks = cdiv(m, cfg.block_m)
         groups = config.row_groups(x, row_blocks, cfg.parts, cfg)
-        sums = torch.full((m, cfg.parts), SENTINEL, dtype=torch.int64, device=device)
-        partial = torch.empty((which, groups, n), dtype=acc_torch, device=device)
+        sums = x.new_full((m, cfg.parts), SENTINEL, dtype=torch.int64)
+        partial = x.new_empty((which, groups, n), dtype=acc_torch)
         SPLIT_ROWS[(cfg.parts * groups,)](
             dy, x, weight, mean, rstd, mask, dx, partial, sums,
             m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, groups, cdiv(row_blocks, groups),
