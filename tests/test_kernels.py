@@ -153,21 +153,29 @@ def test_chunked_forwards_in_3d_tiles(op, dtypes, n, block_m):
         check_forward("triton", op, x, w, b, zero_centered_gamma=True)
 
 
-def test_3d_tiles_from_the_heuristics_width(monkeypatch):
-    """TILE_3D where the weights are wider than x, for one-tile rows at least ``tile_3d_min_n`` wide and for chunks
-    of 8 elements a thread (and only there)."""
-    from normkit.triton import config, ops
+def _record_forward_launches(monkeypatch) -> list[dict]:
+    """Make the forward record each launch's constexprs instead of launching; the list they are added to."""
+    from normkit.triton import ops
 
     launched = []
     launcher = ops.NORM_FWD
 
-    class Recorder:  # records each launch's constexprs instead of launching
+    class Recorder:
         values = launcher.values
 
         def launch(self, grid, args, num_warps, values):
             launched.append(dict(zip(launcher.constexpr_names, values)))
 
     monkeypatch.setattr(ops, "NORM_FWD", Recorder())
+    return launched
+
+
+def test_3d_tiles_from_the_heuristics_width(monkeypatch):
+    """TILE_3D where the weights are wider than x, for one-tile rows at least ``tile_3d_min_n`` wide and for chunks
+    of 8 elements a thread (and only there)."""
+    from normkit.triton import config, ops
+
+    launched = _record_forward_launches(monkeypatch)
     x, w, b = make_inputs(4, 2048, torch.bfloat16, torch.float32)
     ops.layer_norm_clamped_relu_fwd(x, w, b, 1e-5)
     ops.layer_norm_fwd(x, w, b, 1e-5)
@@ -182,6 +190,25 @@ def test_3d_tiles_from_the_heuristics_width(monkeypatch):
         ops.layer_norm_fwd(x, w.bfloat16(), b.bfloat16(), 1e-5)
     assert [k["TILE_3D"] for k in launched] == [True, True, False, False, False, False, True, True, False]
     assert config.LIMITS["tile_3d_min_n"] == 2048 and launched[0]["BLOCK_N"] == 2048
+
+
+def test_whole_row_blocks_drop_the_row_bounds(monkeypatch):
+    """``EVEN_M`` (the forward's loads and stores without a row bound) only where every program's rows are in x: M a
+    multiple of the rows a tile, on a grid of one program a row block (a persistent program's last steps, and the
+    loads it issues a block ahead, pass the last row)."""
+    from normkit.triton import config, ops
+
+    launched = _record_forward_launches(monkeypatch)
+    x, w, b = make_inputs(8, 100, torch.float32, torch.float32)
+    with config.forced(fwd=config.LaunchConfig(4, 128, 1, 1)):
+        ops.layer_norm_fwd(x, w, b, 1e-5)  # 8 rows, 4 a tile
+        ops.layer_norm_fwd(x[:7], w, b, 1e-5)  # 7 rows
+    with config.forced(fwd=config.LaunchConfig(4, 128, 1, 1, 4)):  # the same tiles on a persistent grid
+        ops.rms_norm_fwd(x, w, None, 1e-5)
+    with config.forced(fwd=config.LaunchConfig(1, 32, 4, 1)):  # chunked rows, one a program
+        ops.layer_norm_clamped_relu_fwd(x[:7], w, b, 1e-5)
+    assert [(k["EVEN_M"], k["PERSISTENT"]) for k in launched] == [(True, False), (False, False), (False, True),
+                                                                   (True, False)]  # fmt: skip
 
 
 def test_cached_plans_follow_forced_configs_and_limits(monkeypatch):

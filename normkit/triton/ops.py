@@ -66,6 +66,7 @@ def _forward_plan(m, n, x_dtype, w_dtype, has_bias, is_rms, zero_centered_gamma,
         ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, UNROLL=min(cfg.num_chunks, 8),
         EVEN_N=_even_n(n, cfg), PASS_TWO_UNROLL=pass_two_unroll, KEEP_BY_BITS=0.0 < keep_from <= keep_to,
         TILE_3D=_tiles_3d(cfg, x_dtype, w_dtype), TAIL_N=cfg.tail_n, PERSISTENT=persistent,
+        EVEN_M=not persistent and m % cfg.block_m == 0,
     )  # fmt: skip
     thresholds = (float(lower), float(upper), keep_from, keep_to)
     return _ForwardPlan(programs, cdiv(row_blocks, programs), cfg.num_warps, values, thresholds, stat_dtype)
