@@ -362,7 +362,8 @@ def test_few_waves_rules():
 def test_few_waves_persistent_forward_rules():
     """2049-4096 rows of 1153-3072 columns (LayerNorm's up to 2560): one row a step of a persistent grid
     (``config._few_waves_persistent_fwd``), with a tail tile where the row is more than an eighth past 1024 or
-    2048; not for the masked forward, many rows, 2049-2304 columns or LayerNorm's 2561-3072."""
+    2048; not for many rows, 2049-2304 columns or LayerNorm's 2561-3072. The masked forward's rows of 1793-2048 two a
+    step."""
     from normkit.triton import config
 
     def fwd(n, is_rms=False, m=3000):
@@ -377,7 +378,11 @@ def test_few_waves_persistent_forward_rules():
             assert fwd(n, is_rms)[3] == 0
         assert fwd(2048, is_rms, m=2048)[3] == fwd(2048, is_rms, m=4097)[3] == 0
     assert fwd(3072, True) == (1, 2048, 4, 8, 1024) and fwd(2561)[3] == 0
-    assert config.fwd_config(3000, 2048, has_mask=True).programs_per_sm == 0
+    # the masked forward: rows of 1793-2048 two a step, 4 programs a SM; elsewhere one program a row block
+    masked = {n: config.fwd_config(3000, n, has_mask=True) for n in (1792, 1793, 2048, 2049)}
+    assert masked[1793] == masked[2048] == config.LaunchConfig(2, 2048, 1, 4, 4)
+    assert masked[1792].programs_per_sm == masked[2049].programs_per_sm == 0
+    assert config.fwd_config(4097, 2048, has_mask=True).programs_per_sm == 0
 
 
 @pytest.mark.gpu
@@ -582,6 +587,32 @@ def test_split_row_backward(op, block_m, n, part_n, ahead):
     x, w, b = make_inputs(11, n, torch.bfloat16, torch.float32, row_pad=3, bias=op != "rms_norm")
     with config.forced(bwd=LaunchConfig(block_m, part_n, 1, 4, 1, parts=-(-n // part_n), ahead=ahead)):
         check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=op != "rms_norm")
+
+
+def test_split_rows_drop_the_column_bounds_for_layer_norm_only(monkeypatch):
+    """``split_rows_kernel``'s EVEN_N (its loads and stores without column bounds) where the row is whole parts, for
+    LayerNorm (with and without the mask) only: RMSNorm's split rows ran slower without the bounds (GPU run 196,
+    ``norm_bwd.py``). A ragged last part keeps them."""
+    from normkit.triton import config, ops
+
+    launched = []
+
+    class Recorder:  # records each launch's constexprs instead of launching
+        def __getitem__(self, grid):
+            return lambda *args, **constexprs: launched.append(constexprs)
+
+    monkeypatch.setattr(ops, "SPLIT_ROWS", Recorder())
+    x, w, b = make_inputs(4, 64, torch.float32, torch.float32)
+    _, mean, rstd = reference.layer_norm_fwd(x, w, b, 1e-5)
+    mask = torch.zeros(4, 8, dtype=torch.uint8, device=x.device)
+    dy = torch.randn_like(x)
+    with config.forced(bwd=config.LaunchConfig(1, 16, 1, 1, 1, parts=4)):
+        ops.layer_norm_bwd(dy, x, w, mean, rstd)
+        ops.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd)
+        ops.rms_norm_bwd(dy, x, w, rstd)
+        ops.layer_norm_bwd(dy[:, :60], x[:, :60], w[:60], mean, rstd)  # 3 parts of 16 and one of 12
+    assert [k["EVEN_N"] for k in launched] == [True, True, False, False]
+    assert [k["PARTS"] for k in launched] == [4, 4, 4, 4]
 
 
 @pytest.mark.skipif(HAS_GPU, reason="programs run one after another in the interpreter only")

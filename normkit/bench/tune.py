@@ -36,8 +36,8 @@ def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
 def candidates(case: Case) -> list[LaunchConfig]:
     """The grid: whole-row tiles up to 8192 elements (from 256 in the forward, from 1024 in the backward; in the
     forward a row that is a power of two and at most half of one again also as a head and a tail tile, in the
-    backward from a head of 1024; the forward's one-tile programs of at most 4 warps also on a persistent grid of 8 or
-    16 programs a SM), and for rows
+    backward from a head of 1024; the forward's one-tile programs of at most 4 warps also on a persistent grid of 4, 8
+    or 16 programs a SM), and for rows
     that do not fit, chunks of 1024-4096 (8192 too for the forward's rows above 16384 columns; several rows a step
     for the shorter chunks in the forward; the backward's chunks keep the whole row's dW/dB partials in registers, up
     to ``config.chunked_max_n`` columns); warps for 4-32 elements a thread in the forward's whole rows (Inductor's
@@ -69,7 +69,7 @@ def candidates(case: Case) -> list[LaunchConfig]:
             dataclasses.replace(cfg, programs_per_sm=k)
             for cfg in out
             if cfg.num_chunks == 1 and cfg.num_warps <= 4
-            for k in (8, 16)
+            for k in (4, 8, 16)
         ]
     if not fwd and full == 16384:  # one whole-row tile at 16 elements a thread, against the chunked rows below
         out.append(LaunchConfig(1, full, 1, 32))

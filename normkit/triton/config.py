@@ -134,9 +134,10 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
     columns: 8 chunks a row (N rounded up to a power of two, / 8), 8 elements a thread (1024 at 4 warps up to 8192
     columns, 2048 at 8 up to 16384, 4096 at 16, 8192 at 32). The plain forwards of more than 8192 rows of 256 columns:
     eight rows a tile of 2 warps on a persistent grid, 8 programs a SM. Calls of 2049-4096 rows (a few waves of
-    programs) of 1153-3072 columns: most on a persistent grid (``_few_waves_persistent_fwd``); of 4097-16384 columns:
-    ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of 4609-6144 columns as a head tile of 4096 and a tail
-    tile (``tail_n``); LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile.
+    programs) of 1153-3072 columns: most on a persistent grid (``_few_waves_persistent_fwd``; the masked forward's
+    rows of 1793-2048 two a step); of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's
+    rows of 4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``); LayerNorm's few rows (at most
+    2048) of 8193-12288 columns: a head tile of 8192 and a tail tile.
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -213,6 +214,13 @@ def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple)
         persistent = _few_waves_persistent_fwd(n, is_rms)
         if persistent:
             return persistent
+    if 2048 < m <= 4096 and has_mask and 1792 < n <= 2048:
+        # the clamped ReLU's forward of a few waves of rows of 1793-2048: two rows a step of a persistent grid of 4
+        # programs a SM (4096 x 2048 fp16, forced configs in turns, GPU run 200: 16.86 -> 15.90 us; one row a
+        # program at 2 warps 16.00; at 1024 columns and at 32768 rows the rule below stayed the fastest). Against
+        # the rule below in turns (``bench.ab``, run 201): 4096 x 2048 fp16 x1.081, bf16 x with fp32 weights
+        # x1.032, 3000 x 2048 x1.044; rows of 1600 x0.983 (4096) and x1.003 (3000), so not there
+        return LaunchConfig(2, 2048, 1, 4, 4)
     if m > 2048 and has_mask:
         # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes)
         chunked = _chunked(n, widest, row_block_n(n) // 8, 8, one_tile)

@@ -36,8 +36,13 @@ reading it with one byte load per column cost the masked backward up to 2x the p
 where it lies (``_masked_dy``), which leaves the masked backward the registers of the plain one's launch: within
 2-6% of its time at 2048-8192 columns (GPU runs 50-53; 1.2-1.9x before).
 
-``EVEN_N`` (N a multiple of BLOCK_N) drops the column bounds of the whole-row and chunked paths: a thread's mask
-bytes load as one vector, and LayerNorm's xhat needs no select past the row's end. The split rows keep the bounds.
+``EVEN_N`` (N a multiple of BLOCK_N; with a tail tile, the head tile wholly in the row) drops column bounds
+(``bounds.in_bounds``): LayerNorm's xhat needs no select past the row's end, and dy, x and the mask bytes (one
+vector a thread) load without bounds. Where that was measured faster, the weights, dx and the partials go without
+them too: chunked rows (RMSNorm at 32768 x 16384 1.04x) and LayerNorm's split rows (at 32768 rows of 32768 and
+65536 1.07x and 1.11x, from 13-16% fewer instructions). Not one-tile rows (LayerNorm 0.93-0.95x at 256-1024
+columns) nor RMSNorm's split rows (0.96x at 32768), which keep them (GPU run 196, the variants in turns). The rows
+keep their bounds: a persistent grid's last row blocks run past M.
 
 A whole-row program loads the weights once and issues the next row block's loads (``_load_raw``: the tiles as
 stored, nothing computed from them) before it works on the current one, so two row blocks are in flight a program
@@ -49,6 +54,8 @@ TB/s, RMSNorm's from 3.05 to 3.88 (GPU runs 40-42).
 
 import triton
 import triton.language as tl
+
+from .bounds import in_bounds
 
 
 @triton.jit
@@ -77,7 +84,7 @@ def _load_data(
     """Issue the loads of one tile's row data (columns ``col0 ...``): ``(dy, x, packed mask bytes)`` as stored.
     EVEN_N: every column of the tile is in the row (no column bounds, so the mask bytes load as one vector)."""
     cols = col0 + tl.arange(0, BLOCK_N)
-    ok = row_ok[:, None] if EVEN_N else row_ok[:, None] & (cols < N)[None, :]
+    ok = row_ok[:, None] & in_bounds(cols, N, EVEN_N)[None, :]
     dy = tl.load(DY + rows64[:, None] * stride_dy + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT)
     x = tl.load(X + rows64[:, None] * stride_x + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT)
     packed = dy  # unused without a mask
@@ -93,7 +100,7 @@ def _load_mask_bytes(
     """The packed clamped-ReLU mask of a tile's columns ``col0 ...``: one byte a row per 8 columns, loaded once (not
     once per column)."""
     byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
-    byte_ok = row_ok[:, None] if EVEN_N else row_ok[:, None] & (byte_cols < (N + 7) // 8)[None, :]
+    byte_ok = row_ok[:, None] & in_bounds(byte_cols, (N + 7) // 8, EVEN_N)[None, :]
     return tl.load(
         MASK + rows64[:, None] * stride_mask + byte_cols[None, :], mask=byte_ok, other=0, eviction_policy=EVICT
     )
@@ -148,10 +155,13 @@ def _load_tail(
 
 
 @triton.jit
-def _load_weight(W, col0, N, ZERO_CENTERED: tl.constexpr, ACC: tl.constexpr, BLOCK_N: tl.constexpr):
-    """The scale of columns ``col0 ...`` in the accumulation dtype: w, or 1 + w for zero-centered gamma."""
+def _load_weight(
+    W, col0, N, ZERO_CENTERED: tl.constexpr, ACC: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr
+):
+    """The scale of columns ``col0 ...`` in the accumulation dtype: w, or 1 + w for zero-centered gamma (EVEN_N:
+    every column in the row)."""
     cols = col0 + tl.arange(0, BLOCK_N)
-    w = tl.load(W + cols, mask=cols < N, other=0.0).to(ACC)
+    w = tl.load(W + cols, mask=in_bounds(cols, N, EVEN_N), other=0.0).to(ACC)
     if ZERO_CENTERED:
         w += 1.0
     return w
@@ -221,7 +231,7 @@ def _load_tile(
         DY, X, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
         IS_RMS, HAS_MASK, BLOCK_N, EVICT, EVEN_N,
     )  # fmt: skip
-    w = _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N)
+    w = _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N, EVEN_N)
     return _terms(dy, x, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N)
 
 
@@ -237,23 +247,24 @@ def _dx(g, xhat, c1, c2, rstd, IS_RMS: tl.constexpr):
 
 @triton.jit
 def _write_dx(
-    DX, g, xhat, c1, c2, rstd, rows64, row_ok, col0, N, stride_dx, IS_RMS: tl.constexpr, BLOCK_N: tl.constexpr
-):
-    """Store ``_dx`` of the tile of columns ``col0 ...``."""
+    DX, g, xhat, c1, c2, rstd, rows64, row_ok, col0, N, stride_dx,
+    IS_RMS: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
+):  # fmt: skip
+    """Store ``_dx`` of the tile of columns ``col0 ...`` (EVEN_N: every column in the row, no column bounds)."""
     dx = _dx(g, xhat, c1, c2, rstd, IS_RMS)
     cols = col0 + tl.arange(0, BLOCK_N)
-    ok = row_ok[:, None] & (cols < N)[None, :]
+    ok = row_ok[:, None] & in_bounds(cols, N, EVEN_N)[None, :]
     tl.store(DX + rows64[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=ok)
 
 
 @triton.jit
 def _store_partials(
-    DW_ROW, DB_ROW, dw_acc, db_acc, col0, N, HAS_DBIAS: tl.constexpr, BLOCK_N: tl.constexpr,
+    DW_ROW, DB_ROW, dw_acc, db_acc, col0, N, HAS_DBIAS: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
     """Store a program's dW (and dB) partials of the columns ``col0 ...``: its ``[rows, BLOCK_N]`` accumulators
     summed over their rows, to ``DW_ROW`` (and ``DB_ROW``), float32 rows of N."""
     cols = col0 + tl.arange(0, BLOCK_N)
-    col_ok = cols < N
+    col_ok = in_bounds(cols, N, EVEN_N)
     tl.store(DW_ROW + cols, tl.sum(dw_acc, axis=0), mask=col_ok)
     if HAS_DBIAS:
         tl.store(DB_ROW + cols, tl.sum(db_acc, axis=0), mask=col_ok)
@@ -268,8 +279,8 @@ def _store_dx(
     descriptor (the TMA clips rows and columns past the tensor) or by each thread (``_write_dx``)."""
     if TMA_STORE:
         DX_DESC.store([row0, col0], _dx(g, xhat, c1, c2, rstd, IS_RMS).to(DX.dtype.element_ty))
-    else:
-        _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N)
+    else:  # with its column bounds (``norm_bwd_kernel``)
+        _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N, False)
 
 
 @triton.jit
@@ -326,7 +337,9 @@ def norm_bwd_kernel(
     dw_row = PARTIAL + pid.to(tl.int64) * N
     db_row = dw_row + num_programs.to(tl.int64) * N
     if NUM_CHUNKS == 1:
-        w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N)  # the same for every row: loaded once
+        # one-tile rows keep the column bounds of their weights, dx (``_store_dx``) and partials: without them
+        # LayerNorm's backward ran 0.93-0.95x at 256-1024 columns (GPU run 196), with fewer instructions
+        w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N, False)  # the same for every row: loaded once
         # [BLOCK_M, BLOCK_N] accumulators: the sum over rows happens once, after the loop
         dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
         db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
@@ -336,7 +349,7 @@ def norm_bwd_kernel(
             DY, X, MASK, MEAN, RSTD, rows, M, 0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, EVEN_N
         )
         if TAIL_N:  # the tail tile's own weights, partials and loads (its mean and rstd are the head's)
-            w_tail = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N)
+            w_tail = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N, False)
             dw_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
             db_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
             tail = _load_tail(DY, X, MASK, rows, M, BLOCK_N, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N)
@@ -362,9 +375,9 @@ def norm_bwd_kernel(
                 tail = next_tail
             rows = next_rows
             tile = next_tile
-        _store_partials(dw_row, db_row, dw_acc, db_acc, 0, N, HAS_DBIAS, BLOCK_N)
+        _store_partials(dw_row, db_row, dw_acc, db_acc, 0, N, HAS_DBIAS, BLOCK_N, False)
         if TAIL_N:
-            _store_partials(dw_row, db_row, dw_tail, db_tail, BLOCK_N, N, HAS_DBIAS, TAIL_N)
+            _store_partials(dw_row, db_row, dw_tail, db_tail, BLOCK_N, N, HAS_DBIAS, TAIL_N, False)
     else:  # the whole row's dW/dB partials as [CHUNKS_P2, BLOCK_N] tiles, chunk c in row c
         chunk_ids = tl.arange(0, CHUNKS_P2)[:, None]
         dw_acc = tl.zeros([CHUNKS_P2, BLOCK_N], dtype=ACC)
@@ -394,7 +407,9 @@ def norm_bwd_kernel(
                     DY, X, W, MASK, MEAN, RSTD, rows, rows64, row_ok, chunk * BLOCK_N, N, stride_dy, stride_x,
                     stride_mask, IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "evict_first", EVEN_N,
                 )  # fmt: skip
-                _write_dx(DX, g, xhat, c1, c2, rstd, rows64, row_ok, chunk * BLOCK_N, N, stride_dx, IS_RMS, BLOCK_N)
+                _write_dx(
+                    DX, g, xhat, c1, c2, rstd, rows64, row_ok, chunk * BLOCK_N, N, stride_dx, IS_RMS, BLOCK_N, EVEN_N
+                )
                 here = chunk_ids == chunk
                 dw_acc = tl.where(here, dw_acc + tl.sum(dy * xhat, axis=0)[None, :], dw_acc)
                 if HAS_DBIAS:
@@ -445,11 +460,11 @@ def norm_bwd_tma_kernel(
     pid = tl.program_id(0)
     dw_row = PARTIAL + pid.to(tl.int64) * N
     db_row = dw_row + num_programs.to(tl.int64) * N
-    w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N)
+    w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N, False)  # column bounds kept, as norm_bwd_kernel's
     dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
     db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
     if TAIL_N:
-        w_tail = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N)
+        w_tail = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N, False)
         dw_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
         db_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
     else:  # stand-ins for _row_block_step, which leaves them untouched
@@ -480,9 +495,9 @@ def norm_bwd_tma_kernel(
             head, tail, w, w_tail, dw_acc, db_acc, dw_tail, db_tail, DX_HEAD, DX_TAIL, DX, row0, rows, row_ok, N,
             stride_dx, IS_RMS, HAS_MASK, HAS_DBIAS, ACC, BLOCK_M, BLOCK_N, EVEN_N, TAIL_N, TMA_STORE,
         )  # fmt: skip
-    _store_partials(dw_row, db_row, dw_acc, db_acc, 0, N, HAS_DBIAS, BLOCK_N)
+    _store_partials(dw_row, db_row, dw_acc, db_acc, 0, N, HAS_DBIAS, BLOCK_N, False)
     if TAIL_N:
-        _store_partials(dw_row, db_row, dw_tail, db_tail, BLOCK_N, N, HAS_DBIAS, TAIL_N)
+        _store_partials(dw_row, db_row, dw_tail, db_tail, BLOCK_N, N, HAS_DBIAS, TAIL_N, False)
 
 
 SENTINEL = -1  # a SUMS slot nobody has published to yet (its two halves: a NaN no arithmetic gives)
@@ -517,7 +532,7 @@ def _part_sums(dy, xhat, g, IS_RMS: tl.constexpr):
 def _stand_in(
     DY, X, W, MEAN, RSTD, MASK, SUMS, rows, rows64, row_ok, N, stride_dy, stride_x, stride_mask,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
     """Publish the row sums of every part of these rows that is still missing, reduced here from the part's tile in
     memory by ``_part_sums``, as its own program would (the same bits, so it does not matter which of the two writes
@@ -529,7 +544,7 @@ def _stand_in(
         if tl.max(q_ok.to(tl.int32)) > 0:
             dy, xhat, g, rstd = _load_tile(
                 DY, X, W, MASK, MEAN, RSTD, rows, rows64, q_ok, q * BLOCK_N, N, stride_dy, stride_x, stride_mask,
-                IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "", False,
+                IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, "", EVEN_N,
             )  # fmt: skip
             tl.atomic_xchg(slot, _part_sums(dy, xhat, g, IS_RMS), mask=q_ok, sem="relaxed")
 
@@ -538,14 +553,14 @@ def _stand_in(
 def _publish_part(
     tile, w, SUMS, rows, M, part, col0, N,
     IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-    PARTS: tl.constexpr,
+    PARTS: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
     """Reduce this part's row sums over a loaded tile and publish them to ``SUMS[row, part]`` (one 64-bit write a
     row): ``(own packed sums, dy, xhat, g, rstd)``."""
     row_ok = rows < M
     dy_raw, x_raw, packed, mean, rstd = tile
     dy, xhat, g, rstd = _terms(
-        dy_raw, x_raw, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, False
+        dy_raw, x_raw, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N
     )
     own = _part_sums(dy, xhat, g, IS_RMS)
     tl.atomic_xchg(SUMS + rows.to(tl.int64) * PARTS + part, own, mask=row_ok, sem="relaxed")
@@ -557,7 +572,7 @@ def _row_means(
     DY, X, W, MEAN, RSTD, MASK, SUMS, own, rows, M, part, N, stride_dy, stride_x, stride_mask,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, ACC: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr, PARTS_P2: tl.constexpr,
-    MAX_POLLS: tl.constexpr, STAND_IN: tl.constexpr,
+    MAX_POLLS: tl.constexpr, STAND_IN: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
     """``(c1, c2)``, the row means of ``xhat * g`` and g over the whole rows: this program's own part sums (``own``)
     and the other parts' as published (polled until all are there), added in part order 0, 1, ..., whichever program
@@ -578,7 +593,7 @@ def _row_means(
         if tl.max(missing.to(tl.int32)) > 0:  # a part still missing: reduce it here, from memory
             _stand_in(
                 DY, X, W, MEAN, RSTD, MASK, SUMS, rows, rows64, row_ok, N, stride_dy, stride_x, stride_mask,
-                IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS,
+                IS_RMS, ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, EVEN_N,
             )  # fmt: skip
             sums = tl.where(missing, tl.load(slots, mask=missing, other=_SENTINEL, volatile=True), sums)
     sums = tl.where(parts == part, own[:, None], tl.where(parts < PARTS, sums, 0))
@@ -592,7 +607,7 @@ def split_rows_kernel(
     M, N, stride_dy, stride_x, stride_dx, stride_mask, num_groups, blocks_per_group,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr, PARTS_P2: tl.constexpr,
-    MAX_POLLS: tl.constexpr, STAND_IN: tl.constexpr, AHEAD: tl.constexpr = False,
+    MAX_POLLS: tl.constexpr, STAND_IN: tl.constexpr, EVEN_N: tl.constexpr, AHEAD: tl.constexpr = False,
 ):  # fmt: skip
     """Long rows in one pass: each row is split into ``PARTS`` parts of BLOCK_N columns, and program ``p`` holds part
     ``p % PARTS`` of the row blocks of group ``p // PARTS`` (blocks ``group, group + num_groups, ...``), so the
@@ -620,40 +635,44 @@ def split_rows_kernel(
     part = pid % PARTS
     group = pid // PARTS
     col0 = part * BLOCK_N
-    w = _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N)
+    w = _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N, EVEN_N)
     dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
     db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
     step = num_groups * BLOCK_M
     rows = group * BLOCK_M + tl.arange(0, BLOCK_M)
     tile = _load_row_block(
-        DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, False
+        DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, EVEN_N
     )
     if not AHEAD:
         for _ in tl.range(0, blocks_per_group):
             next_rows = rows + step
             next_tile = _load_row_block(
                 DY, X, MASK, MEAN, RSTD, next_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
-                BLOCK_N, False,
+                BLOCK_N, EVEN_N,
             )  # fmt: skip
             own, dy, xhat, g, rstd = _publish_part(
-                tile, w, SUMS, rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS
+                tile, w, SUMS, rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, EVEN_N
             )
             c1, c2 = _row_means(
                 DY, X, W, MEAN, RSTD, MASK, SUMS, own, rows, M, part, N, stride_dy, stride_x, stride_mask, IS_RMS,
-                ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, PARTS_P2, MAX_POLLS, STAND_IN,
+                ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, PARTS_P2, MAX_POLLS, STAND_IN, EVEN_N,
             )  # fmt: skip
-            _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), rows < M, col0, N, stride_dx, IS_RMS, BLOCK_N)
+            _write_dx(
+                DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), rows < M, col0, N, stride_dx, IS_RMS, BLOCK_N, EVEN_N
+            )
             dw_acc += dy * xhat
             if HAS_DBIAS:
                 db_acc += dy
             rows = next_rows
             tile = next_tile
     else:
-        own = _publish_part(tile, w, SUMS, rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS)[0]
+        own = _publish_part(
+            tile, w, SUMS, rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, EVEN_N
+        )[0]
         next_rows = rows + step
         next_tile = _load_row_block(
             DY, X, MASK, MEAN, RSTD, next_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
-            BLOCK_N, False,
+            BLOCK_N, EVEN_N,
         )  # fmt: skip
         for _ in tl.range(0, blocks_per_group):
             # three row blocks in registers: this one (its sums published a step ago), the next (published now)
@@ -661,21 +680,35 @@ def split_rows_kernel(
             far_rows = next_rows + step
             far_tile = _load_row_block(
                 DY, X, MASK, MEAN, RSTD, far_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
-                BLOCK_N, False,
+                BLOCK_N, EVEN_N,
             )  # fmt: skip
             next_own = _publish_part(
-                next_tile, w, SUMS, next_rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS
+                next_tile,
+                w,
+                SUMS,
+                next_rows,
+                M,
+                part,
+                col0,
+                N,
+                IS_RMS,
+                HAS_MASK,
+                ACC,
+                BLOCK_M,
+                BLOCK_N,
+                PARTS,
+                EVEN_N,
             )[0]
             row_ok = rows < M
             dy_raw, x_raw, packed, mean, rstd = tile
             dy, xhat, g, rstd = _terms(
-                dy_raw, x_raw, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, False
+                dy_raw, x_raw, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N
             )
             c1, c2 = _row_means(
                 DY, X, W, MEAN, RSTD, MASK, SUMS, own, rows, M, part, N, stride_dy, stride_x, stride_mask, IS_RMS,
-                ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, PARTS_P2, MAX_POLLS, STAND_IN,
+                ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, PARTS_P2, MAX_POLLS, STAND_IN, EVEN_N,
             )  # fmt: skip
-            _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N)
+            _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N, EVEN_N)
             dw_acc += dy * xhat
             if HAS_DBIAS:
                 db_acc += dy
@@ -685,7 +718,7 @@ def split_rows_kernel(
             next_rows = far_rows
             next_tile = far_tile
     dw_row = PARTIAL + group.to(tl.int64) * N
-    _store_partials(dw_row, dw_row + num_groups.to(tl.int64) * N, dw_acc, db_acc, col0, N, HAS_DBIAS, BLOCK_N)
+    _store_partials(dw_row, dw_row + num_groups.to(tl.int64) * N, dw_acc, db_acc, col0, N, HAS_DBIAS, BLOCK_N, EVEN_N)
 
 
 @triton.jit

@@ -39,7 +39,7 @@ BLOCK_N) drops the selects of a ragged last chunk.
 
 Bounds: where ``EVEN_N`` says every column of a tile is in the row, and ``EVEN_M`` every row of a program's tile is
 in x (M a multiple of BLOCK_M, one program a row block), the loads and stores go without those bounds
-(``_in_bounds``): no compares, no predicates, no zeroed registers for the masked-off lanes. With it the statistics
+(``bounds.in_bounds``): no compares, no predicates, no zeroed registers for the masked-off lanes. With it the statistics
 take the GPU's reciprocal square root (``_rsqrt``) instead of a square root and a division. The sm_90 code of a
 LayerNorm of two rows of 512 a program (one warp) went from 520 to 461 instructions, RMSNorm's from 356 to 306;
 against the kernel before, in turns on an H200 (``bench.ab``, GPU run 190, 32768 rows, bf16 x, fp32 weights):
@@ -49,6 +49,8 @@ rows (fp16, run 192) 0.96-1.03x.
 
 import triton
 import triton.language as tl
+
+from .bounds import in_bounds
 
 
 @triton.jit
@@ -84,16 +86,6 @@ def _row_sum(v, TILE_3D: tl.constexpr):
 
 
 @triton.jit
-def _in_bounds(index, bound, EVEN: tl.constexpr):
-    """``index < bound``; where every index is known in bounds (``EVEN``), a constant true, which the compiler folds
-    out of the masks it joins (an unmasked load or store needs no compare, no select and no zeroed registers)."""
-    if EVEN:
-        return tl.full(index.shape, True, tl.int1)
-    else:
-        return index < bound
-
-
-@triton.jit
 def _rsqrt(v):
     """1 / sqrt(v): the GPU's reciprocal square root (one instruction, relative error below 2**-22) in float32,
     a correctly rounded square root and division in float64."""
@@ -114,7 +106,7 @@ def _scale_shift_store(
     layout and whose mask bytes gather along the last axis with no reshape."""
     if TILE_3D:
         cols = _tile_cols(col0, BLOCK_N, True)
-        col_ok = _in_bounds(cols, N, EVEN_N)
+        col_ok = in_bounds(cols, N, EVEN_N)
         ok = row_ok[:, None, None] & col_ok
         w = tl.load(W + cols, mask=col_ok, other=0.0).to(xhat.dtype)
         if ZERO_CENTERED:
@@ -125,7 +117,7 @@ def _scale_shift_store(
         y_ptrs = Y + rows64[:, None, None] * stride_y + cols
     else:  # the weights loaded as a vector: as [1, BLOCK_N] the plain forward ran slower
         cols = col0 + tl.arange(0, BLOCK_N)
-        col_ok = _in_bounds(cols, N, EVEN_N)
+        col_ok = in_bounds(cols, N, EVEN_N)
         ok = row_ok[:, None] & col_ok[None, :]
         w = tl.load(W + cols, mask=col_ok, other=0.0).to(xhat.dtype)
         if ZERO_CENTERED:
@@ -157,7 +149,7 @@ def _scale_shift_store(
             keep = tl.reshape(keep, (BLOCK_M, BLOCK_N // 8, 8))
         packed = tl.reduce(tl.where(keep, 1 << tl.arange(0, 8)[None, None, :], 0), 2, _bit_or)  # 3-input ORs
         byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
-        byte_ok = row_ok[:, None] & _in_bounds(byte_cols, (N + 7) // 8, EVEN_N)[None, :]
+        byte_ok = row_ok[:, None] & in_bounds(byte_cols, (N + 7) // 8, EVEN_N)[None, :]
         tl.store(MASK + rows64[:, None] * stride_mask + byte_cols[None, :], packed.to(tl.uint8), mask=byte_ok)
     tl.store(y_ptrs, y_out, mask=ok)
 
@@ -171,7 +163,7 @@ def _load_rows(
     they are in bounds) as stored: nothing is computed from it here, so a persistent program can issue the next row
     block's loads before it works on this one."""
     cols = _tile_cols(col0, BLOCK_N, TILE_3D)
-    ok = _per_row(_in_bounds(rows, M, EVEN_M), TILE_3D) & _in_bounds(cols, N, EVEN_N)
+    ok = _per_row(in_bounds(rows, M, EVEN_M), TILE_3D) & in_bounds(cols, N, EVEN_N)
     row_starts = X + rows.to(tl.int64) * stride_x
     return tl.load(_per_row(row_starts, TILE_3D) + cols, mask=ok, other=0.0)
 
@@ -188,9 +180,9 @@ def _normalize_one_tile(
     x = x.to(ACC)
     if TAIL_N:
         x_tail = x_tail.to(ACC)
-    row_ok = _in_bounds(rows, M, EVEN_M)
+    row_ok = in_bounds(rows, M, EVEN_M)
     rows64 = rows.to(tl.int64)  # 64-bit offsets: M * N may pass 2**31
-    ok = _per_row(row_ok, TILE_3D) & _in_bounds(_tile_cols(0, BLOCK_N, TILE_3D), N, EVEN_N)
+    ok = _per_row(row_ok, TILE_3D) & in_bounds(_tile_cols(0, BLOCK_N, TILE_3D), N, EVEN_N)
     if TAIL_N:
         tail_ok = _per_row(row_ok, TILE_3D) & (_tile_cols(BLOCK_N, TAIL_N, TILE_3D) < N)
     if IS_RMS:
@@ -243,7 +235,7 @@ def norm_fwd_kernel(
     ... (``blocks_per_program`` steps), the next block's loads issued before the current one is worked on."""
     tl.static_assert(not (PERSISTENT and EVEN_M), "a persistent grid's last steps pass the last row")
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    row_ok = _in_bounds(rows, M, EVEN_M)
+    row_ok = in_bounds(rows, M, EVEN_M)
     rows64 = rows.to(tl.int64)  # 64-bit offsets: M * N may pass 2**31
     row_starts = X + rows64 * stride_x
     if NUM_CHUNKS == 1:  # tiles of _tile_cols: [BLOCK_M, BLOCK_N], or with TILE_3D [BLOCK_M, BLOCK_N // 8, 8]
@@ -284,11 +276,11 @@ def norm_fwd_kernel(
         shift = lane_sq
         if not IS_RMS:
             cols = tl.arange(0, BLOCK_N)
-            ok = row_ok[:, None] & _in_bounds(cols, N, EVEN_N)[None, :]
+            ok = row_ok[:, None] & in_bounds(cols, N, EVEN_N)[None, :]
             shift = tl.load(x_rows + cols[None, :], mask=ok, other=0.0, eviction_policy="evict_last").to(ACC)
         for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=UNROLL):
             cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
-            ok = row_ok[:, None] & _in_bounds(cols, N, EVEN_N)[None, :]
+            ok = row_ok[:, None] & in_bounds(cols, N, EVEN_N)[None, :]
             x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0, eviction_policy="evict_last").to(ACC)
             if IS_RMS:
                 lane_sq += x * x
@@ -317,7 +309,7 @@ def norm_fwd_kernel(
         # the compiler unrolls anyway, ran 19% slower at 8192 and 16384 with the hint.
         for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=PASS_TWO_UNROLL):
             tile = _tile_cols(chunk * BLOCK_N, BLOCK_N, TILE_3D)  # (its own names: a loop's carried values keep
-            tile_ok = _per_row(row_ok, TILE_3D) & _in_bounds(tile, N, EVEN_N)  # their shapes, and pass one's are 2-D)
+            tile_ok = _per_row(row_ok, TILE_3D) & in_bounds(tile, N, EVEN_N)  # their shapes, and pass one's are 2-D)
             x_tile = tl.load(
                 _per_row(row_starts, TILE_3D) + tile, mask=tile_ok, other=0.0, eviction_policy="evict_first"
             )

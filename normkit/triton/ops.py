@@ -319,7 +319,8 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
                  m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, plan.programs, plan.blocks_per_program),
                 plan.cfg.num_warps, plan.values,
             )  # fmt: skip
-    else:  # long rows, each split over cfg.parts programs that exchange their row sums
+    else:  # long rows, each split over cfg.parts programs that exchange their row sums; RMSNorm's keep their
+        # column bounds even where the parts are whole (norm_bwd.py: EVEN_N)
         cfg = plan.cfg
         row_blocks = cdiv(m, cfg.block_m)
         groups = config.row_groups(x, row_blocks, cfg.parts, cfg)
@@ -330,8 +331,8 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
             m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, groups, cdiv(row_blocks, groups),
             HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PARTS=cfg.parts,
             PARTS_P2=next_power_of_2(cfg.parts), MAX_POLLS=config.max_polls(x), STAND_IN=config.stands_in(x),
-            AHEAD=cfg.ahead, IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, HAS_MASK=has_mask,
-            ACC=acc_tl, num_warps=cfg.num_warps,
+            EVEN_N=_even_n(n, cfg) and not is_rms, AHEAD=cfg.ahead, IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma,
+            HAS_MASK=has_mask, ACC=acc_tl, num_warps=cfg.num_warps,
         )  # fmt: skip
     dw, db = _sum_partials(partial, weight.dtype)
     return dx, dw, db
