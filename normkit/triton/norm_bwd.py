@@ -630,6 +630,9 @@ def split_rows_kernel(
     step before the step that writes its dx: each step issues the loads of the block after next, publishes the next
     block's sums and then reads the current block's, which its partners published a step ago (three row blocks in
     registers, and the terms of a block computed twice).
+
+    ``EVEN_N``: every part lies wholly in the row (N a multiple of BLOCK_N), so no load or store of a part has column
+    bounds (``ops._backward`` sets it for LayerNorm only: module docstring).
     """
     pid = tl.program_id(0)
     part = pid % PARTS
@@ -683,22 +686,9 @@ def split_rows_kernel(
                 BLOCK_N, EVEN_N,
             )  # fmt: skip
             next_own = _publish_part(
-                next_tile,
-                w,
-                SUMS,
-                next_rows,
-                M,
-                part,
-                col0,
-                N,
-                IS_RMS,
-                HAS_MASK,
-                ACC,
-                BLOCK_M,
-                BLOCK_N,
-                PARTS,
+                next_tile, w, SUMS, next_rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS,
                 EVEN_N,
-            )[0]
+            )[0]  # fmt: skip
             row_ok = rows < M
             dy_raw, x_raw, packed, mean, rstd = tile
             dy, xhat, g, rstd = _terms(
