@@ -153,20 +153,20 @@ def test_chunked_forwards_in_3d_tiles(op, dtypes, n, block_m):
         check_forward("triton", op, x, w, b, zero_centered_gamma=True)
 
 
-def _record_forward_launches(monkeypatch) -> list[dict]:
-    """Make the forward record each launch's constexprs instead of launching; the list they are added to."""
+def _record_launches(monkeypatch, *names: str) -> list[dict]:
+    """Make the launchers ``names`` of ``normkit.triton.ops`` (``NORM_FWD``, ``SPLIT_ROWS``, ...) record each launch
+    instead of launching: its constexprs by name, ``num_warps`` and ``grid``, added to the list returned. Their
+    ``launch`` is replaced, which ``launcher[grid](...)`` calls too."""
     from normkit.triton import ops
 
     launched = []
-    launcher = ops.NORM_FWD
+    for name in names:
+        launcher = getattr(ops, name)
 
-    class Recorder:
-        values = launcher.values
+        def record(grid, args, num_warps, values, launcher=launcher):
+            launched.append(dict(zip(launcher.constexpr_names, values), num_warps=num_warps, grid=grid))
 
-        def launch(self, grid, args, num_warps, values):
-            launched.append(dict(zip(launcher.constexpr_names, values)))
-
-    monkeypatch.setattr(ops, "NORM_FWD", Recorder())
+        monkeypatch.setattr(launcher, "launch", record)
     return launched
 
 
@@ -175,7 +175,7 @@ def test_3d_tiles_from_the_heuristics_width(monkeypatch):
     of 8 elements a thread (and only there)."""
     from normkit.triton import config, ops
 
-    launched = _record_forward_launches(monkeypatch)
+    launched = _record_launches(monkeypatch, "NORM_FWD")
     x, w, b = make_inputs(4, 2048, torch.bfloat16, torch.float32)
     ops.layer_norm_clamped_relu_fwd(x, w, b, 1e-5)
     ops.layer_norm_fwd(x, w, b, 1e-5)
@@ -198,7 +198,7 @@ def test_whole_row_blocks_drop_the_row_bounds(monkeypatch):
     loads it issues a block ahead, pass the last row)."""
     from normkit.triton import config, ops
 
-    launched = _record_forward_launches(monkeypatch)
+    launched = _record_launches(monkeypatch, "NORM_FWD")
     x, w, b = make_inputs(8, 100, torch.float32, torch.float32)
     with config.forced(fwd=config.LaunchConfig(4, 128, 1, 1)):
         ops.layer_norm_fwd(x, w, b, 1e-5)  # 8 rows, 4 a tile
@@ -217,19 +217,7 @@ def test_cached_plans_follow_forced_configs_and_limits(monkeypatch):
     heuristic's again."""
     from normkit.triton import config, ops
 
-    launched = []
-
-    def recorder(launcher):
-        class Recorder:  # records each launch's constexprs instead of launching
-            values = launcher.values
-
-            def launch(self, grid, args, num_warps, values):
-                launched.append(dict(zip(launcher.constexpr_names, values), num_warps=num_warps, grid=grid))
-
-        return Recorder()
-
-    monkeypatch.setattr(ops, "NORM_FWD", recorder(ops.NORM_FWD))
-    monkeypatch.setattr(ops, "NORM_BWD", recorder(ops.NORM_BWD))
+    launched = _record_launches(monkeypatch, "NORM_FWD", "NORM_BWD")
     monkeypatch.setattr(ops, "_sum_partials", lambda partial, dtype: (None, None))
     x, w, b = make_inputs(8, 100, torch.float32, torch.float32)
     dy, mean, rstd = torch.randn_like(x), torch.zeros(8, device=DEVICE), torch.ones(8, device=DEVICE)
@@ -595,13 +583,7 @@ def test_split_rows_drop_the_column_bounds_for_layer_norm_only(monkeypatch):
     ``norm_bwd.py``). A ragged last part keeps them."""
     from normkit.triton import config, ops
 
-    launched = []
-
-    class Recorder:  # records each launch's constexprs instead of launching
-        def __getitem__(self, grid):
-            return lambda *args, **constexprs: launched.append(constexprs)
-
-    monkeypatch.setattr(ops, "SPLIT_ROWS", Recorder())
+    launched = _record_launches(monkeypatch, "SPLIT_ROWS")
     x, w, b = make_inputs(4, 64, torch.float32, torch.float32)
     _, mean, rstd = reference.layer_norm_fwd(x, w, b, 1e-5)
     mask = torch.zeros(4, 8, dtype=torch.uint8, device=x.device)
