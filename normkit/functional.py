@@ -198,18 +198,25 @@ class _EagerNorm(torch.autograd.Function):
         return _gradients(ctx, dy, _eager_backward)
 
 
-def _apply(kind, x, weight, bias, eps, zero_centered_gamma, backend, lower=0.0, upper=0.0):
+def _check_args(kind, x, weight, bias, eps, zero_centered_gamma, lower, upper) -> None:
+    clamp = (lower, upper) if kind == "layer_norm_clamped_relu" else None
+    if checks.valid_fwd_args(x, weight, bias, eps, zero_centered_gamma, clamp):  # 2-D x, rows of unit stride
+        return
     checks.check_float_tensor("x", x)
     if x.dim() == 0:
         raise ValueError("x must have at least one dim (the normalized last dim)")
     checks.check_params(x, weight, bias)
     checks.check_eps(eps)
     checks.check_flag("zero_centered_gamma", zero_centered_gamma)
-    if kind == "layer_norm_clamped_relu":
+    if clamp:
         checks.check_clamp_bounds(lower, upper)
-    n = x.shape[-1]
-    if n == 0:
+    if x.shape[-1] == 0:
         raise ValueError("x must have at least one element in its last (normalized) dim")
+
+
+def _apply(kind, x, weight, bias, eps, zero_centered_gamma, backend, lower=0.0, upper=0.0):
+    _check_args(kind, x, weight, bias, eps, zero_centered_gamma, lower, upper)
+    n = x.shape[-1]
     backend = resolve(backend, x)
     # 2-D x as it is (a reshape would add a view to the autograd graph); more dims flattened to rows, a view
     # whenever the leading dims flatten to one row stride

@@ -71,6 +71,50 @@ def test_explicit_kernels_name_the_bad_argument(backend, fn, arg, make, error):
         getattr(_module(backend), fn)(*call)
 
 
+def _fast_check(fn: str, args: dict, **options) -> bool:
+    """The checks' fast path (``checks.valid_fwd_args`` / ``valid_bwd_args``) on ``fn``'s arguments."""
+    from normkit import checks
+
+    a = {"mean": None, "mask": None, "bias": None, **{k: args[k] for k in SIGNATURES[fn]}}
+    if fn.endswith("_fwd"):
+        clamp = options.get("clamp", (0.0, 6.0)) if "clamped" in fn else None
+        return checks.valid_fwd_args(a["x"], a["weight"], a["bias"], a["eps"], options.get("zcg", False), clamp)
+    flags = options.get("zcg", False), options.get("has_dbias", True)
+    return checks.valid_bwd_args(a["dy"], a["x"], a["weight"], a["mean"], a["rstd"], a["mask"], *flags)
+
+
+_TAKES = {"mask": "layer_norm_clamped_relu_bwd", "bias": "layer_norm_fwd"}  # a function taking the argument
+
+
+def test_fast_checks_accept_only_what_the_checks_accept():
+    """The checks' fast path (each attribute read once; a call's host time, ``normkit/checks.py``) takes good
+    arguments, so a call does not run the checks one by one, and refuses every bad argument above, a bool eps,
+    flags that are not bools, a clamp that is not ``lower < upper``, strided statistics, weights and masks, so
+    those get the checks that name them."""
+    for fn in SIGNATURES:
+        assert _fast_check(fn, ok()), fn
+    for fn, arg, make, _ in CASES:
+        args = ok()
+        args[arg] = make(args)
+        assert not _fast_check(fn, args), (fn, arg)
+    a = ok()
+    assert not _fast_check("layer_norm_fwd", {**a, "eps": True})
+    assert not _fast_check("layer_norm_fwd", a, zcg=1)
+    assert not _fast_check("rms_norm_bwd", a, has_dbias=None)
+    for clamp in [(1.0, 1.0), (0.0, float("nan")), (True, 6.0), (0.0, "6")]:
+        assert not _fast_check("layer_norm_clamped_relu_fwd", a, clamp=clamp), clamp
+    strided = {"rstd": torch.randn(2 * M)[::2], "weight": torch.randn(2 * N)[::2], "bias": torch.randn(2 * N)[::2]}
+    strided["mask"] = torch.zeros(M, 4, dtype=torch.uint8)[:, ::2]
+    for name, bad in strided.items():
+        fn = _TAKES.get(name, "layer_norm_bwd")
+        assert not _fast_check(fn, {**a, name: bad}), name
+    half = {k: a[k].half() for k in ("x", "dy", "bias")}  # bias in x's dtype where the weight is float32
+    assert not _fast_check("layer_norm_fwd", {**a, **half})
+    for name in ("weight", "bias", "dy", "mean", "rstd", "mask"):  # another device than x's ("meta": no data)
+        fn = _TAKES.get(name, "layer_norm_bwd")
+        assert not _fast_check(fn, {**a, name: a[name].to("meta")}), name
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_clamp_bounds_and_flags(backend):
     a = ok()

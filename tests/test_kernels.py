@@ -486,6 +486,19 @@ def test_launch_heuristic_is_cached_but_follows_limits():
     # the row sums of split rows one step ahead: LayerNorm's above 16384 columns only
     assert [config.bwd_config(32768, n).ahead for n in (12288, 16384, 16385, 65536)] == [False, False, True, True]
     assert config.bwd_config(4096, 9216, is_rms=True).ahead  # RMSNorm's split rows: always
+    # the masked backward's rows of 16385-32768 columns: parts of 4096 at 4 warps, published in step
+    for n in (16385, 32768):
+        cfg = config.bwd_config(32768, n, has_mask=True)
+        assert (cfg.block_n, cfg.parts, cfg.num_warps, cfg.programs_per_sm, cfg.ahead) == (
+            4096,
+            -(-n // 4096),
+            4,
+            2,
+            False,
+        )
+    assert config.bwd_config(32768, 32769, has_mask=True).block_n == 2048 and config.bwd_config(32768, 32769).ahead
+    assert config.bwd_config(32768, 16384, has_mask=True).block_n == 1024  # and the plain backward's as before
+    assert (config.bwd_config(32768, 32768).block_n, config.bwd_config(32768, 32768).ahead) == (2048, True)
 
 
 def test_forward_chunks_follow_the_norm():

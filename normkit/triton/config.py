@@ -498,17 +498,22 @@ def split_rows_config(
     65536 3276 against 3129; RMSNorm at 4096 x 9216 and 12288 (fp16) 2751 against 2742 and 2944 against 2900; but
     LayerNorm's rows up to 16384 ran 3.5% (12288, parts of 1024) and 8-20% (16384, parts of 1024 and 8192) slower
     (the terms of a block are computed twice, and a third row block takes registers), so not there. Issuing the
-    loads of the block after next after publishing (two blocks in registers) was slower nearly everywhere (run 88)."""
+    loads of the block after next after publishing (two blocks in registers) was slower nearly everywhere (run 88).
+    The masked backward (LayerNorm + clamped ReLU) of rows of 16385-32768 columns: parts of 4096 (4 warps, 2
+    programs a SM), published in step, since round 24 (GPU run 208, 32768 x 32768, configs forced in turns, bf16 x,
+    fp32 weights): 2686 GB/s against the rule before's 2470 (parts of 2048 a step ahead; parts of 4096 a step ahead
+    2583, of 8192 2505); at 12288 and 16384 columns its parts of 1024 stayed the fastest (4096: 0.92x and 0.98x)."""
     full = row_block_n(n)
+    masked_32768 = has_mask and full == 32768 and not is_rms
     if not part_n:
         if full <= 16384:
             part_n = 8192 if n == 16384 and m > 4096 and not has_mask and not is_rms else 1024
         elif is_rms:
             part_n = max(2048, full // 16)
         else:
-            part_n = max(2048, full // 32)
+            part_n = 4096 if masked_32768 else max(2048, full // 32)
     if ahead is None:
-        ahead = full > 16384 or is_rms
+        ahead = (full > 16384 and not masked_32768) or is_rms
     part_n = min(part_n, LIMITS["bwd_max_block_n"], row_block_n(cdiv(n, 2)))
     warps = max(1, min(32, block_m * part_n // (32 * per_thread)))
     return LaunchConfig(block_m, part_n, 1, warps, max(1, warps_per_sm // warps), parts=cdiv(n, part_n), ahead=ahead)
