@@ -483,22 +483,19 @@ def test_launch_heuristic_is_cached_but_follows_limits():
         assert config.bwd_config(32768, 1000).parts == 2
         assert config.bwd_config(32768, 1000, is_rms=True).parts == 1
     assert config.bwd_config(64, 1000).parts == 1
-    # the row sums of split rows one step ahead: LayerNorm's above 16384 columns only
-    assert [config.bwd_config(32768, n).ahead for n in (12288, 16384, 16385, 65536)] == [False, False, True, True]
+    # the row sums of split rows one step ahead: LayerNorm's above 16384 columns but at 32768
+    ahead = [config.bwd_config(32768, n).ahead for n in (16384, 16385, 32767, 32768, 32769)]
+    assert ahead == [False, True, True, False, True]
     assert config.bwd_config(4096, 9216, is_rms=True).ahead  # RMSNorm's split rows: always
-    # the masked backward's rows of 16385-32768 columns: parts of 4096 at 4 warps, published in step
-    for n in (16385, 32768):
-        cfg = config.bwd_config(32768, n, has_mask=True)
-        assert (cfg.block_n, cfg.parts, cfg.num_warps, cfg.programs_per_sm, cfg.ahead) == (
-            4096,
-            -(-n // 4096),
-            4,
-            2,
-            False,
-        )
-    assert config.bwd_config(32768, 32769, has_mask=True).block_n == 2048 and config.bwd_config(32768, 32769).ahead
-    assert config.bwd_config(32768, 16384, has_mask=True).block_n == 1024  # and the plain backward's as before
-    assert (config.bwd_config(32768, 32768).block_n, config.bwd_config(32768, 32768).ahead) == (2048, True)
+    # parts of 4096 at 4 warps, in step: LayerNorm's rows of 32768 columns, the masked backward's of 16385-32768
+    for n, has_mask in [(32768, False), (16385, True), (20000, True), (32768, True)]:
+        cfg = config.bwd_config(32768, n, has_mask=has_mask)
+        shape = (cfg.block_n, cfg.parts, cfg.num_warps, cfg.programs_per_sm, cfg.ahead)
+        assert shape == (4096, -(-n // 4096), 4, 2, False), (n, has_mask)
+    assert config.bwd_config(32768, 32769, has_mask=True).block_n == config.bwd_config(32768, 32769).block_n == 2048
+    assert config.bwd_config(32768, 20000).block_n == 2048  # the plain backward's ragged rows as before
+    assert config.bwd_config(32768, 16384, has_mask=True).block_n == 1024
+    assert config.bwd_config(32768, 32768, is_rms=True).block_n == 2048  # RMSNorm's as before
 
 
 def test_forward_chunks_follow_the_norm():
@@ -529,7 +526,7 @@ def test_long_rows_forward_on_the_gpu(op):
     """The heuristic's forward of long rows compiled as launched, a ragged last chunk, against the reference:
     chunks of 2048 (at 8 warps: 2050 rows take ``_few_waves_fwd``), 4096 at 32 and 8192 in 3-D tiles (the clamped
     ReLU's 2048 at 8, 4096 at 16 and 8192 at 32, in 3-D tiles); and the backward after it (split rows, above 16384
-    columns sums published a step ahead)."""
+    columns sums published a step ahead; the masked backward's in parts of 4096 in step at 32767)."""
     from normkit.triton import config
 
     for n, chunk in ((12289, 2048), (32767, 4096), (32771, 8192)):

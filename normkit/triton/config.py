@@ -482,10 +482,11 @@ def split_rows_config(
 ) -> LaunchConfig:  # fmt: skip
     """Rows too long for one program: each split into parts of ``part_n`` columns, one program a part, 1 row a step,
     32 elements a thread, 8 warps a SM (``split_rows_kernel``). The parts: 1024 columns up to rows of 16384
-    (LayerNorm's 16384 exactly, with more than 4096 rows and no mask: 8192); longer rows 1/32 of the row
-    (LayerNorm) or 1/16 (RMSNorm), at least 2048. Those longer rows, and RMSNorm's split rows of any length, publish
-    their sums a step ahead (``ahead``, ``split_rows_kernel``'s AHEAD). Keyword arguments force the rest (the tuner
-    and tests).
+    (LayerNorm's 16384 exactly, with more than 4096 rows and no mask: 8192); LayerNorm's 32768 exactly and the
+    masked backward's rows of 16385-32768 4096; longer rows 1/32 of the row (LayerNorm) or 1/16 (RMSNorm), at least
+    2048. Those longer rows (but the ones of 4096), and RMSNorm's split rows of any length, publish their sums a step
+    ahead (``ahead``,
+    ``split_rows_kernel``'s AHEAD). Keyword arguments force the rest (the tuner and tests).
 
     Measured on an H200 (GPU runs 80-82 and 87, ``benchmarks/results/logs/run8[0127]_split.txt``; GB/s, bf16 x, fp32 w,
     32768 rows unless said), against the best other part width and the path before (two kernels or chunks):
@@ -499,21 +500,26 @@ def split_rows_config(
     LayerNorm's rows up to 16384 ran 3.5% (12288, parts of 1024) and 8-20% (16384, parts of 1024 and 8192) slower
     (the terms of a block are computed twice, and a third row block takes registers), so not there. Issuing the
     loads of the block after next after publishing (two blocks in registers) was slower nearly everywhere (run 88).
-    The masked backward (LayerNorm + clamped ReLU) of rows of 16385-32768 columns: parts of 4096 (4 warps, 2
-    programs a SM), published in step, since round 24 (GPU run 208, 32768 x 32768, configs forced in turns, bf16 x,
-    fp32 weights): 2686 GB/s against the rule before's 2470 (parts of 2048 a step ahead; parts of 4096 a step ahead
-    2583, of 8192 2505); at 12288 and 16384 columns its parts of 1024 stayed the fastest (4096: 0.92x and 0.98x)."""
+    Parts of 4096 (4 warps, 2 programs a SM) published in step, since round 24 (32768 x 32768, configs forced in
+    turns, bf16 x, fp32 weights, us): the masked backward 2448.8 against the rule before's 2662.5 (parts of 2048 a
+    step ahead; parts of 4096 a step ahead 2546.2, of 8192 2626.0; run 208), the plain one 1982.0 against 2046.0
+    (4096 a step ahead 2069.4, 8192 2177.3; cuDNN 1959.9; run 212). Against the rule before in turns (``bench.ab``,
+    runs 210 and 213): the masked backward x1.086 (32768) and x1.309 (20000), the plain one x1.038 (32768) but
+    x0.950 at 20000, so the plain one takes them at 32768 columns only. At 12288 and 16384 columns the masked
+    backward's parts of 1024 stayed the fastest (4096: 0.92x and 0.98x), at 65536 the parts of 2048 a step ahead
+    (4096: 0.77-0.93x)."""
     full = row_block_n(n)
-    masked_32768 = has_mask and full == 32768 and not is_rms
+    # LayerNorm's rows of 32768 columns, and the masked backward's of 16385-32768
+    in_step_4096 = not is_rms and (n == 32768 or (has_mask and full == 32768))
     if not part_n:
         if full <= 16384:
             part_n = 8192 if n == 16384 and m > 4096 and not has_mask and not is_rms else 1024
         elif is_rms:
             part_n = max(2048, full // 16)
         else:
-            part_n = 4096 if masked_32768 else max(2048, full // 32)
+            part_n = 4096 if in_step_4096 else max(2048, full // 32)
     if ahead is None:
-        ahead = (full > 16384 and not masked_32768) or is_rms
+        ahead = (full > 16384 and not in_step_4096) or is_rms
     part_n = min(part_n, LIMITS["bwd_max_block_n"], row_block_n(cdiv(n, 2)))
     warps = max(1, min(32, block_m * part_n // (32 * per_thread)))
     return LaunchConfig(block_m, part_n, 1, warps, max(1, warps_per_sm // warps), parts=cdiv(n, part_n), ahead=ahead)
