@@ -485,8 +485,7 @@ def split_rows_config(
     (LayerNorm's 16384 exactly, with more than 4096 rows and no mask: 8192); LayerNorm's 32768 exactly and the
     masked backward's rows of 16385-32768 4096; longer rows 1/32 of the row (LayerNorm) or 1/16 (RMSNorm), at least
     2048. Those longer rows (but the ones of 4096), and RMSNorm's split rows of any length, publish their sums a step
-    ahead (``ahead``,
-    ``split_rows_kernel``'s AHEAD). Keyword arguments force the rest (the tuner and tests).
+    ahead (``ahead``, ``split_rows_kernel``'s AHEAD). Keyword arguments force the rest (the tuner and tests).
 
     Measured on an H200 (GPU runs 80-82 and 87, ``benchmarks/results/logs/run8[0127]_split.txt``; GB/s, bf16 x, fp32 w,
     32768 rows unless said), against the best other part width and the path before (two kernels or chunks):
