@@ -3,17 +3,21 @@
 Each call flattens the leading dims to ``[M, N]`` (a view where the strides allow it) and runs the backend's
 forward; the backward runs the backend's backward. One implementation, reached two ways:
 
-- under ``torch.compile`` (and ``torch.export``): two ``torch.library`` custom ops, ``normkit::norm_fwd`` and
-  ``normkit::norm_bwd``, tied together with ``register_autograd``. The compiler does not look into them, so a
-  compiled model calls the kernels without graph breaks;
-- in eager mode: a ``torch.autograd.Function`` over the same functions, or the forward alone where nothing needs a
-  gradient. Through the custom ops' dispatch, a 4096 x 768 LayerNorm spent 750-850 microseconds of host time a
-  forward and backward on the GPU machine; this way 310-360 (GPU run 66; PyTorch's own 80-100).
+- under ``torch.compile`` (and ``torch.export``): ``torch.library`` custom ops, ``normkit::norm_fwd`` and
+  ``normkit::norm_bwd``, tied together with ``register_autograd``, and ``normkit::norm_infer`` where nothing needs
+  a gradient. The compiler does not look into them, so a compiled model calls the kernels without graph breaks;
+- in eager mode: a ``torch.autograd.Function`` over the same functions, or the inference forward alone where
+  nothing needs a gradient. Through the custom ops' dispatch, a 4096 x 768 LayerNorm spent 750-850 microseconds
+  of host time a forward and backward on the GPU machine; this way 310-360 (GPU run 66; PyTorch's own 80-100).
+
+Where nothing needs a gradient (``torch.no_grad()``, or no input that requires one), the forward is an inference
+call: y alone. The Triton backend then stores neither the statistics nor the clamped ReLU's mask (nor allocates
+them); the other backends run their training forward and drop what the backward would have read.
 
 The ops are declared with ``Library.define`` / ``Library.impl`` (a schema string and a Python implementation), not
 the ``@torch.library.custom_op`` decorator, whose wrappers (aliasing checks, a redispatch through Python) cost
 about 11 microseconds a call more on the CPU machine (PyTorch issue 139500; cuDNN frontend's guide to custom ops
-gives the same advice). ``tests/test_functional.py`` runs ``torch.library.opcheck`` on both.
+gives the same advice). ``tests/test_functional.py`` runs ``torch.library.opcheck`` on each.
 """
 
 import functools
@@ -40,6 +44,10 @@ _LIBRARY = torch.library.Library("normkit", "DEF")  # kept alive here: the ops l
 _LIBRARY.define(
     "norm_fwd(Tensor x, Tensor weight, Tensor? bias, float eps, str kind, bool zero_centered_gamma, float lower, "
     "float upper, str backend) -> (Tensor, Tensor, Tensor, Tensor)"
+)
+_LIBRARY.define(
+    "norm_infer(Tensor x, Tensor weight, Tensor? bias, float eps, str kind, bool zero_centered_gamma, float lower, "
+    "float upper, str backend) -> Tensor"
 )
 _LIBRARY.define(
     "norm_bwd(Tensor dy, Tensor x, Tensor weight, Tensor mean, Tensor rstd, Tensor mask, str kind, "
@@ -76,6 +84,19 @@ def _eager_forward(x, weight, bias, eps, kind, zero_centered_gamma, lower, upper
     if ops is None:
         return _forward(x, weight, bias, eps, kind, zero_centered_gamma, lower, upper, backend)
     return ops.forward_unchecked(kind, x, weight, bias, eps, zero_centered_gamma, lower, upper)
+
+
+def _infer(x, weight, bias, eps, kind, zero_centered_gamma, lower, upper, backend):
+    """y alone (an inference call) of a 2-D x whose arguments are checked: the backend's inference forward where
+    it has one (Triton: ``ops.infer_unchecked``), else its training forward's y. ``normkit::norm_infer``."""
+    ops = _unchecked_module(backend)
+    if ops is None:
+        return _forward(x, weight, bias, eps, kind, zero_centered_gamma, lower, upper, backend)[0]
+    return ops.infer_unchecked(kind, x, weight, bias, eps, zero_centered_gamma, lower, upper)
+
+
+def _infer_fake(x, weight, bias, eps, kind, zero_centered_gamma, lower, upper, backend):
+    return x.new_empty(x.shape)
 
 
 def _eager_backward(dy, x, weight, mean, rstd, mask, kind, zero_centered_gamma, has_dbias, backend):
@@ -168,8 +189,10 @@ def _backward(ctx, dy, _dmean, _drstd, _dmask):
 # the implementations serve every device (each backend checks its own); the fakes give shapes to torch.compile
 _LIBRARY.impl("norm_fwd", _norm_fwd, "CompositeExplicitAutograd")
 _LIBRARY.impl("norm_bwd", _norm_bwd, "CompositeExplicitAutograd")
+_LIBRARY.impl("norm_infer", _infer, "CompositeExplicitAutograd")
 torch.library.register_fake("normkit::norm_fwd", _norm_fwd_fake, lib=_LIBRARY)
 torch.library.register_fake("normkit::norm_bwd", _norm_bwd_fake, lib=_LIBRARY)
+torch.library.register_fake("normkit::norm_infer", _infer_fake, lib=_LIBRARY)
 torch.library.register_autograd("normkit::norm_fwd", _backward, setup_context=_setup_context, lib=_LIBRARY)
 
 
@@ -178,8 +201,21 @@ def _no_double_backward(ctx, *grads):
 
 
 torch.library.register_autograd("normkit::norm_bwd", _no_double_backward, lib=_LIBRARY)
+
+
+def _no_backward_of_inference(ctx, *grads):
+    raise RuntimeError(
+        "normkit::norm_infer is the forward of an inference call and has no backward: call normkit::norm_fwd (or "
+        "normkit's functions, which pick it) where a gradient is needed"
+    )
+
+
+torch.library.register_autograd(
+    "normkit::norm_infer", _no_backward_of_inference, setup_context=lambda ctx, inputs, output: None, lib=_LIBRARY
+)
 norm_fwd = torch.ops.normkit.norm_fwd.default
 norm_bwd = torch.ops.normkit.norm_bwd.default
+norm_infer = torch.ops.normkit.norm_infer.default
 
 
 class _EagerNorm(torch.autograd.Function):
@@ -224,14 +260,15 @@ def _apply(kind, x, weight, bias, eps, zero_centered_gamma, backend, lower=0.0, 
     if n > 1 and rows.stride(1) != 1:
         rows = rows.contiguous()  # the kernels need a unit stride along the normalized dim
     args = (rows, weight, bias, float(eps), kind, zero_centered_gamma, float(lower), float(upper), backend)
-    if torch.compiler.is_compiling():
-        y = norm_fwd(*args)[0]  # the custom op: one opaque node of the compiled graph
-    elif torch.is_grad_enabled() and (
+    training = torch.is_grad_enabled() and (
         x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)
-    ):
+    )
+    if torch.compiler.is_compiling():  # the custom ops: one opaque node of the compiled graph
+        y = norm_fwd(*args)[0] if training else norm_infer(*args)
+    elif training:
         y = _EagerNorm.apply(*args)
     else:
-        y = _eager_forward(*args)[0]  # nothing to differentiate: the implementation itself
+        y = _infer(*args)  # nothing to differentiate: y alone
     return y if x.dim() == 2 else y.reshape(x.shape)
 
 

@@ -118,3 +118,23 @@ def test_measure_reports_a_wrong_version_without_timing_it(fake_gpu):
 
     (row,) = ab.measure(SimpleNamespace(layer_norm_fwd=wrong_forward), [cases.Case("ln_fwd", 4, 64, "fp32", "fp32")])
     assert row["status"].startswith("wrong (before)") and not fake_gpu
+
+
+@pytest.mark.parametrize("op", ["ln_infer", "rms_infer", "ln_relu_infer"])
+def test_inference_ops_are_checked_and_counted_without_statistics(fake_gpu, op):
+    """The benchmark's inference ops: y alone (no statistics or mask in the bytes), normkit's through its functional
+    API and through ``ops.infer_unchecked`` in ``bench.ab`` (a version without it: its training forward's y), each
+    checked against the reference."""
+    from normkit.bench import __main__ as bench
+    from normkit.bench import ab, cases, providers
+
+    case = cases.Case(op, 5, 72, "bf16", "fp32")
+    training = cases.Case(op.replace("infer", "fwd"), 5, 72, "bf16", "fp32")
+    stats = (1 if case.kind == "rms_norm" else 2) * 5 * 4 + (5 * 9 if case.kind == "layer_norm_clamped_relu" else 0)
+    assert cases.bytes_moved(case) == cases.bytes_moved(training) - stats
+    inputs = cases.make_inputs(case, device=DEVICE)
+    assert len(inputs.expected) == 1
+    for provider in ("triton", "eager"):
+        bench._check(case, providers.make(provider, case, inputs)(), inputs.expected)
+    (row,) = ab.measure(ab.load_revision("HEAD"), [case], rounds=1)
+    assert row["status"] == "ok" and len(fake_gpu) == 2

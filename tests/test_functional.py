@@ -181,3 +181,79 @@ def test_torch_compile_fullgraph_on_cuda_runs_the_triton_custom_ops():
     (gx_compiled,) = torch.autograd.grad(y_compiled.square().sum(), x)
     torch.testing.assert_close(y_compiled, y_eager)
     torch.testing.assert_close(gx_compiled, gx_eager)
+
+
+def _training_y(name, x, w, bias, **clamp):
+    """y of the Triton backend's training forward, zero-centered gamma."""
+    from normkit.triton import ops
+
+    if name == "layer_norm":
+        return ops.layer_norm_fwd(x, w, bias, 1e-5, True)[0]
+    if name == "rms_norm":
+        return ops.rms_norm_fwd(x, w, bias, 1e-5, True)[0]
+    return ops.layer_norm_clamped_relu_fwd(x, w, bias, 1e-5, zero_centered_gamma=True, **clamp)[0]
+
+
+def _torch_y(name, x, w, bias, **clamp):
+    """y by PyTorch's own functions in float32, zero-centered gamma, in x's dtype."""
+    rows, scale, n = x.float(), 1 + w, x.shape[-1]
+    if name == "rms_norm":
+        y = torch.nn.functional.rms_norm(rows, (n,), scale, 1e-5) + (bias if bias is not None else 0)
+    else:
+        y = torch.nn.functional.layer_norm(rows, (n,), scale, bias, 1e-5)
+    return (y.clamp(clamp["lower"], clamp["upper"]) if clamp else y).to(x.dtype)
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+@pytest.mark.parametrize("n", [1, 7, 100, 4097])
+def test_inference_call_matches_the_training_forward_and_writes_no_statistics(name, n, monkeypatch):
+    """Where nothing needs a gradient the functions run the Triton forward without its statistics and mask
+    (``ops.infer_unchecked``; the training forward is not called): y as the training forward's, bit for bit for the
+    plain norms (the same launch, the same arithmetic), and within the reference's tolerance for the clamped ReLU
+    (which takes the plain forward's launch). Strided bf16 rows, float32 weights, zero-centered gamma, with and
+    without bias."""
+    from normkit.triton import ops
+
+    torch.manual_seed(n)
+    clamp = {"lower": -0.3, "upper": 0.8} if name == "layer_norm_clamped_relu" else {}
+    x = torch.randn(5, n + 3, device=DEVICE, dtype=torch.bfloat16)[:, :n]  # rows of stride n + 3
+    w = torch.randn(n, device=DEVICE) * 0.1
+    for bias in (torch.randn(n, device=DEVICE), None):
+        training = _training_y(name, x, w, bias, **clamp)
+        with monkeypatch.context() as patched:
+            patched.setattr(ops, "_forward", None)  # the training forward would raise: not called
+            y = FUNCTIONS[name](x, w, bias, zero_centered_gamma=True, backend="triton", **clamp)
+            w.requires_grad_(True)
+            with torch.no_grad():  # a weight that requires a gradient, under no_grad: an inference call too
+                y_no_grad = FUNCTIONS[name](x, w, bias, zero_centered_gamma=True, backend="triton", **clamp)
+            w.requires_grad_(False)
+        assert torch.equal(y, y_no_grad) and y.grad_fn is None and y_no_grad.grad_fn is None
+        if name == "layer_norm_clamped_relu":
+            compare(y, training, "y")
+        else:
+            assert torch.equal(y, training)
+        compare(y, _torch_y(name, x, w, bias, **clamp), "y")
+
+
+def test_inference_op_under_torch_compile_and_opcheck():
+    """torch.compile picks ``normkit::norm_infer`` where nothing needs a gradient and ``normkit::norm_fwd`` where
+    something does; ``norm_infer`` passes opcheck and refuses a backward (it has none) instead of giving no gradient."""
+    from normkit import functional
+
+    graphs = []
+
+    def record(gm, inputs):
+        graphs.append({node.target for node in gm.graph.nodes if node.op == "call_function"})
+        return gm
+
+    w = torch.randn(32)
+    x = torch.randn(4, 32)
+    fn = torch.compile(lambda x, w: nk.layer_norm(x, w, backend="torch"), fullgraph=True, backend=record)
+    compare(fn(x, w), torch.nn.functional.layer_norm(x, (32,), w), "y")
+    fn(x.requires_grad_(True), w)
+    assert functional.norm_infer in graphs[0] and functional.norm_fwd not in graphs[0]
+    assert functional.norm_fwd in graphs[1] and functional.norm_infer not in graphs[1]
+    args = (x.detach(), w, None, 1e-5, "layer_norm", False, 0.0, 0.0, "torch")
+    torch.library.opcheck(functional.norm_infer, args, test_utils=("test_schema", "test_faketensor"))
+    with pytest.raises(RuntimeError, match="no backward"):
+        functional.norm_infer(x, w, None, 1e-5, "layer_norm", False, 0.0, 0.0, "torch").sum().backward()

@@ -238,6 +238,48 @@ def test_cached_plans_follow_forced_configs_and_limits(monkeypatch):
     assert both() == heuristic
 
 
+def test_inference_rule_and_its_launch(monkeypatch):
+    """``config.infer_config``: its own tiles for many rows of 256 columns and RMSNorm's of 257-1024, the training
+    forward's plain tiles elsewhere (the clamped ReLU's too: no mask stored); the inference call launches it without
+    ``TRAINING``, the training forward with."""
+    from normkit.triton import config, ops
+
+    L = config.LaunchConfig
+    assert config.infer_config(32768, 256) == L(4, 256, 1, 2) and config.infer_config(8193, 200, True) == L(
+        8, 256, 1, 2
+    )
+    assert config.infer_config(32768, 600, True) == L(1, 1024, 1, 1) and config.infer_config(16384, 512, True) == L(
+        2, 512, 1, 1
+    )
+    for m, n, is_rms in [(32768, 512, False), (32768, 2048, True), (8192, 256, False), (4096, 1024, True)]:
+        assert config.infer_config(m, n, is_rms) == config.fwd_config(m, n, is_rms)
+    launched = _record_launches(monkeypatch, "NORM_FWD")
+    x, w, b = make_inputs(9000, 256, torch.bfloat16, torch.float32)
+    ops.infer_unchecked("layer_norm_clamped_relu", x, w, b, 1e-5, False, 0.0, 6.0)
+    ops.layer_norm_clamped_relu_fwd(x, w, b, 1e-5)
+    (infer, train) = [(k["BLOCK_M"], k["num_warps"], k["TRAINING"], k["CLAMP_MASK"], k["grid"]) for k in launched]
+    assert infer == (4, 2, False, True, (2250,)) and train[2:4] == (True, True) and train[:2] != (4, 2)
+
+
+@pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize("m, n", [(37, 256), (5, 700), (6, 512)])
+def test_inference_tiles_give_the_training_forwards_y(op, m, n):
+    """The inference rule's tiles (forced here for a few rows), each against the training forward in the same tile:
+    the same y, bit for bit (the mask and statistics are what the inference call leaves out), and the reference's
+    within tolerance. Strided bf16 rows with float32 weights."""
+    from normkit.triton import config, ops
+
+    x, w, b = make_inputs(m, n, torch.bfloat16, torch.float32, bias=op != "rms_norm", row_pad=8)
+    cfg = config.infer_config(32768, n, op == "rms_norm")
+    assert cfg.num_chunks == 1 and cfg.programs_per_sm == 0
+    with config.forced(fwd=cfg):
+        y = ops.infer_unchecked(op, x, w, b, 1e-5, True, LOWER, UPPER)
+        kwargs = {"lower": LOWER, "upper": UPPER} if op == "layer_norm_clamped_relu" else {}
+        trained = getattr(ops, FORWARDS[op])(x, w, b, 1e-5, zero_centered_gamma=True, **kwargs)
+    assert torch.equal(y, trained[0])
+    compare(y, getattr(reference, FORWARDS[op])(x, w, b, 1e-5, zero_centered_gamma=True, **kwargs)[0], "y")
+
+
 # (n, head, tail, rows a program) of the forced head + tail tests: a ragged tail (100 = 64 + 36 of 64; 130 = 128 + 2
 # of 16), a whole one (320 = 256 + 64), a head past the row's end (100 in 128 + 16: the tail all padding)
 HEAD_AND_TAIL_ROWS = [(100, 64, 64, 1), (130, 128, 16, 2), (320, 256, 64, 2), (100, 128, 16, 1)]

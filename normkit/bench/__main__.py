@@ -32,7 +32,7 @@ def copy_bandwidth_gbs(do_bench) -> float:
 
 def _check(case: Case, outputs, expected) -> None:
     outputs = (outputs,) if isinstance(outputs, torch.Tensor) else tuple(outputs)
-    if case.direction == "fwd":
+    if case.direction != "bwd":
         compare(outputs[0], expected[0], "y")
     else:
         compare(outputs[0], expected[0], "dx")

@@ -18,6 +18,10 @@ OPS = {
     "ln_relu_bwd": ("layer_norm_clamped_relu", "bwd", False),
     "ln_zc_fwd": ("layer_norm", "fwd", True),
     "ln_zc_bwd": ("layer_norm", "bwd", True),
+    # inference calls (nothing needs a gradient): y alone, no statistics or mask stored
+    "ln_infer": ("layer_norm", "infer", False),
+    "rms_infer": ("rms_norm", "infer", False),
+    "ln_relu_infer": ("layer_norm_clamped_relu", "infer", False),
 }
 LOWER, UPPER = 0.0, 6.0
 EPS = 1e-5
@@ -64,7 +68,8 @@ def bytes_moved(case: Case) -> int:
     """The fewest bytes the op must move: each input read once, each output written once.
 
     Forward: read x, weight [, bias]; write y, the float32 stats (mean and rstd, or rstd) [, the packed mask].
-    Backward: read x, dy, weight, the stats [, the mask]; write dx, dw [, db].
+    Backward: read x, dy, weight, the stats [, the mask]; write dx, dw [, db]. Inference: read x, weight [, bias];
+    write y.
     """
     m, n = case.m, case.n
     xs = _DTYPES[case.x_dtype].itemsize
@@ -72,6 +77,8 @@ def bytes_moved(case: Case) -> int:
     params = (2 if case.has_bias else 1) * n * ws
     stats = (1 if case.kind == "rms_norm" else 2) * m * 4
     mask = m * ((n + 7) // 8) if case.kind == "layer_norm_clamped_relu" else 0
+    if case.direction == "infer":
+        return 2 * m * n * xs + params
     if case.direction == "fwd":
         return 2 * m * n * xs + params + stats + mask
     return 3 * m * n * xs + params + n * ws + stats + mask  # weight read, dw [+ db] written
@@ -108,6 +115,8 @@ def make_inputs(case: Case, device="cuda") -> Inputs:
         mean, rstd, mask = fwd[1], fwd[2], fwd[3]
     if case.direction == "fwd":
         expected = fwd
+    elif case.direction == "infer":
+        expected = fwd[:1]
     elif case.kind == "rms_norm":
         expected = reference.rms_norm_bwd(dy, x, weight, rstd, zc, False)
     elif case.kind == "layer_norm":

@@ -26,13 +26,28 @@ def _normkit(backend: str, case: Case, t: Inputs):
         ops = importlib.import_module(f"normkit.{backend}")
     except Exception as error:  # BackendUnavailable, or a missing package
         raise Unsupported(str(error)) from error
+    if case.direction == "infer":  # through the functional API, as a user calls it (an inference call)
+        import normkit
+
+        fn, clamp = getattr(normkit, case.kind), _clamp_of(case)
+        zc = case.zero_centered_gamma
+        return lambda: fn(t.x, t.weight, t.bias, EPS, zero_centered_gamma=zc, backend=backend, **clamp)
     return normkit_call(ops, case, t)
 
 
+def _clamp_of(case: Case) -> dict:
+    return {"lower": LOWER, "upper": UPPER} if case.kind == "layer_norm_clamped_relu" else {}
+
+
 def normkit_call(ops, case: Case, t: Inputs):
-    """The case's op from a module with normkit's six functions (a backend, or another version's: ``bench.ab``)."""
+    """The case's op from a module with normkit's six functions (a backend, or another version's: ``bench.ab``).
+    An inference call: the Triton backend's ``ops.infer_unchecked`` (y alone), or where a version has none its
+    training forward's y."""
     zc = case.zero_centered_gamma
-    if case.direction == "fwd":
+    unchecked = getattr(ops, "ops", None)
+    if case.direction == "infer" and hasattr(unchecked, "infer_unchecked"):
+        return lambda: unchecked.infer_unchecked(case.kind, t.x, t.weight, t.bias, EPS, zc, LOWER, UPPER)
+    if case.direction != "bwd":
         if case.kind == "rms_norm":
             return lambda: ops.rms_norm_fwd(t.x, t.weight, t.bias, EPS, zc)
         if case.kind == "layer_norm":
@@ -61,6 +76,8 @@ def torch_composition(case: Case):
 
     if case.kind != "layer_norm_clamped_relu":
         return norm
+    if case.direction == "infer":  # an inference call: the clamp, no mask
+        return lambda x, w, b: norm(x, w, b).clamp(LOWER, UPPER)
 
     def norm_relu(x, w, b):
         y = norm(x, w, b)
@@ -73,8 +90,9 @@ def torch_composition(case: Case):
 
 
 def _autograd(fn, case: Case, t: Inputs):
-    """Forward once outside the timed region; the timed callable runs only the backward."""
-    if case.direction == "fwd":
+    """Forward once outside the timed region; the timed callable runs only the backward. A forward (and an
+    inference call) runs on inputs that need no gradient."""
+    if case.direction != "bwd":
         return lambda: fn(t.x, t.weight, t.bias)
     x = t.x.detach().requires_grad_(True)
     w = t.weight.detach().requires_grad_(True)
@@ -122,11 +140,13 @@ def _quack(case: Case, t: Inputs):
             raise Unsupported("quack's LayerNorm has no zero-centered gamma")
         if t.weight.dtype != torch.float32:
             raise Unsupported("quack's LayerNorm wants float32 weights")
-        if case.direction == "fwd":
-            return lambda: q.layernorm_fwd(t.x, t.weight, t.bias, EPS, return_rstd=True, return_mean=True)
+        if case.direction != "bwd":
+            stats = case.direction == "fwd"
+            return lambda: q.layernorm_fwd(t.x, t.weight, t.bias, EPS, return_rstd=stats, return_mean=stats)
         return lambda: q.layernorm_bwd(t.x, t.weight, t.dy, t.rstd, t.mean, has_bias=True)
-    if case.direction == "fwd":
-        return lambda: q.rmsnorm_fwd(t.x, t.weight, t.bias, eps=EPS, store_rstd=True, weight_offset=offset)
+    if case.direction != "bwd":
+        stats = case.direction == "fwd"
+        return lambda: q.rmsnorm_fwd(t.x, t.weight, t.bias, eps=EPS, store_rstd=stats, weight_offset=offset)
     return lambda: q.rmsnorm_bwd(t.x, t.weight, t.dy, t.rstd, weight_offset=offset)
 
 

@@ -46,7 +46,7 @@ def candidates(case: Case) -> list[LaunchConfig]:
     (``_split_candidates``)."""
     n = case.n
     full = config.row_block_n(n)
-    fwd = case.direction == "fwd"
+    fwd = case.direction != "bwd"
     is_rms = case.kind == "rms_norm"
     split = _split_candidates(case) if not fwd and 2 * n > config.LIMITS["bwd_max_block_n"] else []
     if not fwd and full > config.chunked_max_n(is_rms):  # no one-program row
@@ -94,7 +94,9 @@ def heuristic_config(case: Case) -> LaunchConfig:
     not for RMSNorm, as the providers call them)."""
     is_rms = case.kind == "rms_norm"
     has_mask = case.kind == "layer_norm_clamped_relu"
-    if case.direction == "fwd":
+    if case.direction == "infer":
+        return config.infer_config(case.m, case.n, is_rms)
+    if case.direction != "bwd":
         return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask)
     return config.bwd_config(case.m, case.n, has_dbias=not is_rms, has_mask=has_mask, is_rms=is_rms)
 
@@ -123,7 +125,7 @@ def _compile_key(cfg: LaunchConfig) -> LaunchConfig:
 
 
 def _forced(case: Case, cfg: LaunchConfig):
-    return config.forced(fwd=cfg) if case.direction == "fwd" else config.forced(bwd=cfg)
+    return config.forced(fwd=cfg) if case.direction != "bwd" else config.forced(bwd=cfg)
 
 
 def _compile_and_check(case: Case, cfgs: list[LaunchConfig]) -> list[tuple[LaunchConfig, str]]:

@@ -6,6 +6,8 @@ One kernel body; ``tl.constexpr`` switches pick the variant:
 - ``HAS_BIAS``, ``ZERO_CENTERED``: ``y = xhat * (w or 1 + w) [+ b]``.
 - ``CLAMP_MASK``: ``y = clamp(y, lower, upper)`` and write bit 1 where ``lower < y < upper`` for y as stored in
   its dtype (cuDNN's rule), 8 columns a byte.
+- ``TRAINING``: store what the backward reads, the statistics (and with ``CLAMP_MASK`` the mask); without it, y
+  alone (an inference call: ``normkit.functional`` where nothing needs a gradient).
 - ``TILE_3D``: the tile as ``[BLOCK_M, BLOCK_N // 8, 8]`` instead of ``[BLOCK_M, BLOCK_N]`` (one-tile rows, and
   the second pass of chunked rows). In the 2-D tile the compiler loads float32 weights as a vector and passes them
   through shared memory to meet x's 16-bit layout (14 stores and loads, 13 barriers a program at 2 x 4096 on
@@ -99,11 +101,12 @@ def _rsqrt(v):
 def _scale_shift_store(
     xhat, rows64, row_ok, col0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
     HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
-    TILE_3D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
+    TILE_3D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TRAINING: tl.constexpr,
 ):  # fmt: skip
     """Apply weight/bias (and the clamp + mask) to one tile starting at column col0: ``[BLOCK_M, BLOCK_N]``, or
     with ``TILE_3D`` ``[BLOCK_M, BLOCK_N // 8, 8]`` (``_tile_cols``), whose weights load straight into the tile's
-    layout and whose mask bytes gather along the last axis with no reshape."""
+    layout and whose mask bytes gather along the last axis with no reshape. Not ``TRAINING``: the clamp without
+    the mask."""
     if TILE_3D:
         cols = _tile_cols(col0, BLOCK_N, True)
         col_ok = in_bounds(cols, N, EVEN_N)
@@ -126,7 +129,7 @@ def _scale_shift_store(
         if HAS_BIAS:
             y += tl.load(B + cols, mask=col_ok, other=0.0).to(xhat.dtype)[None, :]
         y_ptrs = Y + rows64[:, None] * stride_y + cols[None, :]
-    if CLAMP_MASK:
+    if CLAMP_MASK and TRAINING:
         # the bit describes out as stored (cuDNN's rule): lower < out < upper, which for float32 y is one interval
         # [keep_from, keep_to] found on the host (ops.mask_thresholds), so y is neither rounded nor read back here
         if xhat.dtype == tl.float64:  # no rounding to describe
@@ -139,10 +142,11 @@ def _scale_shift_store(
             keep = (y.to(tl.uint32, bitcast=True) - first) <= span
         else:
             keep = (y >= keep_from) & (y <= keep_to)
+    if CLAMP_MASK:
         y = tl.maximum(y, lower, propagate_nan=tl.PropagateNan.ALL)
         y = tl.minimum(y, upper, propagate_nan=tl.PropagateNan.ALL)
     y_out = y.to(Y.dtype.element_ty)
-    if CLAMP_MASK:
+    if CLAMP_MASK and TRAINING:
         if not EVEN_N:  # padding bits are 0
             keep &= ok
         if not TILE_3D:
@@ -173,10 +177,11 @@ def _normalize_one_tile(
     x, x_tail, rows, W, B, Y, MEAN, RSTD, MASK, M, N, stride_y, stride_mask, eps, lower, upper, keep_from, keep_to,
     IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
-    TILE_3D: tl.constexpr, TAIL_N: tl.constexpr, EVEN_M: tl.constexpr,
+    TILE_3D: tl.constexpr, TAIL_N: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr,
 ):  # fmt: skip
-    """Normalize rows held whole in registers (``_load_rows``) and store y, the statistics and the mask: the head
-    tile x of BLOCK_N columns and, with ``TAIL_N``, the tail tile x_tail after it (not read without)."""
+    """Normalize rows held whole in registers (``_load_rows``) and store y, and with ``TRAINING`` the statistics
+    and the mask: the head tile x of BLOCK_N columns and, with ``TAIL_N``, the tail tile x_tail after it (not read
+    without)."""
     x = x.to(ACC)
     if TAIL_N:
         x_tail = x_tail.to(ACC)
@@ -209,16 +214,18 @@ def _normalize_one_tile(
         xhat = centered * _per_row(rstd, TILE_3D)
         if TAIL_N:
             xhat_tail = centered_tail * _per_row(rstd, TILE_3D)
-        tl.store(MEAN + rows, mean, mask=row_ok)
-    tl.store(RSTD + rows, rstd, mask=row_ok)
+        if TRAINING:
+            tl.store(MEAN + rows, mean, mask=row_ok)
+    if TRAINING:
+        tl.store(RSTD + rows, rstd, mask=row_ok)
     _scale_shift_store(
         xhat, rows64, row_ok, 0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
-        HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N, EVEN_N,
+        HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N, EVEN_N, TRAINING,
     )  # fmt: skip
     if TAIL_N:
         _scale_shift_store(
             xhat_tail, rows64, row_ok, BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from,
-            keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, TAIL_N, False,
+            keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, TAIL_N, False, TRAINING,
         )  # fmt: skip
 
 
@@ -229,10 +236,12 @@ def norm_fwd_kernel(
     IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
     EVEN_N: tl.constexpr, PASS_TWO_UNROLL: tl.constexpr, KEEP_BY_BITS: tl.constexpr, TILE_3D: tl.constexpr,
-    TAIL_N: tl.constexpr, PERSISTENT: tl.constexpr, EVEN_M: tl.constexpr,
+    TAIL_N: tl.constexpr, PERSISTENT: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr,
 ):  # fmt: skip
-    """PERSISTENT (one-tile rows): ``num_programs`` programs, program p normalizes row blocks p, p + num_programs,
-    ... (``blocks_per_program`` steps), the next block's loads issued before the current one is worked on."""
+    """TRAINING: store the statistics (and with CLAMP_MASK the mask) for the backward; otherwise y alone (an
+    inference call: MEAN, RSTD and MASK are not touched). PERSISTENT (one-tile rows): ``num_programs`` programs,
+    program p normalizes row blocks p, p + num_programs, ... (``blocks_per_program`` steps), the next block's loads
+    issued before the current one is worked on."""
     tl.static_assert(not (PERSISTENT and EVEN_M), "a persistent grid's last steps pass the last row")
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = in_bounds(rows, M, EVEN_M)
@@ -255,7 +264,7 @@ def norm_fwd_kernel(
                 _normalize_one_tile(
                     x, x_tail, rows, W, B, Y, MEAN, RSTD, MASK, M, N, stride_y, stride_mask, eps, lower, upper,
                     keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N,
-                    KEEP_BY_BITS, TILE_3D, TAIL_N, False,
+                    KEEP_BY_BITS, TILE_3D, TAIL_N, False, TRAINING,
                 )  # fmt: skip
                 rows = next_rows
                 x = next_x
@@ -264,7 +273,7 @@ def norm_fwd_kernel(
             _normalize_one_tile(
                 x, x_tail, rows, W, B, Y, MEAN, RSTD, MASK, M, N, stride_y, stride_mask, eps, lower, upper, keep_from,
                 keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N, KEEP_BY_BITS,
-                TILE_3D, TAIL_N, EVEN_M,
+                TILE_3D, TAIL_N, EVEN_M, TRAINING,
             )  # fmt: skip
     else:
         x_rows = row_starts[:, None]
@@ -299,9 +308,10 @@ def norm_fwd_kernel(
             e = shift - mean[:, None]
             sq = tl.sum(lane_sq + e * (2.0 * lane_sum + lane_n * e), axis=1)
         rstd = _rsqrt(sq / N + eps)
-        tl.store(RSTD + rows, rstd, mask=row_ok)
-        if not IS_RMS:
-            tl.store(MEAN + rows, mean, mask=row_ok)
+        if TRAINING:
+            tl.store(RSTD + rows, rstd, mask=row_ok)
+            if not IS_RMS:
+                tl.store(MEAN + rows, mean, mask=row_ok)
         # Pass two. PASS_TWO_UNROLL, the clamped ReLU's small chunks only (None: the compiler's choice): the bytes
         # of the mask are assembled across threads through shared memory, and the barrier that takes kept the
         # compiler from unrolling the loop; unrolled, the fused forward ran 8-20% faster at 32768 x 6144-16384 (GPU
@@ -320,5 +330,5 @@ def norm_fwd_kernel(
             _scale_shift_store(
                 xhat, rows64, row_ok, chunk * BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
                 keep_from, keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N,
-                EVEN_N,
+                EVEN_N, TRAINING,
             )  # fmt: skip

@@ -45,18 +45,22 @@ class _ForwardPlan(NamedTuple):
 
 
 @functools.lru_cache(maxsize=1024)
-def _forward_plan(m, n, x_dtype, w_dtype, has_bias, is_rms, zero_centered_gamma, clamp, device, _generation):
+def _forward_plan(
+    m, n, x_dtype, w_dtype, has_bias, is_rms, zero_centered_gamma, clamp, training, device, _generation
+):  # fmt: skip
     """The forward's launch of ``m x n`` (``device``: x's, -1 on the CPU), worked out once: a small call's host time
     is most of its time (benchmarks/README.md, round 16). ``_generation`` is ``config.generation``, which
-    ``config.limits`` and ``config.forced`` change, so a plan never outlives the rules it came from."""
+    ``config.limits`` and ``config.forced`` change, so a plan never outlives the rules it came from. Not
+    ``training`` (an inference call, y alone): ``config.infer_config``'s launch."""
     acc_tl, stat_dtype = _acc_of(x_dtype)
-    cfg = config.fwd_config(m, n, is_rms, has_mask=clamp is not None)
+    has_mask = clamp is not None and training
+    cfg = config.fwd_config(m, n, is_rms, has_mask=has_mask) if training else config.infer_config(m, n, is_rms)
     lower, upper = clamp or (0.0, 0.0)
     # the fused forward unrolls its second pass where a thread holds at most 4 elements of a chunk (norm_fwd.py)
     small_chunks = cfg.num_chunks > 1 and cfg.per_thread <= 4
-    pass_two_unroll = min(cfg.num_chunks, 8) if clamp is not None and small_chunks else None
+    pass_two_unroll = min(cfg.num_chunks, 8) if has_mask and small_chunks else None
     keep_from, keep_to = (0.0, 0.0)  # float64 kernels compare y itself
-    if clamp and x_dtype != torch.float64:
+    if has_mask and x_dtype != torch.float64:
         keep_from, keep_to = mask_thresholds(float(lower), float(upper), x_dtype)
     row_blocks = cdiv(m, cfg.block_m)
     persistent = cfg.programs_per_sm > 0 and cfg.num_chunks == 1
@@ -66,7 +70,7 @@ def _forward_plan(m, n, x_dtype, w_dtype, has_bias, is_rms, zero_centered_gamma,
         ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, UNROLL=min(cfg.num_chunks, 8),
         EVEN_N=_even_n(n, cfg), PASS_TWO_UNROLL=pass_two_unroll, KEEP_BY_BITS=0.0 < keep_from <= keep_to,
         TILE_3D=_tiles_3d(cfg, x_dtype, w_dtype), TAIL_N=cfg.tail_n, PERSISTENT=persistent,
-        EVEN_M=not persistent and m % cfg.block_m == 0,
+        EVEN_M=not persistent and m % cfg.block_m == 0, TRAINING=training,
     )  # fmt: skip
     thresholds = (float(lower), float(upper), keep_from, keep_to)
     return _ForwardPlan(programs, cdiv(row_blocks, programs), cfg.num_warps, values, thresholds, stat_dtype)
@@ -90,7 +94,7 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
     if m == 0:
         return _forward_outputs(x, _acc_of(x.dtype)[1], is_rms, clamp)
     plan = _forward_plan(
-        m, n, x.dtype, weight.dtype, bias is not None, is_rms, zero_centered_gamma, clamp, x.get_device(),
+        m, n, x.dtype, weight.dtype, bias is not None, is_rms, zero_centered_gamma, clamp, True, x.get_device(),
         config.generation,
     )  # fmt: skip
     y, mean, rstd, mask = _forward_outputs(x, plan.stat_dtype, is_rms, clamp)
@@ -346,6 +350,28 @@ def forward_unchecked(kind, x, weight, bias, eps, zero_centered_gamma, lower=0.0
     return _forward(
         x, weight, bias, eps, is_rms=kind == "rms_norm", zero_centered_gamma=zero_centered_gamma, clamp=clamp
     )
+
+
+def infer_unchecked(kind, x, weight, bias, eps, zero_centered_gamma, lower=0.0, upper=0.0):
+    """y alone, the forward of an inference call (nothing needs a gradient), on arguments the caller has checked
+    (as ``forward_unchecked``): ``norm_fwd_kernel`` without ``TRAINING`` stores neither the statistics nor the mask,
+    and they are not allocated."""
+    m, n = x.shape
+    y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    if m == 0:
+        return y
+    clamp = (lower, upper) if kind == "layer_norm_clamped_relu" else None
+    plan = _forward_plan(
+        m, n, x.dtype, weight.dtype, bias is not None, kind == "rms_norm", zero_centered_gamma, clamp, False,
+        x.get_device(), config.generation,
+    )  # fmt: skip
+    NORM_FWD.launch(
+        (plan.programs,),
+        (x, y, weight, bias if bias is not None else weight, y, y, y,
+         m, n, x.stride(0), y.stride(0), 0, float(eps), *plan.thresholds, plan.programs, plan.blocks_per_program),
+        plan.num_warps, plan.values,
+    )  # fmt: skip
+    return y
 
 
 def backward_unchecked(kind, dy, x, weight, mean, rstd, mask, zero_centered_gamma, has_dbias):
