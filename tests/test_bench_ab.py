@@ -138,3 +138,23 @@ def test_inference_ops_are_checked_and_counted_without_statistics(fake_gpu, op):
         bench._check(case, providers.make(provider, case, inputs)(), inputs.expected)
     (row,) = ab.measure(ab.load_revision("HEAD"), [case], rounds=1)
     assert row["status"] == "ok" and len(fake_gpu) == 2
+
+
+@pytest.mark.parametrize("op, training", [("ln_fwd", True), ("ln_infer", False), ("ln_bwd", True)])
+def test_peers_forward_is_their_training_forward(op, training):
+    """PyTorch's and Liger's forwards are timed as training forwards (inputs that require a gradient, so they save
+    what their backward reads, as normkit's training kernels store it), their inference calls without autograd."""
+    from normkit.bench import cases, providers
+
+    case = cases.Case(op, 3, 16, "fp32", "fp32")
+    inputs = cases.make_inputs(case, device=DEVICE)
+    seen = []
+
+    def fn(x, w, b):
+        seen.append(x.requires_grad and w.requires_grad and b.requires_grad)
+        return torch.nn.functional.layer_norm(x, (16,), w, b)
+
+    out = providers._autograd(fn, case, inputs)()
+    assert seen and all(s == training for s in seen)
+    if case.direction == "fwd":
+        assert out.grad_fn is None  # the graph is not kept beyond the call

@@ -11,6 +11,10 @@ For each case and provider it measures, in microseconds a call:
 When ``stream`` is well above ``gpu``, the host is the bottleneck: the Python wrapper and the launch cost more than
 the kernel, and a CUDA graph (or ``torch.compile``'s cudagraphs mode) is the remedy.
 
+The providers' calls are the benchmark's (``providers.make``): a forward of PyTorch (eager or compiled) and Liger is
+their training forward through autograd, on inputs that require a gradient, and normkit's the explicit training
+kernel; the inference ops (``ln_infer``, ...) time each without autograd, normkit's through its functional API.
+
 Example: ``python -m normkit.bench.overhead --M 4096 --N 768 --ops ln_fwd ln_bwd --providers triton cudnn eager``
 """
 

@@ -90,17 +90,28 @@ def torch_composition(case: Case):
 
 
 def _autograd(fn, case: Case, t: Inputs):
-    """Forward once outside the timed region; the timed callable runs only the backward. A forward (and an
-    inference call) runs on inputs that need no gradient."""
-    if case.direction != "bwd":
+    """The op through autograd, as a training step runs it. A forward is timed on inputs that require a gradient,
+    so it is the training forward: PyTorch's (eager or compiled) saves the statistics its backward reads, as
+    normkit's, cuDNN's and Liger's forwards store them (run on inputs that need no gradient, torch.compile's forward
+    stored none and was 1-5% faster at 32768 x 256-1024: benchmarks/README.md, round 25). An inference call runs on
+    inputs that need no gradient. A backward: the forward once outside the timed region; the timed callable runs
+    only the backward."""
+    if case.direction == "infer":
         return lambda: fn(t.x, t.weight, t.bias)
     x = t.x.detach().requires_grad_(True)
     w = t.weight.detach().requires_grad_(True)
     b = t.bias.detach().requires_grad_(True) if t.bias is not None else None
+    if case.direction == "fwd":
+        return lambda: _detached(fn(x, w, b))
     y = fn(x, w, b)
     y = y[0] if isinstance(y, tuple) else y
     leaves = [x, w] + ([b] if b is not None else [])
     return lambda: torch.autograd.grad(y, leaves, t.dy, retain_graph=True)
+
+
+def _detached(out):
+    """A forward's outputs without their autograd graph (each call's graph is freed when the call returns)."""
+    return tuple(o.detach() for o in out) if isinstance(out, tuple) else out.detach()
 
 
 def _liger(case: Case, t: Inputs):
