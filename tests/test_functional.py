@@ -204,6 +204,17 @@ def _torch_y(name, x, w, bias, **clamp):
     return (y.clamp(clamp["lower"], clamp["upper"]) if clamp else y).to(x.dtype)
 
 
+def _inference_only(forward):
+    """``ops._forward`` that raises when asked for a training forward (statistics and mask stored)."""
+
+    def inference_forward(*args, training=True, **kwargs):
+        if training:
+            raise AssertionError("the training forward was called")
+        return forward(*args, training=training, **kwargs)
+
+    return inference_forward
+
+
 @pytest.mark.parametrize("name", list(FUNCTIONS))
 @pytest.mark.parametrize("n", [1, 7, 100, 4097])
 def test_inference_call_matches_the_training_forward_and_writes_no_statistics(name, n, monkeypatch):
@@ -221,7 +232,7 @@ def test_inference_call_matches_the_training_forward_and_writes_no_statistics(na
     for bias in (torch.randn(n, device=DEVICE), None):
         training = _training_y(name, x, w, bias, **clamp)
         with monkeypatch.context() as patched:
-            patched.setattr(ops, "_forward", None)  # the training forward would raise: not called
+            patched.setattr(ops, "_forward", _inference_only(ops._forward))  # the training forward: not called
             y = FUNCTIONS[name](x, w, bias, zero_centered_gamma=True, backend="triton", **clamp)
             w.requires_grad_(True)
             with torch.no_grad():  # a weight that requires a gradient, under no_grad: an inference call too

@@ -199,8 +199,6 @@ def bwd_config(
     return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, tuple(LIMITS.values()))
 
 
-# The launchers ask on every call; a few microseconds of Python each time is worth caching for small calls.
-# LIMITS is part of the key, so limits() still takes effect.
 def infer_config(m: int, n: int, is_rms: bool = False) -> LaunchConfig:
     """The inference forward's launch (y alone, no statistics or mask stored: ``ops.infer_unchecked``): for many rows
     (more than 8192) of 256 columns, four rows (RMSNorm eight) a program of 2 warps, one program a row block; RMSNorm's
@@ -219,6 +217,8 @@ def infer_config(m: int, n: int, is_rms: bool = False) -> LaunchConfig:
     return _infer_heuristic(_rows_key(m), n, is_rms, tuple(LIMITS.values()))
 
 
+# The launchers ask on every call; a few microseconds of Python each time is worth caching for small calls.
+# LIMITS is part of the key, so limits() still takes effect.
 @functools.lru_cache(maxsize=1024)
 def _infer_heuristic(m: int, n: int, is_rms: bool, _limits: tuple) -> LaunchConfig:
     block_n = row_block_n(n)

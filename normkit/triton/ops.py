@@ -76,31 +76,38 @@ def _forward_plan(
     return _ForwardPlan(programs, cdiv(row_blocks, programs), cfg.num_warps, values, thresholds, stat_dtype)
 
 
-def _forward_outputs(x, stat_dtype, is_rms, clamp):
+def _forward_outputs(x, stat_dtype, is_rms, clamp, training=True):
     """y (contiguous, whatever x's row stride), mean (None for RMSNorm), rstd and the mask (None without the
-    clamped ReLU), uninitialized. Allocated after x (``empty_like``, ``new_empty``): on the GPU machine's host
-    ``torch.empty(shape, dtype=, device=)`` took 2.9-6.2 microseconds for y, ``empty_like`` 1.6-3.9 (GPU runs
-    176-177), in a call whose host time is most of its time at 4096 x 768."""
+    clamped ReLU), uninitialized; y alone (the others None) where not ``training``. Allocated after x
+    (``empty_like``, ``new_empty``): on the GPU machine's host ``torch.empty(shape, dtype=, device=)`` took 2.9-6.2
+    microseconds for y, ``empty_like`` 1.6-3.9 (GPU runs 176-177), in a call whose host time is most of its time at
+    4096 x 768."""
     m, n = x.shape
     y = torch.empty_like(x, memory_format=torch.contiguous_format)
+    if not training:
+        return y, None, None, None
     rstd = x.new_empty(m, dtype=stat_dtype)
     mean = None if is_rms else x.new_empty(m, dtype=stat_dtype)
     mask = x.new_empty((m, packed_width(n)), dtype=torch.uint8) if clamp else None
     return y, mean, rstd, mask
 
 
-def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None):
+def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None, training=True):
+    """``(y, mean, rstd, mask)`` (``_forward_outputs``); not ``training`` (an inference call): y alone, the kernel
+    without ``TRAINING`` given y in place of the outputs it does not write."""
     m, n = x.shape
     if m == 0:
-        return _forward_outputs(x, _acc_of(x.dtype)[1], is_rms, clamp)
+        return _forward_outputs(x, _acc_of(x.dtype)[1], is_rms, clamp, training)
     plan = _forward_plan(
-        m, n, x.dtype, weight.dtype, bias is not None, is_rms, zero_centered_gamma, clamp, True, x.get_device(),
+        m, n, x.dtype, weight.dtype, bias is not None, is_rms, zero_centered_gamma, clamp, training, x.get_device(),
         config.generation,
     )  # fmt: skip
-    y, mean, rstd, mask = _forward_outputs(x, plan.stat_dtype, is_rms, clamp)
+    y, mean, rstd, mask = _forward_outputs(x, plan.stat_dtype, is_rms, clamp, training)
+    # the kernel takes a pointer for every argument: RMSNorm passes rstd for the mean, what is not written passes y
+    rstd_or_y = rstd if rstd is not None else y
     NORM_FWD.launch(
         (plan.programs,),
-        (x, y, weight, bias if bias is not None else weight, rstd if is_rms else mean, rstd,
+        (x, y, weight, bias if bias is not None else weight, mean if mean is not None else rstd_or_y, rstd_or_y,
          mask if mask is not None else y,
          m, n, x.stride(0), y.stride(0), mask.stride(0) if mask is not None else 0, float(eps),
          *plan.thresholds, plan.programs, plan.blocks_per_program),
@@ -356,22 +363,11 @@ def infer_unchecked(kind, x, weight, bias, eps, zero_centered_gamma, lower=0.0, 
     """y alone, the forward of an inference call (nothing needs a gradient), on arguments the caller has checked
     (as ``forward_unchecked``): ``norm_fwd_kernel`` without ``TRAINING`` stores neither the statistics nor the mask,
     and they are not allocated."""
-    m, n = x.shape
-    y = torch.empty_like(x, memory_format=torch.contiguous_format)
-    if m == 0:
-        return y
     clamp = (lower, upper) if kind == "layer_norm_clamped_relu" else None
-    plan = _forward_plan(
-        m, n, x.dtype, weight.dtype, bias is not None, kind == "rms_norm", zero_centered_gamma, clamp, False,
-        x.get_device(), config.generation,
-    )  # fmt: skip
-    NORM_FWD.launch(
-        (plan.programs,),
-        (x, y, weight, bias if bias is not None else weight, y, y, y,
-         m, n, x.stride(0), y.stride(0), 0, float(eps), *plan.thresholds, plan.programs, plan.blocks_per_program),
-        plan.num_warps, plan.values,
-    )  # fmt: skip
-    return y
+    return _forward(
+        x, weight, bias, eps, is_rms=kind == "rms_norm", zero_centered_gamma=zero_centered_gamma, clamp=clamp,
+        training=False,
+    )[0]  # fmt: skip
 
 
 def backward_unchecked(kind, dy, x, weight, mean, rstd, mask, zero_centered_gamma, has_dbias):
