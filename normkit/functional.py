@@ -12,7 +12,8 @@ forward; the backward runs the backend's backward. One implementation, reached t
 
 Where nothing needs a gradient (``torch.no_grad()``, or no input that requires one), the forward is an inference
 call: y alone. The Triton backend then stores neither the statistics nor the clamped ReLU's mask (nor allocates
-them); the other backends run their training forward and drop what the backward would have read.
+them), nor does the cuDNN backend (its inference-phase graph); the reference runs its training forward and drops
+what the backward would have read.
 
 The ops are declared with ``Library.define`` / ``Library.impl`` (a schema string and a Python implementation), not
 the ``@torch.library.custom_op`` decorator, whose wrappers (aliasing checks, a redispatch through Python) cost
@@ -88,11 +89,15 @@ def _eager_forward(x, weight, bias, eps, kind, zero_centered_gamma, lower, upper
 
 def _infer(x, weight, bias, eps, kind, zero_centered_gamma, lower, upper, backend):
     """y alone (an inference call) of a 2-D x whose arguments are checked: the backend's inference forward where
-    it has one (Triton: ``ops.infer_unchecked``), else its training forward's y. ``normkit::norm_infer``."""
+    it has one (Triton: ``ops.infer_unchecked``; cuDNN: ``infer``, its inference-phase graph), else its training
+    forward's y. ``normkit::norm_infer``."""
     ops = _unchecked_module(backend)
-    if ops is None:
-        return _forward(x, weight, bias, eps, kind, zero_centered_gamma, lower, upper, backend)[0]
-    return ops.infer_unchecked(kind, x, weight, bias, eps, zero_centered_gamma, lower, upper)
+    if ops is not None:
+        return ops.infer_unchecked(kind, x, weight, bias, eps, zero_centered_gamma, lower, upper)
+    infer = getattr(backend_module(backend), "infer", None)
+    if infer is not None:
+        return infer(kind, x, weight, bias, eps, zero_centered_gamma, lower, upper)
+    return _forward(x, weight, bias, eps, kind, zero_centered_gamma, lower, upper, backend)[0]
 
 
 def _infer_fake(x, weight, bias, eps, kind, zero_centered_gamma, lower, upper, backend):

@@ -67,3 +67,62 @@ def test_clear_errors_for_what_cudnn_cannot_do():
     strided = torch.randn(8, 80, device="cuda")[:, :64]
     with pytest.raises(ValueError, match="x"):
         nk.cudnn.layer_norm_fwd(strided, w.float(), None, 1e-5)
+
+
+def _reference_y(kind, x, w, bias, zero_centered_gamma, clamp):
+    args = (x, w, bias, 1e-5)
+    if kind == "rms_norm":
+        return reference.rms_norm_fwd(*args, zero_centered_gamma)[0]
+    if kind == "layer_norm":
+        return reference.layer_norm_fwd(*args, zero_centered_gamma)[0]
+    return reference.layer_norm_clamped_relu_fwd(*args, zero_centered_gamma=zero_centered_gamma, **clamp)[0]
+
+
+@pytest.mark.parametrize(
+    "kind, n",
+    [(kind, n) for kind in ("layer_norm", "rms_norm") for n in (1, 7, 100, 4097)]
+    + [("layer_norm_clamped_relu", n) for n in (64, 192, 4160)],
+)
+def test_inference_graph_stores_y_alone(kind, n, monkeypatch):
+    """``nk.cudnn.infer``: cuDNN's inference-phase graph, y as the reference's, with no statistics or mask among the
+    graph's tensors. bf16 x with float32 weights (the fused op: bf16 weights, which cuDNN's engine for a norm with a
+    pointwise epilogue needs, at the row lengths it builds for: whole multiples of 128 bytes), zero-centered gamma,
+    with and without bias. Where nothing needs a gradient, the functional API takes it (the training forward
+    patched out)."""
+    from normkit.cudnn import ops
+
+    torch.manual_seed(n)
+    fused = kind == "layer_norm_clamped_relu"
+    clamp = {"lower": -0.3, "upper": 0.8} if fused else {}
+    x = torch.randn(5, n, device="cuda", dtype=torch.bfloat16)
+    wdtype = torch.bfloat16 if fused else torch.float32
+    w = torch.randn(n, device="cuda", dtype=wdtype) * 0.1
+    for bias in (torch.randn(n, device="cuda", dtype=wdtype), None):
+        for zc in (False, True):
+            y = nk.cudnn.infer(kind, x, w, bias, 1e-5, zc, **clamp)
+            compare(y, _reference_y(kind, x, w, bias, zc, clamp), f"y (bias: {bias is not None}, zc: {zc})")
+    inference_graphs = [built for key, built in ops._cache.items() if key[0] in ("ln_fwd", "rms_fwd") and not key[3]]
+    assert inference_graphs and not any({"mean", "rstd", "mask"} & set(built.tensors) for built in inference_graphs)
+
+    def inference_only(*args, training=True, **kwargs):
+        if training:
+            raise AssertionError("the training forward was called")
+        return forward(*args, training=training, **kwargs)
+
+    forward = ops._forward
+    monkeypatch.setattr(ops, "_forward", inference_only)
+    y = getattr(nk, kind)(x, w, None, zero_centered_gamma=True, backend="cudnn", **clamp)
+    compare(y, _reference_y(kind, x, w, None, True, clamp), "y of the functional API's inference call")
+
+
+def test_inference_graph_errors_name_the_argument():
+    x, w, b = _inputs(8, 64, torch.bfloat16)
+    with pytest.raises(ValueError, match="kind"):
+        nk.cudnn.infer("group_norm", x, w, b, 1e-5)
+    with pytest.raises(TypeError, match="weight"):
+        nk.cudnn.infer("layer_norm_clamped_relu", x, w.float(), b.float(), 1e-5)
+    with pytest.raises(ValueError, match="x"):
+        nk.cudnn.infer("rms_norm", torch.randn(8, 80, device="cuda")[:, :64], w.float(), None, 1e-5)
+    x, w, b = _inputs(8, 100, torch.bfloat16)  # a row of 200 bytes: no engine for the fused graph
+    with pytest.raises(nk.BackendUnavailable, match="x: .*multiple of 128 bytes"):
+        nk.cudnn.infer("layer_norm_clamped_relu", x, w, b, 1e-5)

@@ -9,6 +9,8 @@ its named tensors, so a notebook can print and inspect it. ``normkit.cudnn.ops``
   ``logical_and(cmp_gt(out, lower), cmp_lt(out, upper))``; cuDNN stores it bit-packed, 8 columns a byte.
 - LayerNorm backward, optionally fed by ``mul(dy, bitmask)`` (the masked dReLU).
 - RMSNorm forward and backward (with or without dbias).
+- The forwards' inference phase (``training=False``, cuDNN's ``norm_forward_phase.INFERENCE``): y alone, no
+  statistics; with the clamp, the clamp without its mask.
 """
 
 from __future__ import annotations
@@ -74,11 +76,18 @@ def _finish(graph, built: BuiltGraph) -> BuiltGraph:
     return built
 
 
-def build_layer_norm_fwd(x, weight, bias, *, zero_centered_gamma=False, clamp=None, handle=None) -> BuiltGraph:
-    """LayerNorm training forward (+ clamped ReLU and bitmask when ``clamp=(lower, upper)``).
+def _phase(training: bool):
+    return cudnn.norm_forward_phase.TRAINING if training else cudnn.norm_forward_phase.INFERENCE
+
+
+def build_layer_norm_fwd(
+    x, weight, bias, *, zero_centered_gamma=False, clamp=None, training=True, handle=None
+) -> BuiltGraph:
+    """LayerNorm forward (+ clamped ReLU and bitmask when ``clamp=(lower, upper)``).
 
     Templates: x ``[M, N, 1, 1]``, weight/bias ``[1, N, 1, 1]``. Tensors: x, weight, bias, eps, [one], y, mean,
     rstd, and with clamp: lower, upper, mask (``[M, N, 1, 1]`` BOOLEAN, stored as ``uint8 [M, N/8]``).
+    ``training=False``: the inference phase, y alone (with clamp, the clamp and no mask).
     """
     graph = _new_graph(handle)
     built = BuiltGraph(graph)
@@ -87,9 +96,9 @@ def build_layer_norm_fwd(x, weight, bias, *, zero_centered_gamma=False, clamp=No
     scale = _scale(graph, built, weight, zero_centered_gamma)
     t["bias"] = _input(graph, "bias", bias)
     t["eps"] = _scalar(graph, "eps")
-    y, mean, rstd = graph.layernorm(
+    y, mean, rstd = graph.layernorm(  # mean and rstd are None in the inference phase
         name="layer_norm",
-        norm_forward_phase=cudnn.norm_forward_phase.TRAINING,
+        norm_forward_phase=_phase(training),
         input=t["x"],
         scale=scale,
         bias=t["bias"],
@@ -98,6 +107,7 @@ def build_layer_norm_fwd(x, weight, bias, *, zero_centered_gamma=False, clamp=No
     if clamp is not None:
         lower, upper = clamp
         y = graph.relu(name="clamped_relu", input=y, lower_clip=float(lower), upper_clip=float(upper))
+    if clamp is not None and training:
         t["lower"], t["upper"] = _scalar(graph, "lower"), _scalar(graph, "upper")
         above = graph.cmp_gt(name="above_lower", input=y, comparison=t["lower"])
         below = graph.cmp_lt(name="below_upper", input=y, comparison=t["upper"])
@@ -106,8 +116,9 @@ def build_layer_norm_fwd(x, weight, bias, *, zero_centered_gamma=False, clamp=No
         t["mask"] = graph.logical_and(name="relu_bitmask", a=above, b=below)
         t["mask"].set_name("mask").set_output(True).set_data_type(cudnn.data_type.BOOLEAN)
     t["y"] = y.set_name("y").set_output(True).set_data_type(x.dtype)
-    t["mean"] = mean.set_name("mean").set_output(True).set_data_type(_FLOAT)
-    t["rstd"] = rstd.set_name("rstd").set_output(True).set_data_type(_FLOAT)
+    if training:
+        t["mean"] = mean.set_name("mean").set_output(True).set_data_type(_FLOAT)
+        t["rstd"] = rstd.set_name("rstd").set_output(True).set_data_type(_FLOAT)
     return _finish(graph, built)
 
 
@@ -138,8 +149,8 @@ def build_layer_norm_bwd(dy, x, weight, mean, rstd, *, zero_centered_gamma=False
     return _finish(graph, built)
 
 
-def build_rms_norm_fwd(x, weight, bias, *, zero_centered_gamma=False, handle=None) -> BuiltGraph:
-    """RMSNorm training forward. Tensors: x, weight, [bias], eps, [one], y, rstd."""
+def build_rms_norm_fwd(x, weight, bias, *, zero_centered_gamma=False, training=True, handle=None) -> BuiltGraph:
+    """RMSNorm forward. Tensors: x, weight, [bias], eps, [one], y, rstd (``training=False``: y alone)."""
     graph = _new_graph(handle)
     built = BuiltGraph(graph)
     t = built.tensors
@@ -148,16 +159,17 @@ def build_rms_norm_fwd(x, weight, bias, *, zero_centered_gamma=False, handle=Non
     if bias is not None:
         t["bias"] = _input(graph, "bias", bias)
     t["eps"] = _scalar(graph, "eps")
-    y, rstd = graph.rmsnorm(
+    y, rstd = graph.rmsnorm(  # rstd is None in the inference phase
         name="rms_norm",
-        norm_forward_phase=cudnn.norm_forward_phase.TRAINING,
+        norm_forward_phase=_phase(training),
         input=t["x"],
         scale=scale,
         bias=t.get("bias"),
         epsilon=t["eps"],
     )
     t["y"] = y.set_name("y").set_output(True).set_data_type(x.dtype)
-    t["rstd"] = rstd.set_name("rstd").set_output(True).set_data_type(_FLOAT)
+    if training:
+        t["rstd"] = rstd.set_name("rstd").set_output(True).set_data_type(_FLOAT)
     return _finish(graph, built)
 
 

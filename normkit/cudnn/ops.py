@@ -7,6 +7,7 @@ test see that a second call with the same key builds nothing.
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import cudnn
@@ -126,37 +127,43 @@ def _zeros_bias(weight: torch.Tensor) -> torch.Tensor:
     return _cached(("zero_bias", weight.shape[0], weight.dtype, weight.device), lambda: torch.zeros_like(weight))
 
 
-def _forward(x, weight, bias, eps, *, rms, zero_centered_gamma, clamp):
+def _forward(x, weight, bias, eps, *, rms, zero_centered_gamma, clamp, training=True):
+    """``(y, mean, rstd, mask)``; not ``training`` (the inference phase): y alone, the others None."""
     _require_packed_rows(x=x)
     m, n = x.shape
     y = torch.empty((m, n), dtype=x.dtype, device=x.device)
-    mean = torch.empty(m, dtype=torch.float32, device=x.device)
-    rstd = torch.empty_like(mean)
-    mask = torch.empty((m, packed_width(n)), dtype=torch.uint8, device=x.device) if clamp else None
+    mean = rstd = mask = None
+    if training:
+        mean = torch.empty(m, dtype=torch.float32, device=x.device)
+        rstd = torch.empty_like(mean)
+        mask = torch.empty((m, packed_width(n)), dtype=torch.uint8, device=x.device) if clamp else None
     if m == 0:
         return y, mean, rstd, mask
     if bias is None and not rms:
         bias = _zeros_bias(weight)
     x4, w4, b4 = as_nchw(x), as_nchw(weight), as_nchw(bias) if bias is not None else None
-    key = ("rms_fwd" if rms else "ln_fwd", zero_centered_gamma, clamp, x.device, _layout(x4, w4, b4))
+    key = ("rms_fwd" if rms else "ln_fwd", zero_centered_gamma, clamp, training, x.device, _layout(x4, w4, b4))
     handle = _handle(x.device)
-    if rms:
+    builder = graphs.build_rms_norm_fwd if rms else functools.partial(graphs.build_layer_norm_fwd, clamp=clamp)
+    try:
         built = _cached(
-            key, lambda: graphs.build_rms_norm_fwd(x4, w4, b4, zero_centered_gamma=zero_centered_gamma, handle=handle)
+            key, lambda: builder(x4, w4, b4, zero_centered_gamma=zero_centered_gamma, training=training, handle=handle)
         )
-    else:
-        built = _cached(
-            key,
-            lambda: graphs.build_layer_norm_fwd(
-                x4, w4, b4, zero_centered_gamma=zero_centered_gamma, clamp=clamp, handle=handle
-            ),
-        )
-    buffers = {
-        "x": x4, "weight": w4, "bias": b4, "eps": _host_scalar(eps), "one": _host_scalar(1.0),
-        "y": as_nchw(y), "mean": mean.view(m, 1, 1, 1), "rstd": rstd.view(m, 1, 1, 1),
-    }  # fmt: skip
-    if clamp is not None:
-        buffers.update(lower=_host_scalar(clamp[0]), upper=_host_scalar(clamp[1]), mask=mask)
+    except BackendUnavailable as error:
+        if clamp is None:
+            raise
+        # H200, cuDNN 9.19 (GPU run 224): the fused graph, training or inference, built for rows of 64, 128, 192,
+        # 256 and 4160 bf16 elements (and of 32 and 96 float32 ones), for no other length tried (1-56, 72, 96-104,
+        # 136, 200, 264, 4097, 4104)
+        raise BackendUnavailable(
+            f"{error}; x: cuDNN 9.19 builds the fused LayerNorm + clamp for rows of a multiple of 128 bytes (N % 64 "
+            "== 0 in 16 bits, N % 32 in float32), use backend='triton' for any N"
+        ) from error
+    buffers = {"x": x4, "weight": w4, "bias": b4, "eps": _host_scalar(eps), "one": _host_scalar(1.0), "y": as_nchw(y)}
+    if training:
+        buffers.update(mean=mean.view(m, 1, 1, 1), rstd=rstd.view(m, 1, 1, 1), mask=mask)
+    if clamp is not None and training:
+        buffers.update(lower=_host_scalar(clamp[0]), upper=_host_scalar(clamp[1]))
     _run(built, x.device, buffers)
     return y, mean, rstd, mask
 
@@ -262,3 +269,23 @@ def rms_norm_bwd(dy, x, weight, rstd, zero_centered_gamma=False, has_dbias=False
     return _backward(
         dy, x, weight, None, rstd, None, rms=True, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias
     )
+
+
+def infer(kind, x, weight, bias, eps, zero_centered_gamma=False, lower=0.0, upper=6.0):
+    """y alone, through cuDNN's inference-phase graph (no mean, rstd or mask stored): the forward of the
+    functional API's inference call. ``kind``: "layer_norm", "rms_norm" or "layer_norm_clamped_relu" (the clamp
+    without its mask, so any N)."""
+    rms, clamp = kind == "rms_norm", None
+    if kind == "layer_norm_clamped_relu":
+        clamp = (lower, upper)
+    elif kind not in ("layer_norm", "rms_norm"):
+        raise ValueError(f"kind: 'layer_norm', 'rms_norm' or 'layer_norm_clamped_relu', got {kind!r}")
+    checks.check_fwd_args(x, weight, bias, eps, zero_centered_gamma, clamp=clamp)
+    if clamp is not None:
+        _check_fused_relu_size(x)  # measured with the mask; the inference graph's limit is not known, so kept
+        _check_fused_relu_dtypes(x, weight)
+        clamp = (float(lower), float(upper))
+    _require("rms_norm" if rms else ("zero_centered_gamma" if zero_centered_gamma else None), x)
+    return _forward(
+        x, weight, bias, eps, rms=rms, zero_centered_gamma=zero_centered_gamma, clamp=clamp, training=False
+    )[0]
