@@ -1,5 +1,6 @@
 """Every committed notebook: stored without outputs, a Colab badge that points at itself, a parameters cell."""
 
+import json
 import re
 from pathlib import Path
 
@@ -40,3 +41,14 @@ def test_has_a_parameters_cell_and_a_guarded_install(path):
     install = [c for c in nb.cells if c.cell_type == "code" and "pip" in c.source]
     assert install and all('"google.colab" in sys.modules' in c.source for c in install), path.name
     assert nb.metadata.get("kernelspec", {}).get("name") == "python3", f"{path.name}: papermill needs a kernelspec"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_valid_nbformat_with_cell_ids(path):
+    """nbformat 4.5 wants an id on every cell (a cell without one is a warning now and an error in later versions)."""
+    raw = json.loads(path.read_text())
+    ids = [cell.get("id") for cell in raw["cells"]]
+    missing = [i for i, cell_id in enumerate(ids) if not cell_id]
+    assert not missing, f"{path.name}: cells {missing} have no id"
+    assert len(set(ids)) == len(ids), f"{path.name}: cell ids repeat"
+    nbformat.validate(nbformat.reads(path.read_text(), as_version=4))
