@@ -274,7 +274,8 @@ def rms_norm_bwd(dy, x, weight, rstd, zero_centered_gamma=False, has_dbias=False
 def infer(kind, x, weight, bias, eps, zero_centered_gamma=False, lower=0.0, upper=6.0):
     """y alone, through cuDNN's inference-phase graph (no mean, rstd or mask stored): the forward of the
     functional API's inference call. ``kind``: "layer_norm", "rms_norm" or "layer_norm_clamped_relu" (the clamp
-    without its mask, so any N)."""
+    without its mask; cuDNN 9.19 builds it, as the training graph, for rows of a multiple of 128 bytes and weights
+    in x's dtype)."""
     rms, clamp = kind == "rms_norm", None
     if kind == "layer_norm_clamped_relu":
         clamp = (lower, upper)
