@@ -160,10 +160,10 @@ def _forward(x, weight, bias, eps, *, rms, zero_centered_gamma, clamp, training=
             "== 0 in 16 bits, N % 32 in float32), use backend='triton' for any N"
         ) from error
     buffers = {"x": x4, "weight": w4, "bias": b4, "eps": _host_scalar(eps), "one": _host_scalar(1.0), "y": as_nchw(y)}
-    if training:
+    if training:  # the inference graph has no statistics, and its clamp no mask nor the bounds the mask compares
         buffers.update(mean=mean.view(m, 1, 1, 1), rstd=rstd.view(m, 1, 1, 1), mask=mask)
-    if clamp is not None and training:
-        buffers.update(lower=_host_scalar(clamp[0]), upper=_host_scalar(clamp[1]))
+        if clamp is not None:
+            buffers.update(lower=_host_scalar(clamp[0]), upper=_host_scalar(clamp[1]))
     _run(built, x.device, buffers)
     return y, mean, rstd, mask
 
