@@ -218,7 +218,7 @@ def test_cached_plans_follow_forced_configs_and_limits(monkeypatch):
     from normkit.triton import config, ops
 
     launched = _record_launches(monkeypatch, "NORM_FWD", "NORM_BWD")
-    monkeypatch.setattr(ops, "_sum_partials", lambda partial, dtype: (None, None))
+    monkeypatch.setattr(ops, "_sum_partials", lambda partial, dtype, pdl: (None, None))
     x, w, b = make_inputs(8, 100, torch.float32, torch.float32)
     dy, mean, rstd = torch.randn_like(x), torch.zeros(8, device=DEVICE), torch.ones(8, device=DEVICE)
 
@@ -335,8 +335,8 @@ def test_backward_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, has_db
 
 
 def test_few_waves_rules():
-    """2049-4096 rows (a call of a few waves of programs) take their own rules (``config._few_waves_fwd`` and
-    ``_few_waves_bwd``); many rows and the masked ops keep theirs."""
+    """2049-4096 rows (a call of a few waves of programs) take their own rules (``config._few_waves_fwd``,
+    ``_few_waves_bwd`` and ``_few_waves_masked_bwd``); many rows and the fused forward keep theirs."""
     from normkit.triton import config
 
     def fwd(m, n, is_rms=False):
@@ -368,10 +368,21 @@ def test_few_waves_rules():
         assert config.fwd_config(m, n).programs_per_sm == 0, (m, n)
     assert config.fwd_config(32768, 256, has_mask=True).programs_per_sm == 0
     for n in (2560, 4096):
-        for is_rms in (False, True):
-            assert config.bwd_config(4096, n, not is_rms, is_rms=is_rms) == config.LaunchConfig(2, 4096, 1, 16, 1)
+        assert config.bwd_config(4096, n, False, is_rms=True) == config.LaunchConfig(2, 4096, 1, 16, 1)
+    # LayerNorm's of 2049-4095 columns one row a tile of 4 warps, two a SM; of 4096 two rows a tile of 16 warps
+    assert config.bwd_config(4096, 2049) == config.bwd_config(3000, 4095) == config.LaunchConfig(1, 4096, 1, 4, 2)
+    assert config.bwd_config(4096, 4096) == config.LaunchConfig(2, 4096, 1, 16, 1)
     assert config.bwd_config(4096, 2048) == config.bwd_config(32768, 2048)
     assert config.bwd_config(4096, 4096, has_mask=True) == config.bwd_config(32768, 4096, has_mask=True)
+    # the masked backward's split rows of 4097-5120 and 6144 columns
+    for n, parts in ((4097, 5), (5120, 5), (6144, 6)):
+        assert config.bwd_config(3000, n, has_mask=True) == config.split_rows_config(n, False, True, 4096), n
+        assert config.bwd_config(3000, n, has_mask=True).parts == parts
+    for n in (4096, 5121, 6143, 6145, 7168, 8192):
+        assert config.bwd_config(3000, n, has_mask=True).parts == 1, n
+    assert (
+        config.bwd_config(32768, 6144, has_mask=True).parts == config.bwd_config(2048, 6144, has_mask=True).parts == 1
+    )
     # the masked backward (config._masked_tile), in calls of more than 8192 rows: rows of 513-1024 columns one a
     # program of one warp, 8 programs a SM, rows of 512 eight a program of 4 warps; 2048 one of two warps
     for n in (1000, 1024):
@@ -787,7 +798,7 @@ def test_sum_of_partials(g, n, dtype):
     from normkit.triton import ops
 
     partial = torch.randn(2, g, n, device=DEVICE)
-    (_, which), values = ops._sum_plan(2, g, n, partial.dtype)
+    (_, which), values = ops._sum_plan(2, g, n, partial.dtype, False)
     block = dict(zip(ops.SUM_PARTIALS.constexpr_names, values))
     assert which == 2 and (g <= block["BLOCK_G"]) == (g != 300)
     dw, db = ops._sum_partials(partial, dtype)  # in the weights' dtype

@@ -223,6 +223,64 @@ def test_kept_tensor_maps_follow_address_shape_and_strides():
         assert kept_at(*contiguous) == kept  # a repeated call encodes nothing new
 
 
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+    reason="programmatic dependent launches need a GPU of compute capability 9.0 or newer",
+)
+@pytest.mark.parametrize(
+    "kind, m, n, dtype",
+    [
+        ("layer_norm", 4096, 1024, torch.float16),  # whole rows, then the sum of the partials
+        ("rms_norm", 4096, 4608, torch.float16),  # by the TMA
+        ("layer_norm_clamped_relu", 2048, 4097, torch.bfloat16),
+        ("layer_norm", 300, 20000, torch.bfloat16),  # split rows: the fill of the sums, split rows, the sum
+    ],
+)
+def test_dependent_launches_give_the_stream_ordered_bits(monkeypatch, kind, m, n, dtype):
+    """The backward's kernels after its first launch as programmatic dependent launches on a Hopper GPU
+    (``ops._pdl``): each may start while the one before still runs and waits for it in the kernel
+    (``griddepcontrol.wait``). Without that wait the sum of the partials would read partials not yet written. dx,
+    dW and dB are the bits of the same launches in stream order, and right; the compiled kernels that wait are the
+    ones launched so (their ``launch_pdl``)."""
+    from normkit.triton import ops
+
+    x = torch.randn(m, n, device="cuda", dtype=dtype)
+    weight, bias = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    dy = torch.randn_like(x)
+    y, mean, rstd, mask = ops.forward_unchecked(kind, x, weight, bias, 1e-5, False, 0.0, 6.0)
+
+    def backward():
+        ops._backward_plan.cache_clear()
+        return [ops.backward_unchecked(kind, dy, x, weight, mean, rstd, mask, False, True) for _ in range(3)]
+
+    dependent = backward()
+    monkeypatch.setattr(ops, "_pdl", lambda device: False)
+    ordered = backward()
+    for got in dependent[1:] + ordered:
+        for name, a, b in zip(("dx", "dw", "db"), got, dependent[0]):
+            assert torch.equal(a, b), name
+    if kind == "layer_norm_clamped_relu":
+        want = reference.layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd)
+    elif kind == "rms_norm":
+        want = reference.rms_norm_bwd(dy, x, weight, rstd, has_dbias=True)
+    else:
+        want = reference.layer_norm_bwd(dy, x, weight, mean, rstd)
+    for name, g, e in zip(("dx", "dw", "db"), dependent[0], want):
+        compare(g, e, name)
+    wait_at = ops.SUM_PARTIALS.constexpr_names.index("PDL_WAIT")
+    entries = [(key[1][wait_at], entry[1][2]) for key, entry in ops.SUM_PARTIALS.compiled.items()]
+    assert (True, True) in entries and (False, False) in entries and all(w == bool(p) for w, p in entries)
+
+
+def test_a_dependent_launch_names_a_constexpr():
+    """``Launcher(kernel, pdl=NAME)``: NAME must be one of the kernel's constexprs (its truth is the launch's)."""
+    from normkit.triton.norm_bwd import sum_partials_kernel
+
+    assert launch.Launcher(sum_partials_kernel, pdl="PDL_WAIT").pdl == "PDL_WAIT"
+    with pytest.raises(TypeError, match="PDL"):
+        launch.Launcher(sum_partials_kernel, pdl="PDL")
+
+
 def test_tensor_maps_expand_each_descriptor_in_place_once_per_layout():
     """``launch._TensorMaps`` (no GPU needed: the encoding is stubbed): each descriptor is replaced in its place by
     its own metadata's expansion (Triton lists the metadata in the order of the positions, which it holds as a

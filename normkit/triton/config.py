@@ -366,8 +366,8 @@ def _bwd_heuristic(
     # RMSNorm's chunked rows only where the row is a power of two (16384); split at 9216 and 12288 (chunked_max_n)
     if full > chunked_max_n(is_rms) or (is_rms and full > LIMITS["bwd_max_block_n"] and n != full):
         return split_rows_config(n, is_rms, has_mask, m)
-    if 2048 < m <= 4096 and not has_mask:  # a few waves of programs (``_few_waves_bwd``)
-        few_waves = _few_waves_bwd(n, is_rms)
+    if 2048 < m <= 4096:  # a few waves of programs (``_few_waves_bwd``, ``_few_waves_masked_bwd``)
+        few_waves = _few_waves_masked_bwd(n) if has_mask else _few_waves_bwd(n, is_rms)
         if few_waves:
             return few_waves
     chunked = _chunked(n, LIMITS["bwd_max_block_n"], 4096 if has_dbias else 2048, per_thread=4)
@@ -474,9 +474,17 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> L
 
 
 def _few_waves_bwd(n: int, is_rms: bool) -> LaunchConfig | None:
-    """2049-4096 rows: rows of 2049-4096 columns two a tile at 16 elements a thread, one 16-warp program a SM;
-    LayerNorm's rows of 4097-5120 columns split in parts of 1024 (``split_rows_config``), of 5121-6144 a head tile
-    of 4096 and a tail tile of 2048 (``tail_n``) at 8 warps; else None (the rules for many rows).
+    """2049-4096 rows: rows of 2049-4096 columns two a tile at 16 elements a thread, one 16-warp program a SM
+    (LayerNorm's of 2049-4095 one a tile of 4 warps, two programs a SM, as the masked backward's); LayerNorm's rows
+    of 4097-5120 columns split in parts of 1024 (``split_rows_config``), of 5121-6144 a head tile of 4096 and a tail
+    tile of 2048 (``tail_n``) at 8 warps; else None (the rules for many rows).
+
+    Round 27 (GPU run 237, 4096 rows, fp16, us a call, launches forced in turns, ``.ab/probe/r27b.py``): LayerNorm at
+    2560 / 3072 / 3584 in one-row tiles of 4 warps, two a SM, 31.7 / 35.3 / 36.9 against the two-row tiles' 33.2 /
+    36.5 / 37.8; at 4096 39.2 against 38.3; RMSNorm's slower in them (30.9-38.0 against 29.1-36.1). Split rows of
+    1024 against the rules at 5632-7168 (LayerNorm) and 4608-5120 (RMSNorm): level or slower (0.92-1.01). Against
+    the rule before in turns (``bench.ab``, run 238): 4096 x 2560 / 3072 / 3584 x1.040 / x1.025 / x1.006 (fp16; the
+    unchanged 4096 moved x1.032 in the same turns), 3000 x 3072 (bf16 x, float32 weights) x1.051.
 
     Measured on an H200 (4096 rows, fp16; the tuner, GPU run 108, then run 109 in turns; the rules for many rows
     -> these, cuDNN): LayerNorm at 4096 2431 -> 2586 (2212), 2560 1807 -> 1820 (1897), 4608 1935 -> 2053 (2138),
@@ -489,11 +497,29 @@ def _few_waves_bwd(n: int, is_rms: bool) -> LaunchConfig | None:
     RMSNorm's 8192 + 2048 at 10240 1995-2193 against 2838: the 8192 head spills at 16-32 warps)."""
     full = row_block_n(n)
     if full == 4096 and n > 2048:
-        return LaunchConfig(2, 4096, 1, 16, 1)
+        return LaunchConfig(2, 4096, 1, 16, 1) if is_rms or n == 4096 else LaunchConfig(1, 4096, 1, 4, 2)
     if not is_rms and 4096 < n <= 5120:
         return split_rows_config(n, is_rms, False, 4096)
     if not is_rms and 5120 < n <= 6144:
         return LaunchConfig(1, 4096, 1, 8, 1, tail_n=2048)
+    return None
+
+
+def _few_waves_masked_bwd(n: int) -> LaunchConfig | None:
+    """The masked backward (LayerNorm + clamped ReLU) at 2049-4096 rows: rows of 4097-5120 columns and of 6144
+    split in parts of 1024 (``split_rows_config``, as the plain backward's of 4097-5120); else None (its rules for
+    many rows: one tile of the row's power of two).
+
+    Measured on an H200 (GPU run 236, 4096 rows, fp16, us a call, launches forced in turns, ``.ab/probe/r27a.py``):
+    split rows against one tile of 8192 at 4608 50.4 / 60.7, 5120 51.4 / 62.3, 6144 59.3 / 66.5 (six whole parts:
+    no column bounds), 5632 65.7 / 65.0 (level); the plain backward's head + tail tiles 63.5-70.6; at 2560-4096 the
+    plain backward's two-row tiles of 16 warps slower (39.0-50.5 against the rule's 34.5-44.8). cuDNN's fused
+    graph in the same run: 48.7 (4096), 60.5 (5632), 68.7 (6144). Against the rule before in turns (``bench.ab``,
+    run 238): 4096 rows (fp16) 4608 x1.177, 5120 x1.210, 6144 x1.103; 3000 rows (bf16 x, float32 weights) 4608
+    x1.062, 6144 x1.071; but whole parts at 7168 x1.019 and 8192 x1.098 (4096 rows) and x0.968 (3000 rows, bf16):
+    not taken there."""
+    if 4096 < n <= 5120 or n == 6144:
+        return split_rows_config(n, False, True, 4096)
     return None
 
 

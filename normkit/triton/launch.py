@@ -186,16 +186,23 @@ class Launcher:
     **constexprs)`` does, with less host work from the second call of a key on: ``args`` are the runtime arguments,
     in the order of the signature, the constexprs are named (every one of them; the kernel's signature must list
     them after the runtime arguments). ``launch(grid, args, num_warps, values)`` takes the constexprs as a tuple in
-    the signature's order (``values(**constexprs)`` makes one), for callers that keep it from call to call."""
+    the signature's order (``values(**constexprs)`` makes one), for callers that keep it from call to call.
+    ``Launcher(kernel, pdl="NAME")``: where the constexpr NAME is true, the launch is a programmatic dependent one
+    (``kernel[grid](..., launch_pdl=True)``; the kernel waits for the launch before it in the stream itself)."""
 
-    def __init__(self, kernel):
+    def __init__(self, kernel, pdl: str | None = None):
         self.kernel = kernel
+        # the constexpr (by name) whose truth launches the kernel as a programmatic dependent launch (Triton's
+        # ``launch_pdl`` option): a compile option, so a key's compiled kernel carries it (``_entry``'s head)
+        self.pdl = pdl
         params = list(inspect.signature(kernel.fn).parameters.values())
         is_constexpr = [p.annotation in (tl.constexpr, "tl.constexpr") for p in params]
         self.runtime_count = is_constexpr.index(True) if True in is_constexpr else len(params)
         if not all(is_constexpr[self.runtime_count :]):
             raise TypeError(f"Launcher: {kernel.fn.__name__} lists a runtime argument after a constexpr")
         self.constexpr_names = tuple(p.name for p in params[self.runtime_count :])
+        if pdl is not None and pdl not in self.constexpr_names:
+            raise TypeError(f"Launcher: {kernel.fn.__name__} has no constexpr {pdl!r} (pdl)")
         # the interpreter (an InterpretedFunction, not a JITFunction) has nothing compiled to call
         self.direct = isinstance(kernel, triton.runtime.JITFunction) and _direct_launch_supported()
         self.compiled: dict = {}  # key -> (launch, head, maps) (``_entry``)
@@ -215,7 +222,9 @@ class Launcher:
 
     def _tritons_launch(self, grid: tuple, args: tuple, num_warps: int, values: tuple):
         """``kernel[grid](...)``: Triton binds, specializes, compiles or finds the kernel and launches it."""
-        return self.kernel[grid](*args, num_warps=num_warps, **dict(zip(self.constexpr_names, values)))
+        constexprs = dict(zip(self.constexpr_names, values))
+        options = {"launch_pdl": True} if self.pdl is not None and constexprs[self.pdl] else {}
+        return self.kernel[grid](*args, num_warps=num_warps, **constexprs, **options)
 
     def launch(self, grid: tuple, args: tuple, num_warps: int, values: tuple) -> None:
         if len(args) != self.runtime_count:

@@ -54,8 +54,27 @@ TB/s, RMSNorm's from 3.05 to 3.88 (GPU runs 40-42).
 
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from .bounds import in_bounds
+
+
+@triton.jit
+def _wait_for_prior(PDL_WAIT: tl.constexpr):
+    """A kernel launched as a programmatic dependent launch (``Launcher(kernel, pdl="PDL_WAIT")``) may start before
+    the kernel before it in the stream ends: it waits here until that kernel has ended and its writes are visible
+    (``griddepcontrol.wait``). Not in the interpreter, which has no inline assembly (nor launches of this kind)."""
+    if PDL_WAIT:
+        gdc_wait()
+
+
+@triton.jit
+def _trigger_dependents(PDL_TRIGGER: tl.constexpr):
+    """Lets the programmatic dependent launch after this kernel (``sum_partials_kernel``) launch once every program
+    of this one has started (``griddepcontrol.launch_dependents``): its programs are scheduled, and work out their
+    addresses, while this kernel still runs, and wait (``_wait_for_prior``) for it to end."""
+    if PDL_TRIGGER:
+        gdc_launch_dependents()
 
 
 @triton.jit
@@ -327,12 +346,14 @@ def norm_bwd_kernel(
     M, N, stride_dy, stride_x, stride_dx, stride_mask, num_programs, blocks_per_program,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr,
-    CHUNKS_P2: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr,
+    CHUNKS_P2: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr, PDL_TRIGGER: tl.constexpr,
 ):  # fmt: skip
     """PARTIAL is float32 ``[1 or 2, num_programs, N]``: dW partials, then dB partials when HAS_DBIAS.
     CHUNKS_P2 is NUM_CHUNKS rounded up to a power of two (the rows of a chunked row's partial tiles). TAIL_N: a
     one-tile row is a head tile of BLOCK_N columns and a tail tile of TAIL_N after it (EVEN_N: the head wholly in
-    the row), each with its own weights, loads in flight and partials."""
+    the row), each with its own weights, loads in flight and partials. PDL_TRIGGER: ``sum_partials_kernel`` after
+    it may launch (``_trigger_dependents``)."""
+    _trigger_dependents(PDL_TRIGGER)
     pid = tl.program_id(0)
     dw_row = PARTIAL + pid.to(tl.int64) * N
     db_row = dw_row + num_programs.to(tl.int64) * N
@@ -440,7 +461,7 @@ def norm_bwd_tma_kernel(
     M, N, stride_mask, stride_dx, num_programs, blocks_per_program,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr,
-    TMA_STORE: tl.constexpr, STAGES: tl.constexpr, MASK_AHEAD: tl.constexpr,
+    TMA_STORE: tl.constexpr, STAGES: tl.constexpr, MASK_AHEAD: tl.constexpr, PDL_TRIGGER: tl.constexpr,
 ):  # fmt: skip
     """``norm_bwd_kernel``'s whole rows (one tile, or a head tile and a tail tile) with dy and x loaded by the
     Tensor Memory Accelerator: ``*_HEAD`` and ``*_TAIL`` are tensor descriptors of blocks ``[BLOCK_M, BLOCK_N]`` and
@@ -456,7 +477,9 @@ def norm_bwd_tma_kernel(
 
     Measured on an H200 (GPU runs 142-143, ``benchmarks/README.md`` round 18): 1.05-1.14x ``norm_bwd_kernel``'s
     time where its registers leave room for two 8-warp programs a SM (``config._tma_bwd``); with more registers
-    than that (LayerNorm's rows with a tail, rows of 7168 and 8192 at 4096 rows) slower."""
+    than that (LayerNorm's rows with a tail, rows of 7168 and 8192 at 4096 rows) slower. PDL_TRIGGER as
+    ``norm_bwd_kernel``'s."""
+    _trigger_dependents(PDL_TRIGGER)
     pid = tl.program_id(0)
     dw_row = PARTIAL + pid.to(tl.int64) * N
     db_row = dw_row + num_programs.to(tl.int64) * N
@@ -607,7 +630,8 @@ def split_rows_kernel(
     M, N, stride_dy, stride_x, stride_dx, stride_mask, num_groups, blocks_per_group,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr, PARTS_P2: tl.constexpr,
-    MAX_POLLS: tl.constexpr, STAND_IN: tl.constexpr, EVEN_N: tl.constexpr, AHEAD: tl.constexpr = False,
+    MAX_POLLS: tl.constexpr, STAND_IN: tl.constexpr, EVEN_N: tl.constexpr, AHEAD: tl.constexpr,
+    PDL_WAIT: tl.constexpr, PDL_TRIGGER: tl.constexpr,
 ):  # fmt: skip
     """Long rows in one pass: each row is split into ``PARTS`` parts of BLOCK_N columns, and program ``p`` holds part
     ``p % PARTS`` of the row blocks of group ``p // PARTS`` (blocks ``group, group + num_groups, ...``), so the
@@ -633,7 +657,12 @@ def split_rows_kernel(
 
     ``EVEN_N``: every part lies wholly in the row (N a multiple of BLOCK_N), so no load or store of a part has column
     bounds (``ops._backward`` sets it for LayerNorm only: module docstring).
+
+    PDL_WAIT: launched as a programmatic dependent launch after the fill of SUMS, so it waits for that first
+    (``_wait_for_prior``); PDL_TRIGGER as ``norm_bwd_kernel``'s.
     """
+    _wait_for_prior(PDL_WAIT)
+    _trigger_dependents(PDL_TRIGGER)
     pid = tl.program_id(0)
     part = pid % PARTS
     group = pid // PARTS
@@ -713,13 +742,16 @@ def split_rows_kernel(
 
 @triton.jit
 def sum_partials_kernel(
-    PARTIAL, DW, DB, G, N, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, ACC: tl.constexpr,
+    PARTIAL, DW, DB, G, N, BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, ACC: tl.constexpr, PDL_WAIT: tl.constexpr,
 ):  # fmt: skip
-    """dW (program_id(1) == 0) or dB (== 1): ``OUT[n] = sum_g PARTIAL[which, g, n]`` in a fixed order."""
+    """dW (program_id(1) == 0) or dB (== 1): ``OUT[n] = sum_g PARTIAL[which, g, n]`` in a fixed order. PDL_WAIT:
+    launched as a programmatic dependent launch, it waits for the backward kernel that writes PARTIAL
+    (``_wait_for_prior``) after working out its addresses."""
     which = tl.program_id(1)
     cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
     col_ok = cols < N
     base = PARTIAL + which.to(tl.int64) * G * N
+    _wait_for_prior(PDL_WAIT)
     acc = tl.zeros([BLOCK_G, BLOCK_N], dtype=ACC)
     for g0 in range(0, G, BLOCK_G):
         g = g0 + tl.arange(0, BLOCK_G)

@@ -22,8 +22,8 @@ from .norm_fwd import norm_fwd_kernel
 # the kernels, launched with less host work a call than kernel[grid](...) (launch.py)
 NORM_FWD = Launcher(norm_fwd_kernel)
 NORM_BWD = Launcher(norm_bwd_kernel)
-SUM_PARTIALS = Launcher(sum_partials_kernel)
-SPLIT_ROWS = Launcher(split_rows_kernel)
+SUM_PARTIALS = Launcher(sum_partials_kernel, pdl="PDL_WAIT")
+SPLIT_ROWS = Launcher(split_rows_kernel, pdl="PDL_WAIT")
 NORM_BWD_TMA = Launcher(norm_bwd_tma_kernel)
 TMA_STAGES = 3  # norm_bwd_tma_kernel's STAGES: two row blocks in flight (GPU run 142: 4 stages 0.92-1.0x of 3)
 
@@ -189,8 +189,15 @@ def _first_key(rises, lo: int, hi: int) -> int | None:
     return at
 
 
+@functools.cache
+def _pdl(device: int) -> bool:
+    """Whether the backward's kernels after its first launch as programmatic dependent launches on ``device`` (an
+    index; -1: the CPU): on a GPU of compute capability 9.0 (Hopper) or newer, where ``griddepcontrol`` is."""
+    return device >= 0 and torch.cuda.get_device_capability(device)[0] >= 9
+
+
 @functools.lru_cache(maxsize=1024)
-def _sum_plan(which: int, g: int, n: int, acc_dtype: torch.dtype) -> tuple[tuple, tuple]:
+def _sum_plan(which: int, g: int, n: int, acc_dtype: torch.dtype, pdl: bool) -> tuple[tuple, tuple]:
     """``(grid, constexprs)`` of ``sum_partials_kernel`` over ``[which, g, n]`` partials: column blocks of 16-128,
     narrow enough for about 256 programs (two a SM of an H100 or H200), each loading up to 4096 partials at a time
     (all g rows of its block at once where they fit).
@@ -204,16 +211,17 @@ def _sum_plan(which: int, g: int, n: int, acc_dtype: torch.dtype) -> tuple[tuple
     per_program = max(n // 256, 1)  # columns a program for 256 programs, rounded down to a power of two below
     block_n = min(128, max(16, 1 << (per_program.bit_length() - 1)))
     block_g = min(max(16, next_power_of_2(g)), max(32, 4096 // block_n))
-    values = SUM_PARTIALS.values(BLOCK_G=block_g, BLOCK_N=block_n, ACC=_acc_of(acc_dtype)[0])
+    values = SUM_PARTIALS.values(BLOCK_G=block_g, BLOCK_N=block_n, ACC=_acc_of(acc_dtype)[0], PDL_WAIT=pdl)
     return (cdiv(n, block_n), which), values
 
 
-def _sum_partials(partial: torch.Tensor, dtype: torch.dtype):
-    """dW (and dB) from the ``[1 or 2, G, N]`` float32 partials, one launch, fixed order."""
+def _sum_partials(partial: torch.Tensor, dtype: torch.dtype, pdl: bool = False):
+    """dW (and dB) from the ``[1 or 2, G, N]`` float32 partials, one launch, fixed order; ``pdl``: a programmatic
+    dependent launch, after a kernel that triggers it (``_backward``)."""
     which, g, n = partial.shape
     dw = partial.new_empty(n, dtype=dtype)
     db = partial.new_empty(n, dtype=dtype) if which == 2 else dw
-    grid, values = _sum_plan(which, g, n, partial.dtype)
+    grid, values = _sum_plan(which, g, n, partial.dtype, pdl)
     SUM_PARTIALS.launch(grid, (partial, dw, db, g, n), 4, values)
     return dw, (db if which == 2 else None)
 
@@ -262,7 +270,7 @@ def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gam
     programs = config.persistent_programs(device, row_blocks, cfg)
     common = dict(
         HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, EVEN_N=_even_n(n, cfg), TAIL_N=cfg.tail_n,
-        IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, ACC=_acc_of(x_dtype)[0],
+        IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, ACC=_acc_of(x_dtype)[0], PDL_TRIGGER=_pdl(device),
     )  # fmt: skip
     if cfg.tma:
         values = NORM_BWD_TMA.values(
@@ -314,6 +322,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     mean = mean if mean is not None else rstd
     mask, mask_stride = (mask, mask.stride(0)) if mask is not None else (dx, 0)
     which = 2 if has_dbias else 1
+    pdl = _pdl(index)  # the kernels after the first wait for the one before on the device (norm_bwd.py)
     if plan.programs:  # whole rows on a persistent grid
         partial = x.new_empty((which, plan.programs, n), dtype=acc_torch)
         if plan.cfg.tma:
@@ -343,9 +352,9 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
             HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PARTS=cfg.parts,
             PARTS_P2=next_power_of_2(cfg.parts), MAX_POLLS=config.max_polls(x), STAND_IN=config.stands_in(x),
             EVEN_N=_even_n(n, cfg) and not is_rms, AHEAD=cfg.ahead, IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma,
-            HAS_MASK=has_mask, ACC=acc_tl, num_warps=cfg.num_warps,
+            HAS_MASK=has_mask, ACC=acc_tl, PDL_WAIT=pdl, PDL_TRIGGER=pdl, num_warps=cfg.num_warps,
         )  # fmt: skip
-    dw, db = _sum_partials(partial, weight.dtype)
+    dw, db = _sum_partials(partial, weight.dtype, pdl)
     return dx, dw, db
 
 
