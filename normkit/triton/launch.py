@@ -108,7 +108,7 @@ def _binder(kinds: tuple[str, ...]):
 def _direct_launch_supported() -> bool:
     """The compiled kernel's launcher is called as Triton 3.6's ``JITFunction.run`` calls it (every argument of the
     signature, constexprs included, after the grid, stream, function, metadata and hooks); other versions of Triton
-    (3.3-3.5 are supported too) take Triton's own path on every call."""
+    (3.4 and 3.5 are supported too) take Triton's own path on every call."""
     return triton.__version__.startswith("3.6.")
 
 

@@ -14,6 +14,9 @@ accumulates its own float32 partial sums (a ``[BLOCK_M, BLOCK_N]`` tile, summed 
 to row ``p`` of a ``[G, N]`` buffer; a second, fixed-order reduction over the G partials gives dW/dB (one launch for
 both). No atomics and no locks, so the same inputs give bit-identical
 gradients on every run (the Triton tutorial's lock-based reduction depends on which program takes the lock first).
+On a Hopper GPU that second launch is a programmatic dependent one (``ops._pdl``): its programs are scheduled while
+the first kernel runs and wait for it in the kernel (``_wait_for_prior``), which took 1-2 microseconds off a call
+(x1.00-1.10 at 4096 rows of 1024-15360 columns and 32768 rows of 256-1024, GPU run 234).
 
 A row that fits one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) keeps the partials in registers (with ``TAIL_N``, as a
 head tile of ``BLOCK_N`` columns and a tail tile after it: LayerNorm's rows of 5632 and 6144 = 4096 + 2048 at
