@@ -190,10 +190,16 @@ def _first_key(rises, lo: int, hi: int) -> int | None:
 
 
 @functools.cache
+def _hopper_or_newer(device: int) -> bool:
+    """Whether the GPU ``device`` (an index) is of compute capability 9.0 (Hopper) or newer: the TMA's and
+    ``griddepcontrol``'s (``_tma_capable``, ``_pdl``)."""
+    return torch.cuda.get_device_capability(device)[0] >= 9
+
+
 def _pdl(device: int) -> bool:
     """Whether the backward's kernels after its first launch as programmatic dependent launches on ``device`` (an
-    index; -1: the CPU): on a GPU of compute capability 9.0 (Hopper) or newer, where ``griddepcontrol`` is."""
-    return device >= 0 and torch.cuda.get_device_capability(device)[0] >= 9
+    index; -1: the CPU, whose interpreter has no ``griddepcontrol``): on a Hopper or newer GPU."""
+    return device >= 0 and _hopper_or_newer(device)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -237,11 +243,10 @@ class _BackwardPlan(NamedTuple):
     values: tuple  # norm_bwd_kernel's constexprs, in its order (empty for split rows)
 
 
-@functools.cache
 def _tma_capable(device: int) -> bool:
-    """Whether the TMA kernel can run on ``device`` (an index; -1: the CPU, whose interpreter runs it too): a GPU of
-    compute capability 9.0 (Hopper) or newer."""
-    return device < 0 or torch.cuda.get_device_capability(device)[0] >= 9
+    """Whether the TMA kernel can run on ``device`` (an index; -1: the CPU, whose interpreter runs it too): a Hopper
+    or newer GPU (``_hopper_or_newer``)."""
+    return device < 0 or _hopper_or_newer(device)
 
 
 def _tma_rows(t: torch.Tensor) -> tuple[list, list] | None:
