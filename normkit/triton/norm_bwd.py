@@ -280,6 +280,15 @@ def _write_dx(
 
 
 @triton.jit
+def _add_terms(dw_acc, db_acc, dy, xhat, HAS_DBIAS: tl.constexpr):
+    """A tile's dW (and dB) terms added into a program's accumulators."""
+    dw_acc += dy * xhat
+    if HAS_DBIAS:
+        db_acc += dy
+    return dw_acc, db_acc
+
+
+@triton.jit
 def _store_partials(
     DW_ROW, DB_ROW, dw_acc, db_acc, col0, N, HAS_DBIAS: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
 ):  # fmt: skip
@@ -330,16 +339,12 @@ def _row_block_step(
     c1 = s1 / N
     c2 = s2 / N  # unused by RMSNorm
     _store_dx(DX_HEAD, DX, g, xhat, c1, c2, rstd, row0, rows, row_ok, 0, N, stride_dx, IS_RMS, BLOCK_N, TMA_STORE)
-    dw_acc += dy * xhat
-    if HAS_DBIAS:
-        db_acc += dy
+    dw_acc, db_acc = _add_terms(dw_acc, db_acc, dy, xhat, HAS_DBIAS)
     if TAIL_N:
         _store_dx(
             DX_TAIL, DX, g_t, xhat_t, c1, c2, rstd, row0, rows, row_ok, BLOCK_N, N, stride_dx, IS_RMS, TAIL_N, TMA_STORE
         )
-        dw_tail += dy_t * xhat_t
-        if HAS_DBIAS:
-            db_tail += dy_t
+        dw_tail, db_tail = _add_terms(dw_tail, db_tail, dy_t, xhat_t, HAS_DBIAS)
     return dw_acc, db_acc, dw_tail, db_tail
 
 
@@ -658,6 +663,17 @@ def split_rows_kernel(
     block's sums and then reads the current block's, which its partners published a step ago (three row blocks in
     registers, and the terms of a block computed twice).
 
+    A block's dW/dB terms are added into the accumulators before the wait for the other parts' sums, not after dx:
+    across the wait a program then holds dy's product with the weights and xhat, not dy as well. At 32 elements a thread
+    (parts of 1024 at one warp) the masked backward took all 255 registers and spilled 24-32 bytes: for fp16 14 16-bit
+    values of the next block's loads, stored and reloaded every row block (bf16: 3 words), so its fp16 calls ran
+    1.13-1.25x bf16's time on the same shape (GPU run 248); with the terms first, 0-8 bytes. Measured on an H200 against
+    the order before (GPU run 249, ``bench.ab``): the masked backward x1.18-1.27 at 4096 rows of 8704-16384 (fp16),
+    x1.02-1.06 (bf16 x, float32 weights), x1.12 at 32768 x 16384 and x1.06 at 32768 x 65536; LayerNorm's and RMSNorm's
+    x1.00-1.04, but LayerNorm's in-step parts of 4096 and 8192 (32768 and 16384 columns) x0.98 and x0.99, so those keep
+    the order before (``HAS_MASK or BLOCK_N <= 1024`` picks it; ``AHEAD`` always adds first). The whole-row kernels were
+    slower with their terms first (x0.95-0.96 at 4096 x 2048 and 32768 x 4096, GPU run 250): not there.
+
     ``EVEN_N``: every part lies wholly in the row (N a multiple of BLOCK_N), so no load or store of a part has column
     bounds (``ops._backward`` sets it for LayerNorm only: module docstring).
 
@@ -688,6 +704,8 @@ def split_rows_kernel(
             own, dy, xhat, g, rstd = _publish_part(
                 tile, w, SUMS, rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, EVEN_N
             )
+            if HAS_MASK or BLOCK_N <= 1024:  # the block's dW/dB terms before the wait (docstring)
+                dw_acc, db_acc = _add_terms(dw_acc, db_acc, dy, xhat, HAS_DBIAS)
             c1, c2 = _row_means(
                 DY, X, W, MEAN, RSTD, MASK, SUMS, own, rows, M, part, N, stride_dy, stride_x, stride_mask, IS_RMS,
                 ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, PARTS_P2, MAX_POLLS, STAND_IN, EVEN_N,
@@ -695,9 +713,8 @@ def split_rows_kernel(
             _write_dx(
                 DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), rows < M, col0, N, stride_dx, IS_RMS, BLOCK_N, EVEN_N
             )
-            dw_acc += dy * xhat
-            if HAS_DBIAS:
-                db_acc += dy
+            if not (HAS_MASK or BLOCK_N <= 1024):
+                dw_acc, db_acc = _add_terms(dw_acc, db_acc, dy, xhat, HAS_DBIAS)
             rows = next_rows
             tile = next_tile
     else:
@@ -726,14 +743,12 @@ def split_rows_kernel(
             dy, xhat, g, rstd = _terms(
                 dy_raw, x_raw, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N
             )
+            dw_acc, db_acc = _add_terms(dw_acc, db_acc, dy, xhat, HAS_DBIAS)
             c1, c2 = _row_means(
                 DY, X, W, MEAN, RSTD, MASK, SUMS, own, rows, M, part, N, stride_dy, stride_x, stride_mask, IS_RMS,
                 ZERO_CENTERED, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, PARTS_P2, MAX_POLLS, STAND_IN, EVEN_N,
             )  # fmt: skip
             _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N, EVEN_N)
-            dw_acc += dy * xhat
-            if HAS_DBIAS:
-                db_acc += dy
             rows = next_rows
             tile = next_tile
             own = next_own
