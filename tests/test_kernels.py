@@ -374,11 +374,11 @@ def test_few_waves_rules():
     assert config.bwd_config(4096, 4096) == config.LaunchConfig(2, 4096, 1, 16, 1)
     assert config.bwd_config(4096, 2048) == config.bwd_config(32768, 2048)
     assert config.bwd_config(4096, 4096, has_mask=True) == config.bwd_config(32768, 4096, has_mask=True)
-    # the masked backward's split rows of 4097-5120 and 6144 columns
-    for n, parts in ((4097, 5), (5120, 5), (6144, 6)):
+    # the masked backward's split rows of 4097-5632, 6144 and 7168 columns
+    for n, parts in ((4097, 5), (5120, 5), (5121, 6), (5632, 6), (6144, 6), (7168, 7)):
         assert config.bwd_config(3000, n, has_mask=True) == config.split_rows_config(n, False, True, 4096), n
         assert config.bwd_config(3000, n, has_mask=True).parts == parts
-    for n in (4096, 5121, 6143, 6145, 7168, 8192):
+    for n in (4096, 5633, 6143, 6145, 7167, 7169, 8192):
         assert config.bwd_config(3000, n, has_mask=True).parts == 1, n
     assert (
         config.bwd_config(32768, 6144, has_mask=True).parts == config.bwd_config(2048, 6144, has_mask=True).parts == 1

@@ -178,7 +178,8 @@ def bwd_config(
     dW alone, 4096 at 32 warps with dB as well: the second accumulator needs the registers of more threads). Longer
     rows, and the others above 8192 columns, split over several programs (``split_rows_config``). Calls of 2049-4096
     rows (no mask): ``_few_waves_bwd`` (rows of 2049-4096 columns two a tile at 16 elements a thread, one 16-warp
-    program a SM; LayerNorm's of 4097-5120 split in parts of 1024, of 5121-6144 a head and a tail tile).
+    program a SM; LayerNorm's of 4097-5120 split in parts of 1024, of 5121-6144 a head and a tail tile); with the
+    mask, ``_few_waves_masked_bwd`` (rows of 4097-5632, 6144 and 7168 columns split in parts of 1024).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192, 4-32
     elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``): the
@@ -506,9 +507,16 @@ def _few_waves_bwd(n: int, is_rms: bool) -> LaunchConfig | None:
 
 
 def _few_waves_masked_bwd(n: int) -> LaunchConfig | None:
-    """The masked backward (LayerNorm + clamped ReLU) at 2049-4096 rows: rows of 4097-5120 columns and of 6144
-    split in parts of 1024 (``split_rows_config``, as the plain backward's of 4097-5120); else None (its rules for
-    many rows: one tile of the row's power of two).
+    """The masked backward (LayerNorm + clamped ReLU) at 2049-4096 rows: rows of 4097-5632 columns, of 6144 and of
+    7168 split in parts of 1024 (``split_rows_config``, as the plain backward's of 4097-5120); else None (its rules
+    for many rows: one tile of the row's power of two).
+
+    Round 28 (GPU runs 252-253, after the split rows' terms moved before their wait): forced in turns at 4096 rows,
+    us a call, parts of 1024 against the rule's one tile of 8192: 5632 59.1 / 64.3 (fp16), 64.9 / 65.5 (bf16 x,
+    float32 weights); 7168 67.4 / 69.9 and 67.9 / 71.1; but 6656 68.1 / 68.0 and 75.6 / 69.9, and 8192 75.6 / 82.7
+    (fp16) against 75.5 / 74.7 (bf16): not taken there (the whole-row tile's fp16 is the slower one: its program
+    spills where bf16's does not). Against the rule before in turns (``bench.ab``, run 253): 4096 rows fp16 5376
+    x1.092, 5632 x1.099, 7168 x1.045; 3000 rows bf16 x fp32 weights 5632 x1.017, 7168 x1.059.
 
     Measured on an H200 (GPU run 236, 4096 rows, fp16, us a call, launches forced in turns, ``.ab/probe/r27a.py``):
     split rows against one tile of 8192 at 4608 50.4 / 60.7, 5120 51.4 / 62.3, 6144 59.3 / 66.5 (six whole parts:
@@ -518,7 +526,7 @@ def _few_waves_masked_bwd(n: int) -> LaunchConfig | None:
     run 238): 4096 rows (fp16) 4608 x1.177, 5120 x1.210, 6144 x1.103; 3000 rows (bf16 x, float32 weights) 4608
     x1.062, 6144 x1.071; but whole parts at 7168 x1.019 and 8192 x1.098 (4096 rows) and x0.968 (3000 rows, bf16):
     not taken there."""
-    if 4096 < n <= 5120 or n == 6144:
+    if 4096 < n <= 5632 or n in (6144, 7168):
         return split_rows_config(n, False, True, 4096)
     return None
 
