@@ -671,8 +671,9 @@ def split_rows_kernel(
     the order before (GPU run 249, ``bench.ab``): the masked backward x1.18-1.27 at 4096 rows of 8704-16384 (fp16),
     x1.02-1.06 (bf16 x, float32 weights), x1.12 at 32768 x 16384 and x1.06 at 32768 x 65536; LayerNorm's and RMSNorm's
     x1.00-1.04, but LayerNorm's in-step parts of 4096 and 8192 (32768 and 16384 columns) x0.98 and x0.99, so those keep
-    the order before (``HAS_MASK or BLOCK_N <= 1024`` picks it; ``AHEAD`` always adds first). The whole-row kernels were
-    slower with their terms first (x0.95-0.96 at 4096 x 2048 and 32768 x 4096, GPU run 250): not there.
+    the order before (the in-step loop adds first where ``HAS_MASK or BLOCK_N <= 1024``; ``AHEAD`` always does). The
+    whole-row kernels were slower with their terms first (x0.95-0.96 at 4096 x 2048 and 32768 x 4096, GPU run 250): not
+    there.
 
     ``EVEN_N``: every part lies wholly in the row (N a multiple of BLOCK_N), so no load or store of a part has column
     bounds (``ops._backward`` sets it for LayerNorm only: module docstring).
