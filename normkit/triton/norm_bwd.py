@@ -695,6 +695,9 @@ def split_rows_kernel(
     tile = _load_row_block(
         DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, EVEN_N
     )
+    # where the in-step loop adds a block's dW/dB terms: before the wait, but after dx in LayerNorm's parts of 4096
+    # and 8192 (docstring)
+    terms_first: tl.constexpr = HAS_MASK or BLOCK_N <= 1024
     if not AHEAD:
         for _ in tl.range(0, blocks_per_group):
             next_rows = rows + step
@@ -705,7 +708,7 @@ def split_rows_kernel(
             own, dy, xhat, g, rstd = _publish_part(
                 tile, w, SUMS, rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, EVEN_N
             )
-            if HAS_MASK or BLOCK_N <= 1024:  # the block's dW/dB terms before the wait (docstring)
+            if terms_first:
                 dw_acc, db_acc = _add_terms(dw_acc, db_acc, dy, xhat, HAS_DBIAS)
             c1, c2 = _row_means(
                 DY, X, W, MEAN, RSTD, MASK, SUMS, own, rows, M, part, N, stride_dy, stride_x, stride_mask, IS_RMS,
@@ -714,7 +717,7 @@ def split_rows_kernel(
             _write_dx(
                 DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), rows < M, col0, N, stride_dx, IS_RMS, BLOCK_N, EVEN_N
             )
-            if not (HAS_MASK or BLOCK_N <= 1024):
+            if not terms_first:
                 dw_acc, db_acc = _add_terms(dw_acc, db_acc, dy, xhat, HAS_DBIAS)
             rows = next_rows
             tile = next_tile
