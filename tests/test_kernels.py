@@ -694,6 +694,19 @@ def test_persistent_backward_walks_several_row_blocks(op, block_m, n):
         check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
 
 
+@pytest.mark.parametrize("dtypes", DTYPES[:3], ids=DTYPE_IDS[:3])
+def test_masked_backward_weights_held_or_loaded_again(dtypes):
+    """The masked backward's one-row programs of 2048 columns and more load the weights again at every row block
+    where the weights are in x's dtype, float16 or float32 (``norm_bwd_kernel``'s ``reload_w``), and hold them across
+    the loop otherwise: both give the reference's gradients over programs that walk several row blocks."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(37, 2048, *dtypes)
+    with config.forced(bwd=LaunchConfig(1, 2048, 1, 2, 1)):
+        check_backward("triton", "layer_norm_clamped_relu", x, w, b)
+
+
 def tma_launches():
     """A spy on the TMA backward's launches (``ops.NORM_BWD_TMA``): its ``call_count`` says whether it ran."""
     from unittest import mock

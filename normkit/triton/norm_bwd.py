@@ -52,7 +52,12 @@ stored, nothing computed from them) before it works on the current one, so two r
 and the loads wait only at first use. This replaced ``tl.range(..., num_stages=2)``, whose sm_90 code waited for
 all of its copies at the top of every iteration and then issued the next ones after the compute: one row block in
 flight, the weights re-read from L2 for every row. LayerNorm's backward at 32768 x 4096 went from 2.96 to 3.65
-TB/s, RMSNorm's from 3.05 to 3.88 (GPU runs 40-42).
+TB/s, RMSNorm's from 3.05 to 3.88 (GPU runs 40-42). One exception (``reload_w``): the masked backward's one-row
+programs of 2048-8192 columns (32 elements a thread, 255 registers) spilled where the weights are float16 or
+float32 in x's dtype (16 and 144-168 bytes of stack); loading the weights again at every row block (from L1) instead
+of holding them in float32 took the spills out (fp32 to 40-64 bytes) and ran x1.01-1.11 (fp16) and x1.08-1.14
+(fp32) at 4096 rows (GPU runs 256-257). Where the program fits (bfloat16, fp16 x with float32 weights, the plain
+backwards) holding them stays faster: loaded again there 0.74-1.00x (GPU runs 255-256).
 """
 
 import triton
@@ -368,7 +373,20 @@ def norm_bwd_kernel(
     if NUM_CHUNKS == 1:
         # one-tile rows keep the column bounds of their weights, dx (``_store_dx``) and partials: without them
         # LayerNorm's backward ran 0.93-0.95x at 256-1024 columns (GPU run 196), with fewer instructions
-        w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N, False)  # the same for every row: loaded once
+        # the weights, the same for every row: loaded once and held in float32; or loaded again at every row block
+        # (from L1, so not held across the loop) where the masked backward's one-row programs of 2048-8192 columns
+        # spilled holding them: weights in x's dtype, float16 or float32 (bfloat16's, and fp16 x with float32
+        # weights, fit; held ran faster there)
+        x_ty: tl.constexpr = DY.dtype.element_ty
+        reload_w: tl.constexpr = (
+            HAS_MASK
+            and EVEN_N
+            and BLOCK_M == 1
+            and BLOCK_N >= 2048
+            and W.dtype.element_ty == x_ty
+            and x_ty != tl.bfloat16
+        )
+        w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N, False)
         # [BLOCK_M, BLOCK_N] accumulators: the sum over rows happens once, after the loop
         dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
         db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
@@ -387,6 +405,8 @@ def norm_bwd_kernel(
         for _ in tl.range(0, blocks_per_program):
             # the next row block's loads go out before this one is worked on: two row blocks in flight a program
             # (loads two blocks ahead, three blocks in registers, ran slower: benchmarks/README.md, round 17)
+            if reload_w:
+                w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N, False)
             next_rows = rows + step
             next_tile = _load_row_block(
                 DY, X, MASK, MEAN, RSTD, next_rows, M, 0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
