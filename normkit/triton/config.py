@@ -515,7 +515,8 @@ def _few_waves_masked_bwd(n: int) -> LaunchConfig | None:
     us a call, parts of 1024 against the rule's one tile of 8192: 5632 59.1 / 64.3 (fp16), 64.9 / 65.5 (bf16 x,
     float32 weights); 7168 67.4 / 69.9 and 67.9 / 71.1; but 6656 68.1 / 68.0 and 75.6 / 69.9, and 8192 75.6 / 82.7
     (fp16) against 75.5 / 74.7 (bf16): not taken there (the whole-row tile's fp16 is the slower one: its program
-    spills where bf16's does not). Against the rule before in turns (``bench.ab``, run 253): 4096 rows fp16 5376
+    spilled where bf16's did not; since round 29 it loads its weights again at every row block, no spill, and ran
+    73.8 us in GPU run 255). Against the rule before in turns (``bench.ab``, run 253): 4096 rows fp16 5376
     x1.092, 5632 x1.099, 7168 x1.045; 3000 rows bf16 x fp32 weights 5632 x1.017, 7168 x1.059.
 
     Measured on an H200 (GPU run 236, 4096 rows, fp16, us a call, launches forced in turns, ``.ab/probe/r27a.py``):
