@@ -376,7 +376,7 @@ def test_few_waves_rules():
     assert config.bwd_config(4096, 4096, has_mask=True) == config.bwd_config(32768, 4096, has_mask=True)
     # the masked backward's split rows of 4097-5632, 6144 and 7168 columns
     for n, parts in ((4097, 5), (5120, 5), (5121, 6), (5632, 6), (6144, 6), (7168, 7)):
-        assert config.bwd_config(3000, n, has_mask=True) == config.split_rows_config(n, False, True, 4096), n
+        assert config.bwd_config(3000, n, has_mask=True) == config.split_rows_config(n, False, True), n
         assert config.bwd_config(3000, n, has_mask=True).parts == parts
     for n in (4096, 5633, 6143, 6145, 7167, 7169, 8192):
         assert config.bwd_config(3000, n, has_mask=True).parts == 1, n
@@ -527,8 +527,8 @@ def test_launch_heuristic_is_cached_but_follows_limits():
         assert config.bwd_config(64, longest, is_rms=is_rms).parts == 1
         split = config.bwd_config(64, longest + 1, is_rms=is_rms)
         assert split.parts > 1 and split.parts * split.block_n >= longest + 1
-    assert config.bwd_config(32768, 16384).parts == 2  # 8192 a part: the widest, for this shape only
-    assert config.bwd_config(4096, 16384).parts == 16
+    # parts of 1024 up to rows of 16384 (parts of 8192 until round 30 where more than 4096 rows)
+    assert [config.bwd_config(m, 16384).parts for m in (4096, 32768)] == [16, 16]
     # RMSNorm's chunked rows at 16384 only; below, rows that are not a power of two are split
     assert config.bwd_config(4096, 16384, is_rms=True).num_chunks > 1
     assert config.bwd_config(4096, 9216, is_rms=True).parts == 9
@@ -695,16 +695,24 @@ def test_persistent_backward_walks_several_row_blocks(op, block_m, n):
 
 
 @pytest.mark.parametrize("dtypes", DTYPES[:3], ids=DTYPE_IDS[:3])
-def test_masked_backward_weights_held_or_loaded_again(dtypes):
-    """The masked backward's one-row programs of 2048 columns and more load the weights again at every row block
-    where the weights are in x's dtype, float16 or float32 (``norm_bwd_kernel``'s ``reload_w``), and hold them across
-    the loop otherwise: both give the reference's gradients over programs that walk several row blocks."""
+@pytest.mark.parametrize("kernel", ["whole_row", "split_rows"])
+def test_masked_backward_weights_held_or_loaded_again(dtypes, kernel):
+    """The masked backward's programs that load the weights again at every row block (``reload_w``): the one-row
+    programs of 2048 columns and more where the weights are in x's dtype, float16 or float32 (``norm_bwd_kernel``),
+    and the split rows' whole parts of at most 1024 columns in float16 (``split_rows_kernel``); they hold the weights
+    across the loop otherwise. Both ways give the reference's gradients over programs that walk several row blocks
+    (37 rows: the split rows' 3 groups of row blocks in the interpreter, the whole row's 4 programs), zero-centered
+    gamma on."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
-    x, w, b = make_inputs(37, 2048, *dtypes)
-    with config.forced(bwd=LaunchConfig(1, 2048, 1, 2, 1)):
-        check_backward("triton", "layer_norm_clamped_relu", x, w, b)
+    if kernel == "whole_row":
+        n, cfg = 2048, LaunchConfig(1, 2048, 1, 2, 1)
+    else:
+        n, cfg = 1024, LaunchConfig(1, 256, 1, 1, 1, parts=4)
+    x, w, b = make_inputs(37, n, *dtypes)
+    with config.forced(bwd=cfg):
+        check_backward("triton", "layer_norm_clamped_relu", x, w, b, zero_centered_gamma=True)
 
 
 def tma_launches():

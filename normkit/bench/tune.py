@@ -106,13 +106,13 @@ def _split_candidates(case: Case) -> list[LaunchConfig]:
     warps a SM (the heuristic's own choice included)."""
     is_rms = case.kind == "rms_norm"
     has_mask = case.kind == "layer_norm_clamped_relu"
-    out = [config.split_rows_config(case.n, is_rms, has_mask, case.m)]
+    out = [config.split_rows_config(case.n, is_rms, has_mask)]
     for part_n in (1024, 2048, 4096, 8192):
         for per_thread in (16, 32):
             for block_m in (1, 2):
                 for warps_per_sm in (8, 16):
                     out.append(config.split_rows_config(
-                        case.n, is_rms, has_mask, case.m, part_n=part_n, per_thread=per_thread, block_m=block_m,
+                        case.n, is_rms, has_mask, part_n=part_n, per_thread=per_thread, block_m=block_m,
                         warps_per_sm=warps_per_sm,
                     ))  # fmt: skip
     return list(dict.fromkeys(out))

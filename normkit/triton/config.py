@@ -366,7 +366,7 @@ def _bwd_heuristic(
     full = row_block_n(n)
     # RMSNorm's chunked rows only where the row is a power of two (16384); split at 9216 and 12288 (chunked_max_n)
     if full > chunked_max_n(is_rms) or (is_rms and full > LIMITS["bwd_max_block_n"] and n != full):
-        return split_rows_config(n, is_rms, has_mask, m)
+        return split_rows_config(n, is_rms, has_mask)
     if 2048 < m <= 4096:  # a few waves of programs (``_few_waves_bwd``, ``_few_waves_masked_bwd``)
         few_waves = _few_waves_masked_bwd(n) if has_mask else _few_waves_bwd(n, is_rms)
         if few_waves:
@@ -500,7 +500,7 @@ def _few_waves_bwd(n: int, is_rms: bool) -> LaunchConfig | None:
     if full == 4096 and n > 2048:
         return LaunchConfig(2, 4096, 1, 16, 1) if is_rms or n == 4096 else LaunchConfig(1, 4096, 1, 4, 2)
     if not is_rms and 4096 < n <= 5120:
-        return split_rows_config(n, is_rms, False, 4096)
+        return split_rows_config(n, is_rms, False)
     if not is_rms and 5120 < n <= 6144:
         return LaunchConfig(1, 4096, 1, 8, 1, tail_n=2048)
     return None
@@ -528,7 +528,7 @@ def _few_waves_masked_bwd(n: int) -> LaunchConfig | None:
     x1.062, 6144 x1.071; but whole parts at 7168 x1.019 and 8192 x1.098 (4096 rows) and x0.968 (3000 rows, bf16):
     not taken there."""
     if 4096 < n <= 5632 or n in (6144, 7168):
-        return split_rows_config(n, False, True, 4096)
+        return split_rows_config(n, False, True)
     return None
 
 
@@ -540,15 +540,15 @@ def chunked_max_n(is_rms: bool) -> int:
 
 
 def split_rows_config(
-    n: int, is_rms: bool = False, has_mask: bool = False, m: int = 1 << 16, *, part_n: int = 0, per_thread: int = 32,
-    block_m: int = 1, warps_per_sm: int = 8, ahead: bool | None = None,
+    n: int, is_rms: bool = False, has_mask: bool = False, *, part_n: int = 0, per_thread: int = 32, block_m: int = 1,
+    warps_per_sm: int = 8, ahead: bool | None = None,
 ) -> LaunchConfig:  # fmt: skip
-    """Rows too long for one program: each split into parts of ``part_n`` columns, one program a part, 1 row a step,
-    32 elements a thread, 8 warps a SM (``split_rows_kernel``). The parts: 1024 columns up to rows of 16384
-    (LayerNorm's 16384 exactly, with more than 4096 rows and no mask: 8192); LayerNorm's 32768 exactly and the
-    masked backward's rows of 16385-32768 4096; longer rows 1/32 of the row (LayerNorm) or 1/16 (RMSNorm), at least
-    2048. Those longer rows (but the ones of 4096), and RMSNorm's split rows of any length, publish their sums a step
-    ahead (``ahead``, ``split_rows_kernel``'s AHEAD). Keyword arguments force the rest (the tuner and tests).
+    """Rows too long for one program: each split into parts of ``part_n`` columns, one program a part, 1 row a step, 32
+    elements a thread, 8 warps a SM (``split_rows_kernel``). The parts: 1024 columns up to rows of 16384; LayerNorm's
+    32768 exactly and the masked backward's rows of 16385-32768 4096; longer rows 1/32 of the row (LayerNorm) or 1/16
+    (RMSNorm), at least 2048. Those longer rows (but the ones of 4096), and RMSNorm's split rows of any length, publish
+    their sums a step ahead (``ahead``, ``split_rows_kernel``'s AHEAD). Keyword arguments force the rest (the tuner and
+    tests).
 
     Measured on an H200 (GPU runs 80-82 and 87, ``benchmarks/results/logs/run8[0127]_split.txt``; GB/s, bf16 x, fp32 w,
     32768 rows unless said), against the best other part width and the path before (two kernels or chunks):
@@ -569,13 +569,21 @@ def split_rows_config(
     runs 210 and 213): the masked backward x1.086 (32768) and x1.309 (20000), the plain one x1.038 (32768) but
     x0.950 at 20000, so the plain one takes them at 32768 columns only. At 12288 and 16384 columns the masked
     backward's parts of 1024 stayed the fastest (4096: 0.92x and 0.98x), at 65536 the parts of 2048 a step ahead
-    (4096: 0.77-0.93x)."""
+    (4096: 0.77-0.93x).
+
+    Round 30 (GPU runs 263-264, forced in turns, us a call): LayerNorm's rows of 16384 at more than 4096 rows had parts
+    of 8192 (8 warps, one program a SM) since round 8; since round 28 moved the parts of 1024's terms before their wait
+    the parts of 1024 are faster: 32768 rows 932.7 against 992.2 (bf16 x, fp32 weights; parts of 4096 954.0, of 2048
+    963.0), 926.5 against 980.7 (fp16), 930.3 against 988.4 (bf16); 16384 and 8192 rows x1.067-1.081; at 4096 rows
+    still the fastest (parts of 8192 0.92x). At 12288 columns and in the masked backward's rows of 12288 and 16384
+    parts of 1024 stayed the fastest (the others 0.74-0.90x); the masked backward at 65536 columns and RMSNorm's
+    there kept theirs (in step, 16 elements a thread, other widths: 0.60-0.99x)."""
     full = row_block_n(n)
     # LayerNorm's rows of 32768 columns, and the masked backward's of 16385-32768
     in_step_4096 = not is_rms and (n == 32768 or (has_mask and full == 32768))
     if not part_n:
         if full <= 16384:
-            part_n = 8192 if n == 16384 and m > 4096 and not has_mask and not is_rms else 1024
+            part_n = 1024
         elif is_rms:
             part_n = max(2048, full // 16)
         else:

@@ -695,6 +695,14 @@ def split_rows_kernel(
     whole-row kernels were slower with their terms first (x0.95-0.96 at 4096 x 2048 and 32768 x 4096, GPU run 250): not
     there.
 
+    The masked backward's whole parts of 1024 in fp16 with fp16 weights (``reload_w``) held the weights across the loop
+    in float32 and spilled 8 bytes at 9-16 parts (sm_90, the round-29 spill map); there they are loaded again at every
+    row block (from L1), as the whole-row program's since round 29: 225-229 registers, no stack. Measured on an H200
+    against holding them (GPU runs 261-262, ``bench.ab``, 4096 rows): x1.032-1.039 at 9216-16384 columns (3000 rows:
+    x1.033-1.043), level at 5120-7168 (x0.995-1.007, no spill there). Not taken for parts with column bounds (x0.90 at
+    4608, 5632, 8704, 9728, 13824; x0.96 at 15872) nor for LayerNorm's parts of 1024 (x0.93-0.98 at 8704-15872, spilled
+    or not).
+
     ``EVEN_N``: every part lies wholly in the row (N a multiple of BLOCK_N), so no load or store of a part has column
     bounds (``ops._backward`` sets it for LayerNorm only: module docstring).
 
@@ -718,8 +726,16 @@ def split_rows_kernel(
     # where the in-step loop adds a block's dW/dB terms: before the wait, but after dx in LayerNorm's parts of 4096
     # and 8192 (docstring)
     terms_first: tl.constexpr = HAS_MASK or BLOCK_N <= 1024
+    # the masked backward's whole parts of 1024 in fp16 (the weights too) load their weights again at every row block
+    # (docstring; as norm_bwd_kernel's reload_w)
+    x_ty: tl.constexpr = DY.dtype.element_ty
+    reload_w: tl.constexpr = (
+        HAS_MASK and EVEN_N and BLOCK_N <= 1024 and W.dtype.element_ty == x_ty and x_ty == tl.float16
+    )
     if not AHEAD:
         for _ in tl.range(0, blocks_per_group):
+            if reload_w:
+                w = _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N, EVEN_N)
             next_rows = rows + step
             next_tile = _load_row_block(
                 DY, X, MASK, MEAN, RSTD, next_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
