@@ -572,7 +572,7 @@ def split_rows_config(
     (4096: 0.77-0.93x).
 
     Round 30 (GPU runs 263-264, forced in turns, us a call): LayerNorm's rows of 16384 at more than 4096 rows had parts
-    of 8192 (8 warps, one program a SM) since round 8; since round 28 moved the parts of 1024's terms before their wait
+    of 8192 (8 warps, one program a SM) since round 11; since round 28 moved the parts of 1024's terms before their wait
     the parts of 1024 are faster: 32768 rows 932.7 against 992.2 (bf16 x, fp32 weights; parts of 4096 954.0, of 2048
     963.0), 926.5 against 980.7 (fp16), 930.3 against 988.4 (bf16); 16384 and 8192 rows x1.067-1.081; at 4096 rows
     still the fastest (parts of 8192 0.92x). At 12288 columns and in the masked backward's rows of 12288 and 16384
