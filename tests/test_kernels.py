@@ -400,6 +400,51 @@ def test_few_waves_rules():
     assert config.bwd_config(3000, 6145).tail_n == 0
 
 
+def test_rms_backward_head_and_tail_rule():
+    """RMSNorm's backward of 16-bit x (``config._rms_head_tail_bwd``): rows of 4097-5120 columns in calls of more
+    than 1024 rows as a head tile of 4096 and a tail of 1024 at 4 warps, two programs a SM; of 8193-10240 at any
+    rows a head of 8192 and a tail of 2048 at 8 warps, one a SM. Not float32 x, rows that are not a multiple of 16
+    columns, LayerNorm, other lengths, nor tiles wider than LIMITS allows."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    def rms(m, n, x_bytes=2):
+        return config.bwd_config(m, n, False, is_rms=True, x_bytes=x_bytes)
+
+    for m in (1025, 3000, 32768):
+        for n in (4112, 4608, 5120):
+            assert rms(m, n) == LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024), (m, n)
+        for n in (8208, 9216, 10240):
+            assert rms(m, n) == LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048), (m, n)
+        assert rms(m, 4608, x_bytes=4).tail_n == rms(m, 9216, x_bytes=4).tail_n == 0
+        assert rms(m, 9216, x_bytes=4).parts == 9
+    # rows of 8193-10240 at any rows; 4097-5120 from 1025 rows
+    assert rms(1024, 9216).tail_n == 2048 and rms(1024, 4608).tail_n == 0
+    for n in (4097, 4104, 5128, 8192, 8200, 9217, 10256, 12288):  # 4104, 8200: not a multiple of 16 columns
+        assert rms(4096, n).tail_n == 0, n
+    assert config.bwd_config(4096, 4608).parts == 5 and config.bwd_config(32768, 9216).parts == 9  # LayerNorm
+    with config.limits(bwd_max_block_n=4096):
+        assert rms(4096, 4608).tail_n == rms(4096, 9216).tail_n == 0
+
+
+@pytest.mark.parametrize(
+    "n, dtypes",
+    [(4608, DTYPES[1]), (8208, DTYPES[1]), (9216, DTYPES[3])],
+    ids=["4608-fp16", "8208-fp16", "9216-bf16-fp32w"],
+)
+def test_rms_backward_head_and_tail_launches(n, dtypes):
+    """The launches of RMSNorm's head + tail rule, as the rule gives them (4608: the rule of 2048 rows, forced on 37
+    rows), against the reference: 37 rows over persistent programs, strided rows, zero-centered gamma; 8208 has a
+    tail of 2048 with 16 columns in the row."""
+    from normkit.triton import config
+
+    x, w, _ = make_inputs(37, n, *dtypes, bias=False, row_pad=16)
+    rule = config.bwd_config(2048, n, False, is_rms=True, x_bytes=x.element_size())
+    assert rule.tail_n in (1024, 2048)
+    with config.forced(bwd=rule):
+        check_backward("triton", "rms_norm", x, w, None, zero_centered_gamma=True, has_dbias=False)
+
+
 def test_few_waves_persistent_forward_rules():
     """2049-4096 rows of 1153-3072 columns (LayerNorm's up to 2560): one row a step of a persistent grid
     (``config._few_waves_persistent_fwd``), with a tail tile where the row is more than an eighth past 1024 or
@@ -429,9 +474,10 @@ def test_few_waves_persistent_forward_rules():
 @pytest.mark.gpu
 @pytest.mark.parametrize("op", list(FORWARDS))
 def test_few_waves_on_the_gpu(op):
-    """The rules of 2049-4096 rows and LayerNorm's head + tail tiles of few rows, compiled as launched, forward and
-    backward, against the reference."""
+    """The rules of 2049-4096 rows, LayerNorm's head + tail tiles of few rows and RMSNorm's backward head + tail tiles,
+    compiled as launched, forward and backward, against the reference."""
     shapes = [(3000, 4608), (3000, 5120), (3000, 6144), (3000, 6656), (3000, 8704), (3000, 12289), (3000, 2560)]
+    shapes += [(3000, 4112), (3000, 8208), (3000, 10240), (1500, 4608), (1500, 9216)]  # RMSNorm's head + tail
     shapes += [(3000, 1200), (3000, 1536), (3000, 2000), (3000, 3072), (3000, 5500)]  # persistent, head + tail
     for m, n in shapes + [(1024, 12288)]:
         for dtypes in (DTYPES[1], DTYPES[3]):
@@ -531,7 +577,8 @@ def test_launch_heuristic_is_cached_but_follows_limits():
     assert [config.bwd_config(m, 16384).parts for m in (4096, 32768)] == [16, 16]
     # RMSNorm's chunked rows at 16384 only; below, rows that are not a power of two are split
     assert config.bwd_config(4096, 16384, is_rms=True).num_chunks > 1
-    assert config.bwd_config(4096, 9216, is_rms=True).parts == 9
+    assert config.bwd_config(4096, 12288, is_rms=True).parts == 12
+    assert config.bwd_config(4096, 9216, is_rms=True, x_bytes=4).parts == 9  # 16-bit x: head + tail (round 31)
     with config.limits(ln_bwd_chunked_max_n=512):
         assert config.bwd_config(32768, 1000).parts == 2
         assert config.bwd_config(32768, 1000, is_rms=True).parts == 1
@@ -539,7 +586,7 @@ def test_launch_heuristic_is_cached_but_follows_limits():
     # the row sums of split rows one step ahead: LayerNorm's above 16384 columns but at 32768
     ahead = [config.bwd_config(32768, n).ahead for n in (16384, 16385, 32767, 32768, 32769)]
     assert ahead == [False, True, True, False, True]
-    assert config.bwd_config(4096, 9216, is_rms=True).ahead  # RMSNorm's split rows: always
+    assert config.bwd_config(4096, 12288, is_rms=True).ahead  # RMSNorm's split rows: always
     # parts of 4096 at 4 warps, in step: LayerNorm's rows of 32768 columns, the masked backward's of 16385-32768
     for n, has_mask in [(32768, False), (16385, True), (20000, True), (32768, True)]:
         cfg = config.bwd_config(32768, n, has_mask=has_mask)

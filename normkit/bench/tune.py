@@ -36,14 +36,14 @@ def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
 def candidates(case: Case) -> list[LaunchConfig]:
     """The grid: whole-row tiles up to 8192 elements (from 256 in the forward, from 1024 in the backward; in the
     forward a row that is a power of two and at most half of one again also as a head and a tail tile, in the
-    backward from a head of 1024; the forward's one-tile programs of at most 4 warps also on a persistent grid of 4, 8
-    or 16 programs a SM), and for rows
-    that do not fit, chunks of 1024-4096 (8192 too for the forward's rows above 16384 columns; several rows a step
-    for the shorter chunks in the forward; the backward's chunks keep the whole row's dW/dB partials in registers, up
-    to ``config.chunked_max_n`` columns); warps for 4-32 elements a thread in the forward's whole rows (Inductor's
-    persistent reductions hold 4-8), 8-32 in the backward's, 4-32 in forward chunks, 4-16 in backward chunks;
-    backward also 1-8 programs per SM. Rows longer than half the widest tile also get the split-row backward's grid
-    (``_split_candidates``)."""
+    backward from a head of 1024, also at 32 elements a thread with a tail of at least a quarter of the head; the
+    forward's one-tile programs of at most 4 warps also on a persistent grid of 4, 8 or 16 programs a SM), and for
+    rows that do not fit, chunks of 1024-4096 (8192 too for the forward's rows above 16384 columns; several rows a
+    step for the shorter chunks in the forward; the backward's chunks keep the whole row's dW/dB partials in
+    registers, up to ``config.chunked_max_n`` columns); warps for 4-32 elements a thread in the forward's whole rows
+    (Inductor's persistent reductions hold 4-8), 8-32 in the backward's, 4-32 in forward chunks, 4-16 in backward
+    chunks; backward also 1-8 programs per SM. Rows longer than half the widest tile also get the split-row
+    backward's grid (``_split_candidates``)."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction != "bwd"
@@ -64,6 +64,8 @@ def candidates(case: Case) -> list[LaunchConfig]:
         warp_choices = (tail // 256, head // 1024, 4, 8, 16) if fwd else (head // 512, head // 256)
         for warps in sorted({max(1, min(32, w)) for w in warp_choices}):
             out.append(LaunchConfig(1, head, 1, warps, tail_n=tail))
+        if not fwd:  # 32 elements a thread in the head, a tail of at least a quarter of it (RMSNorm's rule)
+            out.append(LaunchConfig(1, head, 1, head // 1024, tail_n=max(tail, head // 4)))
     if fwd:  # one tile a step of a persistent grid, for programs of at most 4 warps (the rule's at 256 columns)
         out += [
             dataclasses.replace(cfg, programs_per_sm=k)
@@ -98,7 +100,8 @@ def heuristic_config(case: Case) -> LaunchConfig:
         return config.infer_config(case.m, case.n, is_rms)
     if case.direction != "bwd":
         return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask)
-    return config.bwd_config(case.m, case.n, has_dbias=not is_rms, has_mask=has_mask, is_rms=is_rms)
+    x_bytes = 4 if case.x_dtype == "fp32" else 2
+    return config.bwd_config(case.m, case.n, has_dbias=not is_rms, has_mask=has_mask, is_rms=is_rms, x_bytes=x_bytes)
 
 
 def _split_candidates(case: Case) -> list[LaunchConfig]:

@@ -169,8 +169,9 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
 
 
 def bwd_config(
-    m: int, n: int, has_dbias: bool = True, has_mask: bool = False, is_rms: bool = False, tma: bool = False
-) -> LaunchConfig:
+    m: int, n: int, has_dbias: bool = True, has_mask: bool = False, is_rms: bool = False, tma: bool = False,
+    x_bytes: int = 2,
+) -> LaunchConfig:  # fmt: skip
     """Whole rows up to 8192 columns, ``(tile, elements a thread, warps a SM)``: (2048 below N = 2048, else
     max(4096, N); 32; 8) with dB or at N <= 256, (same tiles; 16; 16) without; the masked backward (max(2048, N); 32;
     8). Programs per SM = warps a SM // warps a program. RMSNorm's rows of 16384 (``chunked_max_n``) in chunks,
@@ -179,7 +180,9 @@ def bwd_config(
     rows, and the others above 8192 columns, split over several programs (``split_rows_config``). Calls of 2049-4096
     rows (no mask): ``_few_waves_bwd`` (rows of 2049-4096 columns two a tile at 16 elements a thread, one 16-warp
     program a SM; LayerNorm's of 4097-5120 split in parts of 1024, of 5121-6144 a head and a tail tile); with the
-    mask, ``_few_waves_masked_bwd`` (rows of 4097-5632, 6144 and 7168 columns split in parts of 1024).
+    mask, ``_few_waves_masked_bwd`` (rows of 4097-5632, 6144 and 7168 columns split in parts of 1024). RMSNorm's
+    rows of 4097-5120 and 8193-10240 columns with 16-bit x (``x_bytes``, the size of an element of x):
+    ``_rms_head_tail_bwd``.
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192, 4-32
     elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``): the
@@ -197,7 +200,7 @@ def bwd_config(
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
     tma = tma and m * n >= TMA_MIN_ELEMENTS
-    return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, tuple(LIMITS.values()))
+    return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, tuple(LIMITS.values()))
 
 
 def infer_config(m: int, n: int, is_rms: bool = False) -> LaunchConfig:
@@ -357,12 +360,16 @@ def _few_short_rows(m: int, block_n: int) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _bwd_heuristic(
-    m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, tma: bool, _limits: tuple
+    m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, tma: bool, x_bytes: int, _limits: tuple
 ) -> LaunchConfig:
     if tma:
         by_tma = _tma_bwd(m, n, has_dbias, has_mask, is_rms)
         if by_tma:
             return by_tma
+    if is_rms and x_bytes == 2:
+        head_tail = _rms_head_tail_bwd(m, n)
+        if head_tail:
+            return head_tail
     full = row_block_n(n)
     # RMSNorm's chunked rows only where the row is a power of two (16384); split at 9216 and 12288 (chunked_max_n)
     if full > chunked_max_n(is_rms) or (is_rms and full > LIMITS["bwd_max_block_n"] and n != full):
@@ -503,6 +510,37 @@ def _few_waves_bwd(n: int, is_rms: bool) -> LaunchConfig | None:
         return split_rows_config(n, is_rms, False)
     if not is_rms and 5120 < n <= 6144:
         return LaunchConfig(1, 4096, 1, 8, 1, tail_n=2048)
+    return None
+
+
+def _rms_head_tail_bwd(m: int, n: int) -> LaunchConfig | None:
+    """RMSNorm's backward of 16-bit x, rows a multiple of 16 columns: rows of 4097-5120 columns (in calls of more
+    than 1024 rows) one a program as a head tile of 4096 and a tail tile of 1024 (``tail_n``) at 4 warps, two
+    programs a SM; rows of 8193-10240 (any rows) a head tile of 8192 and a tail of 2048 at 8 warps, one a SM (32 and
+    8 elements a thread); else None. Before (round 31): one tile of 8192 at 16 warps (4097-5120: 16 elements a thread,
+    a third to a half of them padding) and split rows (8193-10240: parts of 1024, sums a step ahead). Not where
+    LIMITS caps tiles below 8192, nor for float32 x (its tiles spill: 0.76-0.81x at 4608 / 5120).
+
+    Round 31 (GPU runs 268-274; H200). Forced in turns (``.ab/probe/r31a.py``, us a call, 4096 rows, fp16): 4608
+    40.6 against 45.7 (cuDNN 39.4-39.7), 5120 44.4 / 47.0 (42.8-43.7), 8704 67.3 / 75.7 (66.6-67.2), 9216 69.5 / 77.6
+    (69.5-70.4), 9728 71.3 / 83.3 (73.3), 10240 73.9 / 85.0 (72.0). Against the rule before in turns (``bench.ab``,
+    GB/s, runs 272-274): 4096 rows fp16 x1.068-1.151 (4608-10240); bf16 x with float32 weights at 32768 rows x1.128 /
+    x1.142 (4608 / 5120), x1.039-1.084 (8704-10240), at 8192 rows x1.079 / x1.033 (4608 / 9216), at 3000 x1.014-1.052;
+    bf16 at 16384 rows x1.166 / x1.185; fp16 at 2048 rows x1.042 / x1.101, at 1024 rows 9216 / 10240 x1.064-1.080 but
+    4608 / 5120 x0.988 / x0.919 (hence more than 1024 rows there). Rows that are not a multiple of 16 columns lost
+    (4104 x0.903, 8200 x0.757: a row stride not divisible by 16 elements, so no 16-byte loads, and these tiles have
+    fewer threads to spread the narrow loads over); 4112 x1.095 and 8208 x1.132. Compiled for sm_90 on the CPU: 255
+    registers and 8-24 bytes of stack, and still ahead. Not taken: the tail of the row's own power of two (4608
+    x1.05-1.08 with 512; 9216 with 1024 0.98x in fp16 and 0.69x in bf16 x float32: 80 bytes of stack), a head of
+    8192 at 16 warps (x1.10-1.17 at 8704, 0.94 at 9216 fp16, 0.62-0.76 at 9728-10240), 4 warps three or four a SM
+    (0.91-0.96), head + tail at 5121-6144 (0.95-1.01) and at 10241-12288 (x1.02-1.05 in fp16, 0.68-0.74 in bf16 x
+    float32), the weights loaded again at every row block (0.72-0.89, with 0-40 bytes of stack)."""
+    if LIMITS["bwd_max_block_n"] < 8192 or n % 16:
+        return None
+    if 4096 < n <= 5120 and m > 1024:
+        return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024)
+    if 8192 < n <= 10240:
+        return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048)
     return None
 
 

@@ -266,7 +266,7 @@ def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gam
     x); dx's rows (new, contiguous, starting on 512 bytes) need n elements to fill a multiple of 16 bytes. Where
     the TMA cannot, a config that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``."""
     tma = tma and not n * x_dtype.itemsize & 15
-    cfg = config.bwd_config(m, n, has_dbias, has_mask=has_mask, is_rms=is_rms, tma=tma)
+    cfg = config.bwd_config(m, n, has_dbias, has_mask=has_mask, is_rms=is_rms, tma=tma, x_bytes=x_dtype.itemsize)
     if cfg.parts > 1:
         return _BackwardPlan(cfg, 0, 0, ())
     if cfg.tma and not (tma and cfg.num_chunks == 1):
