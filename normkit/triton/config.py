@@ -534,7 +534,8 @@ def _rms_head_tail_bwd(m: int, n: int) -> LaunchConfig | None:
     x1.05-1.08 with 512; 9216 with 1024 0.98x in fp16 and 0.69x in bf16 x float32: 80 bytes of stack), a head of
     8192 at 16 warps (x1.10-1.17 at 8704, 0.94 at 9216 fp16, 0.62-0.76 at 9728-10240), 4 warps three or four a SM
     (0.91-0.96), head + tail at 5121-6144 (0.95-1.01) and at 10241-12288 (x1.02-1.05 in fp16, 0.68-0.74 in bf16 x
-    float32), the weights loaded again at every row block (0.72-0.89, with 0-40 bytes of stack)."""
+    float32), the weights loaded again at every row block (0.73-0.95x the same launches holding them; 0-40 bytes of
+    stack)."""
     if LIMITS["bwd_max_block_n"] < 8192 or n % 16:
         return None
     if 4096 < n <= 5120 and m > 1024:
