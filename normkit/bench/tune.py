@@ -23,7 +23,7 @@ from ..triton import config
 from ..triton.config import LaunchConfig
 from . import timing
 from .__main__ import _check, add_timer_argument, copy_bandwidth_gbs, require_gpu, write_csv
-from .cases import OPS, SWEEPS, Case, bytes_moved, make_inputs
+from .cases import _DTYPES, OPS, SWEEPS, Case, bytes_moved, make_inputs
 from .providers import make
 
 SMALL_M = 128  # rows of the compile-and-check pass: every kernel sees several row blocks
@@ -100,7 +100,7 @@ def heuristic_config(case: Case) -> LaunchConfig:
         return config.infer_config(case.m, case.n, is_rms)
     if case.direction != "bwd":
         return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask)
-    x_bytes = 4 if case.x_dtype == "fp32" else 2
+    x_bytes = _DTYPES[case.x_dtype].itemsize
     return config.bwd_config(case.m, case.n, has_dbias=not is_rms, has_mask=has_mask, is_rms=is_rms, x_bytes=x_bytes)
 
 
