@@ -402,14 +402,15 @@ def test_few_waves_rules():
 
 def test_rms_backward_head_and_tail_rule():
     """RMSNorm's backward of 16-bit x (``config._rms_head_tail_bwd``): rows of 4097-5120 columns in calls of more
-    than 1024 rows as a head tile of 4096 and a tail of 1024 at 4 warps, two programs a SM; of 8193-10240 at any
-    rows a head of 8192 and a tail of 2048 at 8 warps, one a SM. Not float32 x, rows that are not a multiple of 16
-    columns, LayerNorm, other lengths, nor tiles wider than LIMITS allows."""
+    than 1024 rows (no dB) as a head tile of 4096 and a tail of 1024 at 4 warps, two programs a SM; of 8193-10240 at any
+    rows a head of 8192 and a tail of 2048 at 8 warps, one a SM (not with dB and float32 weights); of 10241-12288 a
+    head of 8192 and a tail of 4096, with 16-bit weights and no dB only. Not float32 x, rows that are not a multiple
+    of 16 columns, LayerNorm, other lengths, nor tiles wider than LIMITS allows."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
-    def rms(m, n, x_bytes=2):
-        return config.bwd_config(m, n, False, is_rms=True, x_bytes=x_bytes)
+    def rms(m, n, x_bytes=2, w_bytes=2, has_dbias=False):
+        return config.bwd_config(m, n, has_dbias, is_rms=True, x_bytes=x_bytes, w_bytes=w_bytes)
 
     for m in (1025, 3000, 32768):
         for n in (4112, 4608, 5120):
@@ -418,9 +419,16 @@ def test_rms_backward_head_and_tail_rule():
             assert rms(m, n) == LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048), (m, n)
         assert rms(m, 4608, x_bytes=4).tail_n == rms(m, 9216, x_bytes=4).tail_n == 0
         assert rms(m, 9216, x_bytes=4).parts == 9
+        for n in (10256, 11264, 12288):
+            assert rms(m, n) == LaunchConfig(1, 8192, 1, 8, 1, tail_n=4096), (m, n)
+            assert rms(m, n, w_bytes=4).parts == rms(m, n, has_dbias=True).parts == -(-n // 1024), (m, n)
+        # dB with float32 weights: split rows at 8193-10240 (the head + tail spills); 16-bit weights keep the rule
+        assert rms(m, 9216, w_bytes=4).tail_n == rms(m, 9216, has_dbias=True).tail_n == 2048
+        assert rms(m, 9216, w_bytes=4, has_dbias=True).parts == 9
+        assert rms(m, 4608, has_dbias=True) == LaunchConfig(1, 8192, 1, 8, 1)  # dB: the whole-row rule
     # rows of 8193-10240 at any rows; 4097-5120 from 1025 rows
     assert rms(1024, 9216).tail_n == 2048 and rms(1024, 4608).tail_n == 0
-    for n in (4097, 4104, 5128, 8192, 8200, 9217, 10256, 12288):  # 4104, 8200: not a multiple of 16 columns
+    for n in (4097, 4104, 5128, 8192, 8200, 9217, 10248, 12304, 12800):  # 4104, 8200, 10248: not 16-column rows
         assert rms(4096, n).tail_n == 0, n
     assert config.bwd_config(4096, 4608).parts == 5 and config.bwd_config(32768, 9216).parts == 9  # LayerNorm
     with config.limits(bwd_max_block_n=4096):
@@ -429,18 +437,18 @@ def test_rms_backward_head_and_tail_rule():
 
 @pytest.mark.parametrize(
     "n, dtypes",
-    [(4608, DTYPES[1]), (8208, DTYPES[1]), (9216, DTYPES[3])],
-    ids=["4608-fp16", "8208-fp16", "9216-bf16-fp32w"],
+    [(4608, DTYPES[1]), (8208, DTYPES[1]), (9216, DTYPES[3]), (10256, DTYPES[2]), (12288, DTYPES[1])],
+    ids=["4608-fp16", "8208-fp16", "9216-bf16-fp32w", "10256-bf16", "12288-fp16"],
 )
 def test_rms_backward_head_and_tail_launches(n, dtypes):
     """The launches of RMSNorm's head + tail rule, as the rule gives them (4608: the rule of 2048 rows, forced on 37
     rows), against the reference: 37 rows over persistent programs, strided rows, zero-centered gamma; 8208 has a
-    tail of 2048 with 16 columns in the row."""
+    tail of 2048 with 16 columns in the row, 10256 one of 4096 with 2064."""
     from normkit.triton import config
 
     x, w, _ = make_inputs(37, n, *dtypes, bias=False, row_pad=16)
-    rule = config.bwd_config(2048, n, False, is_rms=True, x_bytes=x.element_size())
-    assert rule.tail_n in (1024, 2048)
+    rule = config.bwd_config(2048, n, False, is_rms=True, x_bytes=x.element_size(), w_bytes=w.element_size())
+    assert rule.tail_n in (1024, 2048, 4096)
     with config.forced(bwd=rule):
         check_backward("triton", "rms_norm", x, w, None, zero_centered_gamma=True, has_dbias=False)
 
@@ -577,7 +585,7 @@ def test_launch_heuristic_is_cached_but_follows_limits():
     assert [config.bwd_config(m, 16384).parts for m in (4096, 32768)] == [16, 16]
     # RMSNorm's chunked rows at 16384 only; below, rows that are not a power of two are split
     assert config.bwd_config(4096, 16384, is_rms=True).num_chunks > 1
-    assert config.bwd_config(4096, 12288, is_rms=True).parts == 12
+    assert config.bwd_config(4096, 12288, is_rms=True, w_bytes=4).parts == 12  # 16-bit weights: head + tail (round 32)
     assert config.bwd_config(4096, 9216, is_rms=True, x_bytes=4).parts == 9  # 16-bit x: head + tail (round 31)
     with config.limits(ln_bwd_chunked_max_n=512):
         assert config.bwd_config(32768, 1000).parts == 2

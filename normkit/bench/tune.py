@@ -100,8 +100,8 @@ def heuristic_config(case: Case) -> LaunchConfig:
         return config.infer_config(case.m, case.n, is_rms)
     if case.direction != "bwd":
         return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask)
-    x_bytes = _DTYPES[case.x_dtype].itemsize
-    return config.bwd_config(case.m, case.n, has_dbias=not is_rms, has_mask=has_mask, is_rms=is_rms, x_bytes=x_bytes)
+    x_bytes, w_bytes = _DTYPES[case.x_dtype].itemsize, _DTYPES[case.w_dtype].itemsize
+    return config.bwd_config(case.m, case.n, not is_rms, has_mask, is_rms, x_bytes=x_bytes, w_bytes=w_bytes)
 
 
 def _split_candidates(case: Case) -> list[LaunchConfig]:

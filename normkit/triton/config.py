@@ -170,7 +170,7 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
 
 def bwd_config(
     m: int, n: int, has_dbias: bool = True, has_mask: bool = False, is_rms: bool = False, tma: bool = False,
-    x_bytes: int = 2,
+    x_bytes: int = 2, w_bytes: int = 2,
 ) -> LaunchConfig:  # fmt: skip
     """Whole rows up to 8192 columns, ``(tile, elements a thread, warps a SM)``: (2048 below N = 2048, else
     max(4096, N); 32; 8) with dB or at N <= 256, (same tiles; 16; 16) without; the masked backward (max(2048, N); 32;
@@ -181,8 +181,8 @@ def bwd_config(
     rows (no mask): ``_few_waves_bwd`` (rows of 2049-4096 columns two a tile at 16 elements a thread, one 16-warp
     program a SM; LayerNorm's of 4097-5120 split in parts of 1024, of 5121-6144 a head and a tail tile); with the
     mask, ``_few_waves_masked_bwd`` (rows of 4097-5632, 6144 and 7168 columns split in parts of 1024). RMSNorm's
-    rows of 4097-5120 and 8193-10240 columns with 16-bit x (``x_bytes``, the size of an element of x):
-    ``_rms_head_tail_bwd``.
+    rows of 4097-5120 and 8193-12288 columns with 16-bit x (``x_bytes``, the size of an element of x; ``w_bytes``,
+    of the weights): ``_rms_head_tail_bwd``.
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192, 4-32
     elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``): the
@@ -200,7 +200,8 @@ def bwd_config(
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
     tma = tma and m * n >= TMA_MIN_ELEMENTS
-    return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, tuple(LIMITS.values()))
+    limits = tuple(LIMITS.values())
+    return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, w_bytes, limits)
 
 
 def infer_config(m: int, n: int, is_rms: bool = False) -> LaunchConfig:
@@ -360,14 +361,15 @@ def _few_short_rows(m: int, block_n: int) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def _bwd_heuristic(
-    m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, tma: bool, x_bytes: int, _limits: tuple
-) -> LaunchConfig:
+    m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, tma: bool, x_bytes: int, w_bytes: int,
+    _limits: tuple,
+) -> LaunchConfig:  # fmt: skip
     if tma:
         by_tma = _tma_bwd(m, n, has_dbias, has_mask, is_rms)
         if by_tma:
             return by_tma
     if is_rms and x_bytes == 2:
-        head_tail = _rms_head_tail_bwd(m, n)
+        head_tail = _rms_head_tail_bwd(m, n, has_dbias, w_bytes)
         if head_tail:
             return head_tail
     full = row_block_n(n)
@@ -513,13 +515,15 @@ def _few_waves_bwd(n: int, is_rms: bool) -> LaunchConfig | None:
     return None
 
 
-def _rms_head_tail_bwd(m: int, n: int) -> LaunchConfig | None:
+def _rms_head_tail_bwd(m: int, n: int, has_dbias: bool = False, w_bytes: int = 2) -> LaunchConfig | None:
     """RMSNorm's backward of 16-bit x, rows a multiple of 16 columns: rows of 4097-5120 columns (in calls of more
-    than 1024 rows) one a program as a head tile of 4096 and a tail tile of 1024 (``tail_n``) at 4 warps, two
-    programs a SM; rows of 8193-10240 (any rows) a head tile of 8192 and a tail of 2048 at 8 warps, one a SM (32 and
-    8 elements a thread); else None. Before (round 31): one tile of 8192 at 16 warps (4097-5120: 16 elements a thread,
-    a third to a half of them padding) and split rows (8193-10240: parts of 1024, sums a step ahead). Not where
-    LIMITS caps tiles below 8192, nor for float32 x (its tiles spill: 0.76-0.81x at 4608 / 5120).
+    than 1024 rows, without dB) one a program as a head tile of 4096 and a tail tile of 1024 (``tail_n``) at 4 warps,
+    two programs a SM; rows of 8193-10240 (any rows; not dB with float32 weights, ``w_bytes``) a head tile of 8192
+    and a tail of 2048 at 8 warps, one a SM (32 and 8 elements a thread); rows of 10241-12288 (16-bit weights, no dB)
+    a head of 8192 and a tail of 4096 at 8 warps; else None. Before (round 31): one tile of 8192 at 16 warps
+    (4097-5120: 16 elements a thread, a third to a half of them padding) and split rows (8193-12288: parts of 1024,
+    sums a step ahead). Not where LIMITS caps tiles below 8192, nor for float32 x (its tiles spill: 0.76-0.81x at
+    4608 / 5120).
 
     Round 31 (GPU runs 268-274; H200). Forced in turns (``.ab/probe/r31a.py``, us a call, 4096 rows, fp16): 4608
     40.6 against 45.7 (cuDNN 39.4-39.7), 5120 44.4 / 47.0 (42.8-43.7), 8704 67.3 / 75.7 (66.6-67.2), 9216 69.5 / 77.6
@@ -535,13 +539,25 @@ def _rms_head_tail_bwd(m: int, n: int) -> LaunchConfig | None:
     8192 at 16 warps (x1.10-1.17 at 8704, 0.94 at 9216 fp16, 0.62-0.76 at 9728-10240), 4 warps three or four a SM
     (0.91-0.96), head + tail at 5121-6144 (0.95-1.01) and at 10241-12288 (x1.02-1.05 in fp16, 0.68-0.74 in bf16 x
     float32), the weights loaded again at every row block (0.73-0.95x the same launches holding them; 0-40 bytes of
-    stack)."""
+    stack).
+
+    Round 32 (GPU runs 275-277; H200; ``.ab/probe/r32a.py``, forced in turns, us a call). Rows of 10241-12288 with
+    16-bit weights as a head of 8192 and a tail of 4096: 4096 rows fp16 x1.023-1.061 (12288: 95.9 against 98.7; cuDNN
+    84.9), bf16 x1.069-1.107, 32768 rows bf16 x1.12-1.14, 1024 rows fp16 x1.02-1.10; with float32 weights 0.71-0.73
+    (held in registers they spill), with dB 0.80 (fp16) and 0.09 (bf16 x float32). Against the rule before in turns
+    (``bench.ab``, run 276): 4096 rows fp16 x1.040-1.062 (10752-12288), 32768 rows bf16 x1.109 / x1.115 (88% / 86%
+    of copy), 1024 x 12288 bf16 x1.070; the genai shapes (float32 weights) unchanged. dB (a bias) takes a second
+    accumulator a tile: round 31's head + tail then lost to the launches before it, 4608 / 5120 fp16 0.95-0.98 and bf16
+    x float32 0.77-0.79 (60.5 us against 46.6), 9216 / 10240 bf16 x float32 0.83 / 0.87 (split rows 92.5 and 101.4
+    us), so dB keeps those launches there (fp16 at 8193-10240 level: 0.99-1.01)."""
     if LIMITS["bwd_max_block_n"] < 8192 or n % 16:
         return None
-    if 4096 < n <= 5120 and m > 1024:
+    if 4096 < n <= 5120 and m > 1024 and not has_dbias:
         return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024)
-    if 8192 < n <= 10240:
+    if 8192 < n <= 10240 and not (has_dbias and w_bytes == 4):
         return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048)
+    if 10240 < n <= 12288 and w_bytes == 2 and not has_dbias:
+        return LaunchConfig(1, 8192, 1, 8, 1, tail_n=4096)
     return None
 
 

@@ -260,13 +260,14 @@ def _tma_rows(t: torch.Tensor) -> tuple[list, list] | None:
 
 
 @functools.lru_cache(maxsize=1024)
-def _backward_plan(m, n, x_dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, device, tma, _generation):
+def _backward_plan(m, n, x_dtype, w_dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, device, tma, _generation):
     """The backward's launch of ``m x n``, worked out once (as ``_forward_plan``). ``tma``: whether the device and
     the call's rows let the TMA load them (``_tma_capable``; after a plan that takes it, ``_tma_rows`` of dy and
     x); dx's rows (new, contiguous, starting on 512 bytes) need n elements to fill a multiple of 16 bytes. Where
     the TMA cannot, a config that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``."""
     tma = tma and not n * x_dtype.itemsize & 15
-    cfg = config.bwd_config(m, n, has_dbias, has_mask=has_mask, is_rms=is_rms, tma=tma, x_bytes=x_dtype.itemsize)
+    x_bytes, w_bytes = x_dtype.itemsize, w_dtype.itemsize
+    cfg = config.bwd_config(m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes)
     if cfg.parts > 1:
         return _BackwardPlan(cfg, 0, 0, ())
     if cfg.tma and not (tma and cfg.num_chunks == 1):
@@ -317,7 +318,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
         return dx, dw, torch.zeros_like(dw) if has_dbias else None
     has_mask = mask is not None
     index = x.get_device()
-    key = (m, n, x.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, index)
+    key = (m, n, x.dtype, weight.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, index)
     plan = _backward_plan(*key, _tma_capable(index), config.generation)
     descriptors = _descriptors(plan.cfg, dy, x, dx) if plan.cfg.tma else None  # made only where the plan takes it
     if plan.cfg.tma and descriptors is None:  # rows the TMA cannot load: the plan without it
