@@ -425,7 +425,7 @@ def test_rms_backward_head_and_tail_rule():
         # dB with float32 weights: split rows at 8193-10240 (the head + tail spills); 16-bit weights keep the rule
         assert rms(m, 9216, w_bytes=4).tail_n == rms(m, 9216, has_dbias=True).tail_n == 2048
         assert rms(m, 9216, w_bytes=4, has_dbias=True).parts == 9
-        assert rms(m, 4608, has_dbias=True) == LaunchConfig(1, 8192, 1, 8, 1)  # dB: the whole-row rule
+        assert rms(m, 4608, has_dbias=True) == LaunchConfig(1, 8192, 1, 16, 1)  # dB: the whole-row rule
     # rows of 8193-10240 at any rows; 4097-5120 from 1025 rows
     assert rms(1024, 9216).tail_n == 2048 and rms(1024, 4608).tail_n == 0
     for n in (4097, 4104, 5128, 8192, 8200, 9217, 10248, 12304, 12800):  # 4104, 8200, 10248: not 16-column rows
@@ -433,6 +433,36 @@ def test_rms_backward_head_and_tail_rule():
     assert config.bwd_config(4096, 4608).parts == 5 and config.bwd_config(32768, 9216).parts == 9  # LayerNorm
     with config.limits(bwd_max_block_n=4096):
         assert rms(4096, 4608).tail_n == rms(4096, 9216).tail_n == 0
+
+
+def test_rms_backward_with_dbias_takes_the_dw_launch():
+    """RMSNorm's backward with dB (a bias), 16-bit x, rows of 4097-8192 columns: a whole row at 16 elements a thread
+    (the launch without dB), not LayerNorm's dB launch of 32 a thread; float32 x, other widths and LayerNorm keep
+    LayerNorm's. The launches against the reference: ``test_rms_backward_with_dbias_launches``."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    for m in (1024, 4096, 32768):
+        for n in (4608, 6144, 8192):
+            assert config.bwd_config(m, n, True, is_rms=True) == LaunchConfig(1, 8192, 1, 16, 1), (m, n)
+            assert config.bwd_config(m, n, True, is_rms=True, x_bytes=4) == LaunchConfig(1, 8192, 1, 8, 1), (m, n)
+            if m != 4096:  # LayerNorm (at 2049-4096 rows its own rules: ``_few_waves_bwd``)
+                assert config.bwd_config(m, n, True) == LaunchConfig(1, 8192, 1, 8, 1), (m, n)
+    # not at 4096 columns (0.78x there with float32 weights)
+    assert config.bwd_config(32768, 4096, True, is_rms=True) == LaunchConfig(1, 4096, 1, 4, 2)
+
+
+@pytest.mark.parametrize("n, dtypes", [(4608, DTYPES[1]), (8192, DTYPES[3])], ids=["4608-fp16", "8192-bf16-fp32w"])
+def test_rms_backward_with_dbias_launches(n, dtypes):
+    """The launch of RMSNorm's backward with dB at 4097-8192 columns, as the rule gives it for 32768 rows, forced on
+    37 strided rows with zero-centered gamma, against the reference (dx, dW and dB)."""
+    from normkit.triton import config
+
+    x, w, b = make_inputs(37, n, *dtypes, bias=True, row_pad=16)
+    rule = config.bwd_config(32768, n, True, is_rms=True, x_bytes=x.element_size(), w_bytes=w.element_size())
+    assert rule.num_warps == 16 and rule.block_n == 8192
+    with config.forced(bwd=rule):
+        check_backward("triton", "rms_norm", x, w, b, zero_centered_gamma=True, has_dbias=True)
 
 
 @pytest.mark.parametrize(

@@ -172,17 +172,17 @@ def bwd_config(
     m: int, n: int, has_dbias: bool = True, has_mask: bool = False, is_rms: bool = False, tma: bool = False,
     x_bytes: int = 2, w_bytes: int = 2,
 ) -> LaunchConfig:  # fmt: skip
-    """Whole rows up to 8192 columns, ``(tile, elements a thread, warps a SM)``: (2048 below N = 2048, else
-    max(4096, N); 32; 8) with dB or at N <= 256, (same tiles; 16; 16) without; the masked backward (max(2048, N); 32;
-    8). Programs per SM = warps a SM // warps a program. RMSNorm's rows of 16384 (``chunked_max_n``) in chunks,
-    one persistent program per SM, the whole row's dW (and dB) partials in registers (chunks of 2048 at 16 warps for
-    dW alone, 4096 at 32 warps with dB as well: the second accumulator needs the registers of more threads). Longer
-    rows, and the others above 8192 columns, split over several programs (``split_rows_config``). Calls of 2049-4096
-    rows (no mask): ``_few_waves_bwd`` (rows of 2049-4096 columns two a tile at 16 elements a thread, one 16-warp
-    program a SM; LayerNorm's of 4097-5120 split in parts of 1024, of 5121-6144 a head and a tail tile); with the
-    mask, ``_few_waves_masked_bwd`` (rows of 4097-5632, 6144 and 7168 columns split in parts of 1024). RMSNorm's
-    rows of 4097-5120 and 8193-12288 columns with 16-bit x (``x_bytes``, the size of an element of x; ``w_bytes``,
-    of the weights): ``_rms_head_tail_bwd``.
+    """Whole rows up to 8192 columns, ``(tile, elements a thread, warps a SM)``: (2048 below N = 2048, else max(4096,
+    N); 32; 8) with dB or at N <= 256, (same tiles; 16; 16) without (and RMSNorm's 16-bit rows of 4097-8192 with dB:
+    ``_rms_dbias_as_dw``); the masked backward (max(2048, N); 32; 8). Programs per SM = warps a SM // warps a program.
+    RMSNorm's rows of 16384 (``chunked_max_n``) in chunks, one persistent program per SM, the whole row's dW (and dB)
+    partials in registers (chunks of 2048 at 16 warps for dW alone, 4096 at 32 warps with dB as well: the second
+    accumulator needs the registers of more threads). Longer rows, and the others above 8192 columns, split over several
+    programs (``split_rows_config``). Calls of 2049-4096 rows (no mask): ``_few_waves_bwd`` (rows of 2049-4096 columns
+    two a tile at 16 elements a thread, one 16-warp program a SM; LayerNorm's of 4097-5120 split in parts of 1024, of
+    5121-6144 a head and a tail tile); with the mask, ``_few_waves_masked_bwd`` (rows of 4097-5632, 6144 and 7168
+    columns split in parts of 1024). RMSNorm's rows of 4097-5120 and 8193-12288 columns with 16-bit x (``x_bytes``, the
+    size of an element of x; ``w_bytes``, of the weights): ``_rms_head_tail_bwd``.
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192, 4-32
     elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``): the
@@ -387,13 +387,25 @@ def _bwd_heuristic(
     # (tile elements, elements a thread, warps a SM)
     if has_mask:
         tile, per_thread, warps_per_sm = _masked_tile(m, block_n), 32, 8
-    elif has_dbias or block_n <= 256:
+    elif (has_dbias and not _rms_dbias_as_dw(block_n, is_rms, x_bytes)) or block_n <= 256:
         tile, per_thread, warps_per_sm = (2048 if block_n < 2048 else max(4096, block_n)), 32, 8
     else:
         tile, per_thread, warps_per_sm = (2048 if block_n < 2048 else max(4096, block_n)), 16, 16
     block_m = _rows_per_tile(m, block_n, tile)
     warps = max(1, min(32, block_m * block_n // (32 * per_thread)))
     return LaunchConfig(block_m, block_n, 1, warps, max(1, warps_per_sm // warps))
+
+
+def _rms_dbias_as_dw(block_n: int, is_rms: bool, x_bytes: int) -> bool:
+    """Whether RMSNorm's backward with dB (a bias) takes the whole-row launch of its backward without dB (16 elements
+    a thread, 16 warps a SM) rather than LayerNorm's with dB (32 a thread, 8 warps a SM): rows of 4097-8192 columns
+    (tiles of 8192) of 16-bit x.
+
+    Round 32 (GPU run 280; H200; forced in turns, us a call, dB's launch -> dW's): 4096 rows fp16 4608 47.2 -> 45.3,
+    6144 55.5 -> 53.2, 8192 63.8 -> 62.6, bf16 x float32 weights x1.017-1.048; 32768 rows fp16 x1.041-1.074 (4608
+    291.4 -> 271.4), bf16 x float32 x1.010-1.016; 1024 rows fp16 x1.048 / x1.049 (4608 / 8192). Not at other widths:
+    at 4096 columns 0.969 (4096 rows fp16) and 0.784 (32768 rows bf16 x float32), at 1024-2048 0.975-1.049."""
+    return is_rms and x_bytes == 2 and block_n == 8192
 
 
 def _masked_tile(m: int, block_n: int) -> int:
