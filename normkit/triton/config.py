@@ -527,7 +527,7 @@ def _few_waves_bwd(n: int, is_rms: bool) -> LaunchConfig | None:
     return None
 
 
-def _rms_head_tail_bwd(m: int, n: int, has_dbias: bool = False, w_bytes: int = 2) -> LaunchConfig | None:
+def _rms_head_tail_bwd(m: int, n: int, has_dbias: bool, w_bytes: int) -> LaunchConfig | None:
     """RMSNorm's backward of 16-bit x, rows a multiple of 16 columns: rows of 4097-5120 columns (in calls of more
     than 1024 rows, without dB) one a program as a head tile of 4096 and a tail tile of 1024 (``tail_n``) at 4 warps,
     two programs a SM; rows of 8193-10240 (any rows; not dB with float32 weights, ``w_bytes``) a head tile of 8192
