@@ -483,6 +483,62 @@ def test_rms_backward_head_and_tail_launches(n, dtypes):
         check_backward("triton", "rms_norm", x, w, None, zero_centered_gamma=True, has_dbias=False)
 
 
+def test_rms_backward_head_and_tail_by_the_tma_rule():
+    """Where the call's rows can be loaded by the TMA (``tma``, at least ``TMA_MIN_ELEMENTS``), RMSNorm's rows of
+    8193-12288 columns (16-bit x) take the head + tail tiles on ``norm_bwd_tma_kernel``: any weights, dB up to 10240
+    columns; dx by the TMA where the weights are float32 or the tail is of 4096, whose 16-bit weights take 16 warps.
+    Smaller calls, ``tma=False``,
+    float32 x, dB above 10240 columns and LayerNorm keep their launches without it."""
+    from dataclasses import replace
+
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    def rms(m, n, w_bytes=2, has_dbias=False, tma=True, x_bytes=2):
+        return config.bwd_config(m, n, has_dbias, is_rms=True, tma=tma, x_bytes=x_bytes, w_bytes=w_bytes)
+
+    for m in (4096, 32768):
+        for n in (8208, 9216, 10240):
+            for has_dbias in (False, True):
+                want = LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True)
+                assert rms(m, n, has_dbias=has_dbias) == want, (m, n, has_dbias)
+                assert rms(m, n, 4, has_dbias) == replace(want, tma_store=True), (m, n, has_dbias)
+        for n in (10256, 11264, 12288):
+            want = LaunchConfig(1, 8192, 1, 8, 1, tail_n=4096, tma=True, tma_store=True)
+            assert rms(m, n, 4) == want and rms(m, n) == replace(want, num_warps=16), (m, n)
+            assert rms(m, n, has_dbias=True).parts == rms(m, n, 4, True).parts == -(-n // 1024), (m, n)
+        for n in (9216, 12288):
+            assert not rms(m, n, tma=False).tma and not rms(m, n, x_bytes=4).tma, (m, n)
+            assert not config.bwd_config(m, n, True, tma=True).tma, (m, n)  # LayerNorm
+        for n in (4608, 8192, 8200, 12304, 16384):
+            assert not rms(m, n).tma, (m, n)
+    # below TMA_MIN_ELEMENTS: the pointer kernel's head + tail (and split rows with float32 weights at 12288)
+    assert rms(2048, 12288) == LaunchConfig(1, 8192, 1, 8, 1, tail_n=4096) and rms(2048, 12288, 4).parts == 12
+    assert rms(3640, 9216) == LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048)  # 3640 x 9216 < 2**25
+    assert rms(3641, 9216).tma  # 3641 x 9216 > 2**25
+
+
+@pytest.mark.parametrize(
+    "n, dtypes, has_dbias",
+    [(9216, DTYPES[1], True), (9216, DTYPES[3], True), (10256, DTYPES[2], False), (12288, DTYPES[3], False)],
+    ids=["9216-fp16-dB", "9216-bf16-fp32w-dB", "10256-bf16", "12288-bf16-fp32w"],
+)
+def test_rms_backward_head_and_tail_by_the_tma_launches(n, dtypes, has_dbias):
+    """The TMA head + tail launches of RMSNorm's backward, as the rule gives them for 32768 rows, forced on 37 strided
+    rows (several row blocks a program, the last past M) with zero-centered gamma, against the reference; 10256 has a
+    tail of 4096 holding 2064 columns, which the descriptors load as zeros past the row."""
+    from normkit.triton import config
+
+    x, w, b = make_inputs(37, n, *dtypes, bias=has_dbias, row_pad=16)
+    rule = config.bwd_config(
+        32768, n, has_dbias, is_rms=True, tma=True, x_bytes=x.element_size(), w_bytes=w.element_size()
+    )
+    assert rule.tma and rule.tail_n in (2048, 4096)
+    with config.forced(bwd=rule), tma_launches() as launches:
+        check_backward("triton", "rms_norm", x, w, b, zero_centered_gamma=True, has_dbias=has_dbias)
+    assert launches.call_count == 1
+
+
 def test_few_waves_persistent_forward_rules():
     """2049-4096 rows of 1153-3072 columns (LayerNorm's up to 2560): one row a step of a persistent grid
     (``config._few_waves_persistent_fwd``), with a tail tile where the row is more than an eighth past 1024 or
@@ -883,16 +939,17 @@ def test_tma_rules():
 @pytest.mark.gpu
 @pytest.mark.parametrize("op", list(FORWARDS))
 def test_tma_backward_on_the_gpu(op):
-    """The TMA backward's shapes (``config._tma_bwd``), compiled as launched, against the reference; RMSNorm's, a
-    width the rule does not name (8200) and a call below ``TMA_MIN_ELEMENTS`` take ``norm_bwd_kernel``."""
-    shapes = [(16400, 2048, True), (8200, 4096, True), (4100, 8192, True), (16384, 2048, False), (8192, 8200, False)]
-    shapes += [(3000, 4608, False)]
+    """The TMA backward's shapes (``config._tma_bwd``; RMSNorm's head + tail tiles, ``config._rms_head_tail_bwd``),
+    compiled as launched, against the reference; RMSNorm at LayerNorm's, the others at RMSNorm's, a width the rules
+    do not name (8200) and a call below ``TMA_MIN_ELEMENTS`` take ``norm_bwd_kernel``."""
+    shapes = [(16400, 2048, "ln"), (8200, 4096, "ln"), (4100, 8192, "ln"), (16384, 2048, ""), (8192, 8200, "")]
+    shapes += [(3000, 4608, ""), (4100, 9216, "rms"), (4100, 12288, "rms")]
     for m, n, taken in shapes:
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")
             with tma_launches() as launches:
                 check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
-            assert launches.call_count == (taken and op != "rms_norm"), (m, n, dtypes)
+            assert launches.call_count == (taken == ("rms" if op == "rms_norm" else "ln")), (m, n, dtypes)
 
 
 @pytest.mark.parametrize("g, n", [(1, 7), (300, 37), (9, 8300)])

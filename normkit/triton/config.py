@@ -182,7 +182,8 @@ def bwd_config(
     two a tile at 16 elements a thread, one 16-warp program a SM; LayerNorm's of 4097-5120 split in parts of 1024, of
     5121-6144 a head and a tail tile); with the mask, ``_few_waves_masked_bwd`` (rows of 4097-5632, 6144 and 7168
     columns split in parts of 1024). RMSNorm's rows of 4097-5120 and 8193-12288 columns with 16-bit x (``x_bytes``, the
-    size of an element of x; ``w_bytes``, of the weights): ``_rms_head_tail_bwd``.
+    size of an element of x; ``w_bytes``, of the weights): ``_rms_head_tail_bwd`` (at 8193-12288 by the TMA where
+    ``tma``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192, 4-32
     elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``): the
@@ -369,7 +370,7 @@ def _bwd_heuristic(
         if by_tma:
             return by_tma
     if is_rms and x_bytes == 2:
-        head_tail = _rms_head_tail_bwd(m, n, has_dbias, w_bytes)
+        head_tail = _rms_head_tail_bwd(m, n, has_dbias, w_bytes, tma)
         if head_tail:
             return head_tail
     full = row_block_n(n)
@@ -527,12 +528,16 @@ def _few_waves_bwd(n: int, is_rms: bool) -> LaunchConfig | None:
     return None
 
 
-def _rms_head_tail_bwd(m: int, n: int, has_dbias: bool, w_bytes: int) -> LaunchConfig | None:
+def _rms_head_tail_bwd(m: int, n: int, has_dbias: bool, w_bytes: int, tma: bool) -> LaunchConfig | None:
     """RMSNorm's backward of 16-bit x, rows a multiple of 16 columns: rows of 4097-5120 columns (in calls of more
     than 1024 rows, without dB) one a program as a head tile of 4096 and a tail tile of 1024 (``tail_n``) at 4 warps,
     two programs a SM; rows of 8193-10240 (any rows; not dB with float32 weights, ``w_bytes``) a head tile of 8192
     and a tail of 2048 at 8 warps, one a SM (32 and 8 elements a thread); rows of 10241-12288 (16-bit weights, no dB)
-    a head of 8192 and a tail of 4096 at 8 warps; else None. Before (round 31): one tile of 8192 at 16 warps
+    a head of 8192 and a tail of 4096 at 8 warps; else None. Where the call's rows can be loaded by the TMA
+    (``tma``: ``bwd_config``'s, so at least ``TMA_MIN_ELEMENTS``), rows of 8193-12288 take those head and tail
+    tiles on ``norm_bwd_tma_kernel`` (any weights; dB only up to 10240 columns), dx stored by the TMA too where the
+    weights are float32 or the tail is of 4096, at 16 warps where that tail has 16-bit weights (round 33, below).
+    Before (round 31): one tile of 8192 at 16 warps
     (4097-5120: 16 elements a thread, a third to a half of them padding) and split rows (8193-12288: parts of 1024,
     sums a step ahead). Not where LIMITS caps tiles below 8192, nor for float32 x (its tiles spill: 0.76-0.81x at
     4608 / 5120).
@@ -561,9 +566,34 @@ def _rms_head_tail_bwd(m: int, n: int, has_dbias: bool, w_bytes: int) -> LaunchC
     of copy), 1024 x 12288 bf16 x1.070; the genai shapes (float32 weights) unchanged. dB (a bias) takes a second
     accumulator a tile: round 31's head + tail then lost to the launches before it, 4608 / 5120 fp16 0.95-0.98 and bf16
     x float32 0.77-0.79 (60.5 us against 46.6), 9216 / 10240 bf16 x float32 0.83 / 0.87 (split rows 92.5 and 101.4
-    us), so dB keeps those launches there (fp16 at 8193-10240 level: 0.99-1.01)."""
+    us), so dB keeps those launches there (fp16 at 8193-10240 level: 0.99-1.01).
+
+    Round 33 (GPU runs 283-285; H200; ``.ab/probe/r33a.py``, forced in turns, us a call, against the rule then).
+    The same tiles by the TMA (three stages: two rows in flight in shared memory, none of them in registers), dx by
+    the TMA too (``ts``) or by each thread (``t``). Rows of 10241-12288, 16-bit weights: ``ts`` at 4096 rows fp16
+    x1.039-1.070 (12288: 90.1 against 96.4; cuDNN 84.9), bf16 x0.998-1.041, 8192 rows x1.013-1.079, 16384 x1.042-1.104,
+    32768 bf16 x1.097 / x1.122; float32 weights (split rows before: the pointer kernel's tiles spill there) 4096 rows
+    x1.071 / x1.084, 8192 x1.154 / x1.131, 32768 x1.214 / x1.158 (10752 / 12288). Rows of 8193-10240: 16-bit weights
+    ``t`` x1.002-1.044 at 9216 and 0.993-1.019 at 10240 (``ts`` 0.992-1.035, 1.001-1.014), float32 weights ``t``
+    x1.131 / x1.158 at 9216 (8192 / 32768 rows), ``ts`` x1.099 / x1.118 at 10240; with dB fp16 ``t`` x1.180 / x1.272
+    (9216, 4096 / 32768 rows; ``ts`` x1.140 / x1.217), bf16 x float32 ``ts`` x1.155 / x1.206 (``t`` x1.007 / x1.012).
+    With dB at 12288 slower (0.75-0.95: split rows stay). The TMA's host time a call (run 284, 4096 x 12288 fp16,
+    issued behind a sleeping GPU): 56-79 us against the pointer kernel's 52, under the GPU's 91 us; below
+    ``TMA_MIN_ELEMENTS`` (2048 x 12288) the pointer kernel stays. Then (runs 287-288, against ``ts``): at 16 warps
+    with 16-bit weights x1.018-1.055 at 4096 rows (10752-12288; 12288 fp16 88.7 us), x1.015-1.027 at 8192, x1.007-1.024
+    at 32768; with float32 weights 0.82-0.83, and at 8193-10240 0.89-0.98. Three stages are the fastest (four
+    0.97-1.01, two 0.66-0.81). Against the rule before in turns (``bench.ab``, runs 286 and 289, GB/s): 4096 rows
+    fp16 x1.010 / x1.081 / x1.083 / x1.066 (9216 / 10752 / 11264 / 12288), bf16 x1.045 / x1.044 (10752 / 12288), 8192
+    x 12288 fp16 x1.110, 32768 rows bf16 x1.146 / x1.110 (11264 / 12288: 99% / 97% of copy), bf16 x float32 x1.156 /
+    x1.225 / x1.160 (9216 / 10752 / 12288: 94-96%); beside cuDNN (single timings, 4096 rows fp16) 1.03 / 1.25 /
+    0.97 / 0.95, 32768 rows bf16 x float32 1.03 / 0.95 (9216 / 12288). Not taken: the TMA at 4097-5120 (4608
+    x1.02-1.03, 5120 0.99-1.00, and host-bound at 4096 rows: 63-68 us a call against 43-46)."""
     if LIMITS["bwd_max_block_n"] < 8192 or n % 16:
         return None
+    if tma and 8192 < n <= 10240:
+        return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, tma_store=w_bytes == 4)
+    if tma and 10240 < n <= 12288 and not has_dbias:
+        return LaunchConfig(1, 8192, 1, 16 if w_bytes == 2 else 8, 1, tail_n=4096, tma=True, tma_store=True)
     if 4096 < n <= 5120 and m > 1024 and not has_dbias:
         return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024)
     if 8192 < n <= 10240 and not (has_dbias and w_bytes == 4):
