@@ -509,7 +509,7 @@ def test_rms_backward_head_and_tail_by_the_tma_rule():
             assert rms(m, n, has_dbias=True).parts == rms(m, n, 4, True).parts == -(-n // 1024), (m, n)
         for n in (9216, 12288):
             assert not rms(m, n, tma=False).tma and not rms(m, n, x_bytes=4).tma, (m, n)
-            assert not config.bwd_config(m, n, True, tma=True).tma, (m, n)  # LayerNorm
+        assert not config.bwd_config(m, 12288, True, tma=True).tma, m  # LayerNorm (``_tma_bwd``)
         for n in (4608, 8192, 8200, 12304, 16384):
             assert not rms(m, n).tma, (m, n)
     # below TMA_MIN_ELEMENTS: the pointer kernel's head + tail (and split rows with float32 weights at 12288)
@@ -536,6 +536,25 @@ def test_rms_backward_head_and_tail_by_the_tma_launches(n, dtypes, has_dbias):
     assert rule.tma and rule.tail_n in (2048, 4096)
     with config.forced(bwd=rule), tma_launches() as launches:
         check_backward("triton", "rms_norm", x, w, b, zero_centered_gamma=True, has_dbias=has_dbias)
+    assert launches.call_count == 1
+
+
+@pytest.mark.parametrize(
+    "op, n, dtypes",
+    [("layer_norm", 9216, DTYPES[1]), ("layer_norm", 8200, DTYPES[3]), ("layer_norm_clamped_relu", 4608, DTYPES[3])],
+    ids=["ln-9216-fp16", "ln-8200-bf16-fp32w", "masked-4608-bf16-fp32w"],
+)
+def test_layer_norm_head_and_tail_by_the_tma_launches(op, n, dtypes):
+    """LayerNorm's and the masked backward's TMA head + tail launches (``config._tma_bwd``), as the rule gives them
+    for 32768 rows, forced on 37 strided rows with zero-centered gamma and dB, against the reference; 8200's tail of
+    2048 holds 8 columns."""
+    from normkit.triton import config
+
+    x, w, b = make_inputs(37, n, *dtypes, bias=True, row_pad=16)
+    rule = config.bwd_config(32768, n, True, has_mask=op != "layer_norm", tma=True, x_bytes=2, w_bytes=w.element_size())
+    assert rule.tma and rule.tail_n in (1024, 2048)
+    with config.forced(bwd=rule), tma_launches() as launches:
+        check_backward("triton", op, x, w, b, zero_centered_gamma=True)
     assert launches.call_count == 1
 
 
@@ -911,7 +930,8 @@ def test_tma_backward_falls_back_where_rows_are_not_aligned(rows):
 
 def test_tma_rules():
     """``config._tma_bwd``'s shapes take the TMA backward where the call can (``tma``) and is large enough
-    (``TMA_MIN_ELEMENTS``), and only those."""
+    (``TMA_MIN_ELEMENTS``), and only those: whole rows of 2048, 4096 and 8192; head + tail tiles of 16-bit x at
+    8193-10240 (LayerNorm) and 4097-5120 (LayerNorm and the masked backward, more than 4096 rows)."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -927,6 +947,22 @@ def test_tma_rules():
     for shape in untaken:
         assert not bwd(*shape).tma, shape
     assert not bwd(32768, 4096, tma=False).tma and not bwd(32768, 4096, has_mask=True, tma=False).tma
+    # head + tail tiles of 16-bit x: LayerNorm's rows of 8193-10240 at any rows, of 4097-5120 (and the masked
+    # backward's) from 4097 rows
+    for m in (4096, 32768):
+        for n in (8200, 9216, 10240):
+            assert bwd(m, n) == LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True), (m, n)
+            assert not bwd(m, n, has_mask=True).tma and not bwd(m, n, tma=False).tma, (m, n)
+            assert not config.bwd_config(m, n, True, tma=True, x_bytes=4).tma, (m, n)
+    assert bwd(3641, 9216).tma and not bwd(3640, 9216).tma  # 3640 x 9216 < TMA_MIN_ELEMENTS
+    for m in (7282, 32768):
+        for n in (4608, 5120):
+            want = LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, tma_store=True)
+            assert bwd(m, n) == bwd(m, n, has_mask=True) == want, (m, n)
+            assert not config.bwd_config(m, n, True, tma=True, x_bytes=4).tma, (m, n)
+    assert not bwd(7281, 4608).tma  # 7281 x 4608 < TMA_MIN_ELEMENTS
+    for n in (5632, 6144, 7168, 10248, 12288):
+        assert not bwd(32768, n).tma, n
     # the masked backward at 2048 and 4096 columns (its mask bytes a row block ahead) and 8192
     assert bwd(16385, 2048, has_mask=True) == LaunchConfig(1, 2048, 1, 4, 4, ahead=True, tma=True, tma_store=True)
     assert bwd(8193, 4096, has_mask=True) == LaunchConfig(1, 4096, 1, 4, 2, ahead=True, tma=True, tma_store=True)
@@ -940,16 +976,18 @@ def test_tma_rules():
 @pytest.mark.parametrize("op", list(FORWARDS))
 def test_tma_backward_on_the_gpu(op):
     """The TMA backward's shapes (``config._tma_bwd``; RMSNorm's head + tail tiles, ``config._rms_head_tail_bwd``),
-    compiled as launched, against the reference; RMSNorm at LayerNorm's, the others at RMSNorm's, a width the rules
-    do not name (8200) and a call below ``TMA_MIN_ELEMENTS`` take ``norm_bwd_kernel``."""
-    shapes = [(16400, 2048, "ln"), (8200, 4096, "ln"), (4100, 8192, "ln"), (16384, 2048, ""), (8192, 8200, "")]
-    shapes += [(3000, 4608, ""), (4100, 9216, "rms"), (4100, 12288, "rms")]
+    compiled as launched, against the reference: each op takes it at the shapes whose set names it, and
+    ``norm_bwd_kernel`` elsewhere (a width no rule names, 12296, and calls below ``TMA_MIN_ELEMENTS`` among them)."""
+    ln, masked, rms = "layer_norm", "layer_norm_clamped_relu", "rms_norm"
+    shapes = [(16400, 2048, {ln, masked}), (8200, 4096, {ln, masked}), (4100, 8192, {ln, masked})]
+    shapes += [(16384, 2048, set()), (8192, 8200 + 4096, set()), (3000, 4608, set()), (8200, 4608, {ln, masked})]
+    shapes += [(4100, 9216, {ln, rms}), (4100, 12288, {rms})]
     for m, n, taken in shapes:
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")
             with tma_launches() as launches:
                 check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
-            assert launches.call_count == (taken == ("rms" if op == "rms_norm" else "ln")), (m, n, dtypes)
+            assert launches.call_count == (op in taken), (m, n, dtypes)
 
 
 @pytest.mark.parametrize("g, n", [(1, 7), (300, 37), (9, 8300)])

@@ -366,7 +366,7 @@ def _bwd_heuristic(
     _limits: tuple,
 ) -> LaunchConfig:  # fmt: skip
     if tma:
-        by_tma = _tma_bwd(m, n, has_dbias, has_mask, is_rms)
+        by_tma = _tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
         if by_tma:
             return by_tma
     if is_rms and x_bytes == 2:
@@ -442,13 +442,32 @@ def _masked_tile(m: int, block_n: int) -> int:
 TMA_MIN_ELEMENTS = (1 << 25) + 1
 
 
-def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> LaunchConfig | None:
+def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> LaunchConfig | None:
     """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), one row a program:
     LayerNorm (with dB) at 2048 columns (4 warps, 4 programs a SM), 4096 (8 warps, 2 a SM; dx stored by the TMA at
     both) and 8192 (8 warps, one a SM, dx stored by each thread), in calls of at least ``TMA_MIN_ELEMENTS``
     (``bwd_config``): from 16385 rows of 2048, 8193 of 4096, 4097 of 8192. The masked backward (LayerNorm + clamped
     ReLU) the same, its mask bytes loaded a row block ahead (``ahead``) at 2048 and 4096, where its programs are of 4
-    warps. None elsewhere.
+    warps. With 16-bit x (``x_bytes``), head + tail tiles (round 33, below): LayerNorm's rows of 8193-10240 columns a
+    head of 8192 and a tail of 2048 at 8 warps, one a SM (any rows, as the call is large enough); LayerNorm's and the
+    masked backward's rows of 4097-5120 in calls of more than 4096 rows a head of 4096 and a tail of 1024 at 4 warps,
+    two a SM, dx stored by the TMA. None elsewhere.
+
+    Round 33 (GPU runs 290-291; H200; ``.ab/probe/r33a.py``, forced in turns, us a call, against the rules then:
+    split rows of 1024 at 8193-10240, one tile of 8192 at 32 elements a thread at 4097-5120). LayerNorm at 8193-10240
+    (8704 / 9216 / 9728 / 10240), dx by each thread: 4096 rows fp16 x1.190 / x1.144 / x1.213 / x1.155, bf16 x float32
+    x1.188 / x1.115 / x1.215 / x1.144; 32768 rows fp16 x1.267 / x1.217 / x1.323 / x1.245, bf16 x float32 x1.270 /
+    x1.216 / x1.338 / x1.251 (dx by the TMA 1.007-1.274; a tail of 1024 at 9216 0.92 in fp16). At 4097-5120, 32768
+    rows: LayerNorm x1.521 / x1.428 (4608 / 5120, fp16), x1.477 / x1.438 (bf16 x float32; dx by each thread x1.40-1.51),
+    8192 rows (bf16 x float32) x1.375 / x1.325; the masked backward (its mask bytes in step) x1.196 / x1.179 (bf16 x
+    float32; a row block ahead 0.95-0.97). Not taken: the pointer kernel's head + tail there (0.92-1.05), LayerNorm's
+    head + tail by the TMA at 5121-6144 (fp16 x1.11-1.14, bf16 x float32 0.87-0.95), at 7168 (a tail of 4096 spills:
+    0.06) and at 10241-12288 (0.72-0.96; 16 warps 0.40-0.74), the masked backward at 6144 (0.59-0.88). Against the
+    rules before in turns (``bench.ab``, run 292, GB/s): LayerNorm 4096 rows fp16 x1.197 / x1.126 / x1.219 / x1.165
+    (8704-10240), 8192 rows fp16 x1.321 / x1.201 (5120 / 10240), 32768 rows bf16 x float32 x1.479 / x1.432 / x1.215
+    (4608 / 5120 / 9216: 93-96% of copy); the masked backward there x1.193 / x1.184 (4608 / 5120). Beside cuDNN
+    (single timings): 4096 x 9216 / 10240 fp16 1.31 / 1.92, 32768 x 4608 / 5120 / 9216 bf16 x float32 1.04 / 1.27 /
+    1.44.
 
     Round 21 (GPU runs 176-178, bf16 x, fp32 weights, us a call, configs forced in turns, then ``bench.ab`` against
     round 20's rule): the plain backward at 32768 x 2048 in the masked one's one-row tiles of 4 warps 109.0 against
@@ -485,8 +504,14 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> L
     takes 143 registers, so one fits a SM where two were launched) and 32768 x 4096 (x1.00); LayerNorm at 4096 rows
     (0.78-0.98 in the trials: 170-250 registers with a tail or at 8192; at 16 warps 0.45-0.97); RMSNorm at 4096 x 7168
     and x 8192 (0.88-0.97); rows of 1024 (0.87-0.99); RMSNorm at 2048-3072 (0.97-1.05: level)."""
-    if is_rms or not has_dbias or m <= 4096:
+    if is_rms or not has_dbias:
         return None
+    if 8192 < n <= 10240 and x_bytes == 2 and not has_mask:
+        return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True)
+    if m <= 4096:
+        return None
+    if 4096 < n <= 5120 and x_bytes == 2:
+        return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, tma_store=True)
     if n == 2048:  # one row of 4 warps a program, 4 a SM (the masked backward's mask bytes a row block ahead)
         return LaunchConfig(1, 2048, 1, 4, 4, ahead=has_mask, tma=True, tma_store=True)
     if n == 4096:  # one row a program, two a SM: of 8 warps, the masked backward's of 4 (its bytes ahead)
