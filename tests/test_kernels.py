@@ -930,8 +930,9 @@ def test_tma_backward_falls_back_where_rows_are_not_aligned(rows):
 
 def test_tma_rules():
     """``config._tma_bwd``'s shapes take the TMA backward where the call can (``tma``) and is large enough
-    (``TMA_MIN_ELEMENTS``), and only those: whole rows of 2048, 4096 and 8192; head + tail tiles of 16-bit x at
-    8193-10240 (LayerNorm) and 4097-5120 (LayerNorm and the masked backward, more than 4096 rows)."""
+    (``TMA_MIN_ELEMENTS``), and only those: whole rows of 2048, 4096 and 8192 (LayerNorm's of 16-bit x from 5121);
+    head + tail tiles of 16-bit x at 8193-10240 (LayerNorm) and 4097-5120 (LayerNorm and the masked backward, more
+    than 4096 rows)."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -961,7 +962,11 @@ def test_tma_rules():
             assert bwd(m, n) == bwd(m, n, has_mask=True) == want, (m, n)
             assert not config.bwd_config(m, n, True, tma=True, x_bytes=4).tma, (m, n)
     assert not bwd(7281, 4608).tma  # 7281 x 4608 < TMA_MIN_ELEMENTS
-    for n in (5632, 6144, 7168, 10248, 12288):
+    for n in (5632, 6144, 7168, 8191):  # LayerNorm's 5121-8191 in 8192's tile (not the masked backward's)
+        assert bwd(32768, n) == LaunchConfig(1, 8192, 1, 8, 1, tma=True), n
+        assert not bwd(32768, n, has_mask=True).tma and not bwd(4096, n).tma, n
+        assert not config.bwd_config(32768, n, True, tma=True, x_bytes=4).tma, n
+    for n in (10248, 12288):
         assert not bwd(32768, n).tma, n
     # the masked backward at 2048 and 4096 columns (its mask bytes a row block ahead) and 8192
     assert bwd(16385, 2048, has_mask=True) == LaunchConfig(1, 2048, 1, 4, 4, ahead=True, tma=True, tma_store=True)
@@ -981,7 +986,7 @@ def test_tma_backward_on_the_gpu(op):
     ln, masked, rms = "layer_norm", "layer_norm_clamped_relu", "rms_norm"
     shapes = [(16400, 2048, {ln, masked}), (8200, 4096, {ln, masked}), (4100, 8192, {ln, masked})]
     shapes += [(16384, 2048, set()), (8192, 8200 + 4096, set()), (3000, 4608, set()), (8200, 4608, {ln, masked})]
-    shapes += [(4100, 9216, {ln, rms}), (4100, 12288, {rms})]
+    shapes += [(4100, 9216, {ln, rms}), (4100, 12288, {rms}), (8200, 6144, {ln})]
     for m, n, taken in shapes:
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")

@@ -451,7 +451,8 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_by
     warps. With 16-bit x (``x_bytes``), head + tail tiles (round 33, below): LayerNorm's rows of 8193-10240 columns a
     head of 8192 and a tail of 2048 at 8 warps, one a SM (any rows, as the call is large enough); LayerNorm's and the
     masked backward's rows of 4097-5120 in calls of more than 4096 rows a head of 4096 and a tail of 1024 at 4 warps,
-    two a SM, dx stored by the TMA. None elsewhere.
+    two a SM, dx stored by the TMA; LayerNorm's rows of 5121-8191 in calls of more than 4096 rows in 8192's tile.
+    None elsewhere.
 
     Round 33 (GPU runs 290-291; H200; ``.ab/probe/r33a.py``, forced in turns, us a call, against the rules then:
     split rows of 1024 at 8193-10240, one tile of 8192 at 32 elements a thread at 4097-5120). LayerNorm at 8193-10240
@@ -467,7 +468,12 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_by
     (8704-10240), 8192 rows fp16 x1.321 / x1.201 (5120 / 10240), 32768 rows bf16 x float32 x1.479 / x1.432 / x1.215
     (4608 / 5120 / 9216: 93-96% of copy); the masked backward there x1.193 / x1.184 (4608 / 5120). Beside cuDNN
     (single timings): 4096 x 9216 / 10240 fp16 1.31 / 1.92, 32768 x 4608 / 5120 / 9216 bf16 x float32 1.04 / 1.27 /
-    1.44.
+    1.44. LayerNorm's rows of 5121-8191 (run 293, 32768 rows, the rule then: the same tile by ``norm_bwd_kernel``) in
+    8192's tile by the TMA: 5632 / 6144 x1.129 / x1.140 (fp16), x1.125 / x1.133 (bf16), x1.120 / x1.123 (bf16 x
+    float32), 7168 / 7680 x1.149 / x1.162 (fp16) and x1.146 / x1.160 (bf16 x float32); a head of 4096 and a tail of
+    2048 0.92-1.14; the masked backward's 0.84-0.87 (6144 / 7168), its head + tail at 9216 / 10240 0.998-1.038.
+    Against the rule before in turns (run 294): 32768 x 6144 / 7168 bf16 x float32 x1.120 / x1.135 (cuDNN 1.17 /
+    2.35 behind), 8192 rows fp16 x1.111 / x1.100 / x1.130 (5632 / 6144 / 7168), 6000 x 6144 bf16 x1.123.
 
     Round 21 (GPU runs 176-178, bf16 x, fp32 weights, us a call, configs forced in turns, then ``bench.ab`` against
     round 20's rule): the plain backward at 32768 x 2048 in the masked one's one-row tiles of 4 warps 109.0 against
@@ -516,7 +522,7 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_by
         return LaunchConfig(1, 2048, 1, 4, 4, ahead=has_mask, tma=True, tma_store=True)
     if n == 4096:  # one row a program, two a SM: of 8 warps, the masked backward's of 4 (its bytes ahead)
         return LaunchConfig(1, 4096, 1, 4 if has_mask else 8, 2, ahead=has_mask, tma=True, tma_store=True)
-    if n == 8192:
+    if n == 8192 or (5120 < n < 8192 and x_bytes == 2 and not has_mask):
         return LaunchConfig(1, 8192, 1, 8, 1, tma=True)
     return None
 
