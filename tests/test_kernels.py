@@ -487,8 +487,7 @@ def test_rms_backward_head_and_tail_by_the_tma_rule():
     """Where the call's rows can be loaded by the TMA (``tma``, at least ``TMA_MIN_ELEMENTS``), RMSNorm's rows of
     8193-12288 columns (16-bit x) take the head + tail tiles on ``norm_bwd_tma_kernel``: any weights, dB up to 10240
     columns; dx by the TMA where the weights are float32 or the tail is of 4096, whose 16-bit weights take 16 warps.
-    Smaller calls, ``tma=False``,
-    float32 x, dB above 10240 columns and LayerNorm keep their launches without it."""
+    Smaller calls, ``tma=False``, float32 x, dB above 10240 columns and LayerNorm keep their launches without it."""
     from dataclasses import replace
 
     from normkit.triton import config
@@ -519,42 +518,36 @@ def test_rms_backward_head_and_tail_by_the_tma_rule():
 
 
 @pytest.mark.parametrize(
-    "n, dtypes, has_dbias",
-    [(9216, DTYPES[1], True), (9216, DTYPES[3], True), (10256, DTYPES[2], False), (12288, DTYPES[3], False)],
-    ids=["9216-fp16-dB", "9216-bf16-fp32w-dB", "10256-bf16", "12288-bf16-fp32w"],
-)
-def test_rms_backward_head_and_tail_by_the_tma_launches(n, dtypes, has_dbias):
-    """The TMA head + tail launches of RMSNorm's backward, as the rule gives them for 32768 rows, forced on 37 strided
-    rows (several row blocks a program, the last past M) with zero-centered gamma, against the reference; 10256 has a
-    tail of 4096 holding 2064 columns, which the descriptors load as zeros past the row."""
+    "op, n, dtypes, has_dbias",
+    [
+        ("rms_norm", 9216, DTYPES[1], True),
+        ("rms_norm", 9216, DTYPES[3], True),
+        ("rms_norm", 10256, DTYPES[2], False),
+        ("rms_norm", 12288, DTYPES[3], False),
+        ("layer_norm", 9216, DTYPES[1], True),
+        ("layer_norm", 8200, DTYPES[3], True),
+        ("layer_norm_clamped_relu", 4608, DTYPES[3], True),
+    ],
+    ids=[
+        "rms-9216-fp16-dB", "rms-9216-bf16-fp32w-dB", "rms-10256-bf16", "rms-12288-bf16-fp32w",
+        "ln-9216-fp16", "ln-8200-bf16-fp32w", "masked-4608-bf16-fp32w",
+    ],
+)  # fmt: skip
+def test_head_and_tail_by_the_tma_launches(op, n, dtypes, has_dbias):
+    """The TMA head + tail launches of the backward (RMSNorm's ``config._rms_head_tail_bwd``, LayerNorm's and the
+    masked backward's ``config._tma_bwd``), as the rules give them for 32768 rows, forced on 37 strided rows (several
+    row blocks a program, the last past M) with zero-centered gamma, against the reference. 10256 has a tail of 4096
+    holding 2064 columns and 8200 one of 2048 holding 8, which the descriptors load as zeros past the row."""
     from normkit.triton import config
 
     x, w, b = make_inputs(37, n, *dtypes, bias=has_dbias, row_pad=16)
     rule = config.bwd_config(
-        32768, n, has_dbias, is_rms=True, tma=True, x_bytes=x.element_size(), w_bytes=w.element_size()
-    )
-    assert rule.tma and rule.tail_n in (2048, 4096)
+        32768, n, has_dbias, has_mask=op == "layer_norm_clamped_relu", is_rms=op == "rms_norm", tma=True,
+        x_bytes=x.element_size(), w_bytes=w.element_size(),
+    )  # fmt: skip
+    assert rule.tma and rule.tail_n in (1024, 2048, 4096)
     with config.forced(bwd=rule), tma_launches() as launches:
-        check_backward("triton", "rms_norm", x, w, b, zero_centered_gamma=True, has_dbias=has_dbias)
-    assert launches.call_count == 1
-
-
-@pytest.mark.parametrize(
-    "op, n, dtypes",
-    [("layer_norm", 9216, DTYPES[1]), ("layer_norm", 8200, DTYPES[3]), ("layer_norm_clamped_relu", 4608, DTYPES[3])],
-    ids=["ln-9216-fp16", "ln-8200-bf16-fp32w", "masked-4608-bf16-fp32w"],
-)
-def test_layer_norm_head_and_tail_by_the_tma_launches(op, n, dtypes):
-    """LayerNorm's and the masked backward's TMA head + tail launches (``config._tma_bwd``), as the rule gives them
-    for 32768 rows, forced on 37 strided rows with zero-centered gamma and dB, against the reference; 8200's tail of
-    2048 holds 8 columns."""
-    from normkit.triton import config
-
-    x, w, b = make_inputs(37, n, *dtypes, bias=True, row_pad=16)
-    rule = config.bwd_config(32768, n, True, has_mask=op != "layer_norm", tma=True, x_bytes=2, w_bytes=w.element_size())
-    assert rule.tma and rule.tail_n in (1024, 2048)
-    with config.forced(bwd=rule), tma_launches() as launches:
-        check_backward("triton", op, x, w, b, zero_centered_gamma=True)
+        check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=has_dbias)
     assert launches.call_count == 1
 
 

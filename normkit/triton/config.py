@@ -452,7 +452,8 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_by
     head of 8192 and a tail of 2048 at 8 warps, one a SM (any rows, as the call is large enough); LayerNorm's and the
     masked backward's rows of 4097-5120 in calls of more than 4096 rows a head of 4096 and a tail of 1024 at 4 warps,
     two a SM, dx stored by the TMA; LayerNorm's rows of 5121-8191 in calls of more than 4096 rows in 8192's tile.
-    None elsewhere.
+    None elsewhere (RMSNorm's head + tail tiles by the TMA are ``_rms_head_tail_bwd``'s, beside their launches on
+    ``norm_bwd_kernel``).
 
     Round 33 (GPU runs 290-291; H200; ``.ab/probe/r33a.py``, forced in turns, us a call, against the rules then:
     split rows of 1024 at 8193-10240, one tile of 8192 at 32 elements a thread at 4097-5120). LayerNorm at 8193-10240
