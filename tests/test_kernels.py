@@ -527,10 +527,14 @@ def test_rms_backward_head_and_tail_by_the_tma_rule():
         ("layer_norm", 9216, DTYPES[1], True),
         ("layer_norm", 8200, DTYPES[3], True),
         ("layer_norm_clamped_relu", 4608, DTYPES[3], True),
+        ("layer_norm_clamped_relu", 5120, DTYPES[1], True),
+        ("layer_norm_clamped_relu", 9216, DTYPES[3], True),
+        ("layer_norm_clamped_relu", 10240, DTYPES[2], True),
     ],
     ids=[
         "rms-9216-fp16-dB", "rms-9216-bf16-fp32w-dB", "rms-10256-bf16", "rms-12288-bf16-fp32w",
-        "ln-9216-fp16", "ln-8200-bf16-fp32w", "masked-4608-bf16-fp32w",
+        "ln-9216-fp16", "ln-8200-bf16-fp32w", "masked-4608-bf16-fp32w", "masked-5120-fp16", "masked-9216-bf16-fp32w",
+        "masked-10240-bf16",
     ],
 )  # fmt: skip
 def test_head_and_tail_by_the_tma_launches(op, n, dtypes, has_dbias):
@@ -921,16 +925,67 @@ def test_tma_backward_falls_back_where_rows_are_not_aligned(rows):
     assert launches.call_count == 0
 
 
+# (N, head tile, tail tile, rows a tile): one tile of two rows; a head and a whole tail; a tail holding 128 columns;
+# N not a multiple of 128 (the mask in bytes, by each thread)
+MASK_WORD_ROWS = [(1024, 1024, 0, 2), (2048, 1024, 1024, 1), (1152, 1024, 1024, 1), (1000, 1024, 0, 1)]
+
+
+@pytest.mark.parametrize("n, head, tail, block_m", MASK_WORD_ROWS)
+@pytest.mark.parametrize("reload_w", [False, True])
+def test_masked_tma_backward_mask_by_the_tma(n, head, tail, block_m, reload_w):
+    """The masked backward on the TMA kernel, forced, with its packed mask loaded by the TMA as 32-bit words where
+    its rows allow (``ops._mask_tma``: N a multiple of 128, tiles of at least 1024 columns; ``MASK_TMA`` in the
+    plan) and by each thread elsewhere, its weights held across the loop or loaded again at every row block
+    (``reload_w``): 37 strided rows over 4 persistent programs, zero-centered gamma, against the reference. The
+    words past the row (1152's tail) and past M load as zeros."""
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(37, n, torch.float16, torch.float16, row_pad=24)
+    cfg = LaunchConfig(block_m, head, 1, 1, 1, tail_n=tail, tma=True, tma_store=True, reload_w=reload_w)
+    with config.forced(bwd=cfg), tma_launches() as launches:
+        check_backward("triton", "layer_norm_clamped_relu", x, w, b, zero_centered_gamma=True)
+        index = x.get_device()
+        plan = ops._backward_plan(37, n, x.dtype, w.dtype, True, True, False, True, index, True, config.generation)
+    assert launches.call_count == 1
+    values = dict(zip(ops.NORM_BWD_TMA.constexpr_names, plan.values))
+    assert values["MASK_TMA"] == (n % 128 == 0) and values["RELOAD_W"] == reload_w
+
+
+def test_masked_tma_backward_falls_back_where_mask_rows_are_not_aligned():
+    """A mask whose rows do not start on 16 bytes (a view into rows of 132 bytes) cannot be loaded by the TMA: a
+    forced TMA config that would load it so runs its launch shape on ``norm_bwd_kernel``, with the same results."""
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(37, 1024, torch.float16, torch.float16)
+    dy = torch.randn(x.shape, device=x.device).to(x.dtype)
+    _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, LOWER, UPPER)
+    rows = torch.zeros(37, 132, dtype=torch.uint8, device=x.device)
+    rows[:, :128] = mask
+    mask_view = rows[:, :128]
+    want = reference.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd)
+    with config.forced(bwd=LaunchConfig(1, 1024, 1, 1, 1, tma=True)), tma_launches() as launches:
+        got = ops.layer_norm_clamped_relu_bwd(dy, mask_view, x, w, mean, rstd)
+    assert launches.call_count == 0
+    for name, g, e in zip(["dx", "dw", "db"], got, want):
+        compare(g, e, f"masked backward {name}")
+
+
 def test_tma_rules():
     """``config._tma_bwd``'s shapes take the TMA backward where the call can (``tma``) and is large enough
     (``TMA_MIN_ELEMENTS``), and only those: whole rows of 2048, 4096 and 8192 (LayerNorm's of 16-bit x from 5121);
     head + tail tiles of 16-bit x at 8193-10240 (LayerNorm) and 4097-5120 (LayerNorm and the masked backward, more
-    than 4096 rows)."""
+    than 4096 rows). The masked backward's rows of a multiple of 128 columns (its mask by the TMA too) from 4097
+    rows at 5121-8191 in 8192's tile and at 8193-10240 as LayerNorm's; at 4097-5120 and 8193-10240 with dx by
+    each thread, its 16-bit weights loaded again at every row block (``reload_w``)."""
+    from dataclasses import replace
+
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
-    def bwd(m, n, is_rms=False, tma=True, has_mask=False):
-        return config.bwd_config(m, n, not is_rms, has_mask=has_mask, is_rms=is_rms, tma=tma)
+    def bwd(m, n, is_rms=False, tma=True, has_mask=False, w_bytes=2):
+        return config.bwd_config(m, n, not is_rms, has_mask=has_mask, is_rms=is_rms, tma=tma, w_bytes=w_bytes)
 
     assert config.TMA_MIN_ELEMENTS == 8192 * 4096 + 1
     assert bwd(16385, 2048) == bwd(32768, 2048) == LaunchConfig(1, 2048, 1, 4, 4, tma=True, tma_store=True)
@@ -943,21 +998,31 @@ def test_tma_rules():
     assert not bwd(32768, 4096, tma=False).tma and not bwd(32768, 4096, has_mask=True, tma=False).tma
     # head + tail tiles of 16-bit x: LayerNorm's rows of 8193-10240 at any rows, of 4097-5120 (and the masked
     # backward's) from 4097 rows
+    head8k = LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True)
     for m in (4096, 32768):
         for n in (8200, 9216, 10240):
-            assert bwd(m, n) == LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True), (m, n)
-            assert not bwd(m, n, has_mask=True).tma and not bwd(m, n, tma=False).tma, (m, n)
+            assert bwd(m, n) == head8k, (m, n)
+            assert not bwd(m, n, tma=False).tma, (m, n)
             assert not config.bwd_config(m, n, True, tma=True, x_bytes=4).tma, (m, n)
+            # the masked backward: from 4097 rows, of a multiple of 128 columns
+            masked = bwd(m, n, has_mask=True)
+            assert masked == (replace(head8k, reload_w=True) if m > 4096 and n % 128 == 0 else masked), (m, n)
+            assert masked.tma == (m > 4096 and n % 128 == 0), (m, n)
+            assert bwd(m, n, has_mask=True, w_bytes=4) == (head8k if masked.tma else masked), (m, n)
     assert bwd(3641, 9216).tma and not bwd(3640, 9216).tma  # 3640 x 9216 < TMA_MIN_ELEMENTS
     for m in (7282, 32768):
         for n in (4608, 5120):
             want = LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, tma_store=True)
-            assert bwd(m, n) == bwd(m, n, has_mask=True) == want, (m, n)
+            assert bwd(m, n) == want, (m, n)
+            masked = replace(want, tma_store=False)  # its mask by the TMA, dx by each thread
+            assert bwd(m, n, has_mask=True) == replace(masked, reload_w=True), (m, n)
+            assert bwd(m, n, has_mask=True, w_bytes=4) == masked, (m, n)
             assert not config.bwd_config(m, n, True, tma=True, x_bytes=4).tma, (m, n)
+    assert bwd(32768, 4104, has_mask=True) == want  # its mask in bytes, as round 33's
     assert not bwd(7281, 4608).tma  # 7281 x 4608 < TMA_MIN_ELEMENTS
-    for n in (5632, 6144, 7168, 8191):  # LayerNorm's 5121-8191 in 8192's tile (not the masked backward's)
+    for n in (5632, 6144, 7168, 8191):  # LayerNorm's 5121-8191 in 8192's tile (the masked backward's at 128s)
         assert bwd(32768, n) == LaunchConfig(1, 8192, 1, 8, 1, tma=True), n
-        assert not bwd(32768, n, has_mask=True).tma and not bwd(4096, n).tma, n
+        assert bwd(32768, n, has_mask=True).tma == (n % 128 == 0) and not bwd(4096, n).tma, n
         assert not config.bwd_config(32768, n, True, tma=True, x_bytes=4).tma, n
     for n in (10248, 12288):
         assert not bwd(32768, n).tma, n
@@ -979,7 +1044,8 @@ def test_tma_backward_on_the_gpu(op):
     ln, masked, rms = "layer_norm", "layer_norm_clamped_relu", "rms_norm"
     shapes = [(16400, 2048, {ln, masked}), (8200, 4096, {ln, masked}), (4100, 8192, {ln, masked})]
     shapes += [(16384, 2048, set()), (8192, 8200 + 4096, set()), (3000, 4608, set()), (8200, 4608, {ln, masked})]
-    shapes += [(4100, 9216, {ln, rms}), (4100, 12288, {rms}), (8200, 6144, {ln})]
+    shapes += [(4100, 9216, {ln, masked, rms}), (4100, 12288, {rms}), (8200, 6144, {ln, masked}), (8200, 6152, {ln})]
+    shapes += [(4096, 9216, {ln, rms})]
     for m, n, taken in shapes:
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")

@@ -54,6 +54,9 @@ class LaunchConfig:
     # backward of whole rows: dy and x loaded by the TMA (``norm_bwd_tma_kernel``), and dx stored by it too
     tma: bool = False
     tma_store: bool = False
+    # the TMA backward loads its weights again at every row block (``norm_bwd_tma_kernel``'s RELOAD_W) rather than
+    # hold them in registers across its loop
+    reload_w: bool = False
 
     @property
     def per_thread(self) -> int:
@@ -366,7 +369,7 @@ def _bwd_heuristic(
     _limits: tuple,
 ) -> LaunchConfig:  # fmt: skip
     if tma:
-        by_tma = _tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
+        by_tma = _tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes, w_bytes)
         if by_tma:
             return by_tma
     if is_rms and x_bytes == 2:
@@ -440,9 +443,14 @@ def _masked_tile(m: int, block_n: int) -> int:
 # back to back 66.4 us against 63.4 at 8192 x 4096 (58.2 against 60.9 at 16384 x 2048), and the masked backward at
 # 8192 x 4096 85.9 against 67.0: the minimum stays.
 TMA_MIN_ELEMENTS = (1 << 25) + 1
+# the TMA backward loads the packed clamped-ReLU mask by the TMA too (``ops._mask_tma``) where its rows are a multiple
+# of 16 bytes, as a mask of rows of a multiple of this many columns has
+MASK_WORD_COLUMNS = 128
 
 
-def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> LaunchConfig | None:
+def _tma_bwd(
+    m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int
+) -> LaunchConfig | None:
     """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), one row a program:
     LayerNorm (with dB) at 2048 columns (4 warps, 4 programs a SM), 4096 (8 warps, 2 a SM; dx stored by the TMA at
     both) and 8192 (8 warps, one a SM, dx stored by each thread), in calls of at least ``TMA_MIN_ELEMENTS``
@@ -453,7 +461,22 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_by
     masked backward's rows of 4097-5120 in calls of more than 4096 rows a head of 4096 and a tail of 1024 at 4 warps,
     two a SM, dx stored by the TMA; LayerNorm's rows of 5121-8191 in calls of more than 4096 rows in 8192's tile.
     None elsewhere (RMSNorm's head + tail tiles by the TMA are ``_rms_head_tail_bwd``'s, beside their launches on
-    ``norm_bwd_kernel``).
+    ``norm_bwd_kernel``). The masked backward's rows of a multiple of ``MASK_WORD_COLUMNS`` (its mask loaded by the
+    TMA too, round 34, below), more than 4096 rows: LayerNorm's launches at 5121-10240 as well, and at 4097-5120 and
+    8193-10240 dx stored by each thread, 16-bit weights loaded again at every row block (``reload_w``).
+
+    Round 34 (GPU runs 297-302, 32768 rows, launches forced in turns, us a call; ``.ab/probe/r34a.py``): with the
+    mask by the TMA, the masked backward in 8192's tile at 6144 / 7168 x1.085 / x1.130 (bf16 x float32) and x1.087 /
+    x1.132 (fp16) against ``norm_bwd_kernel``'s (16 warps 0.94-1.07; a head of 4096 and a tail of 2048 0.83-0.94);
+    at 8704 / 9216 / 10240 a head of 8192 and a tail of 2048 against split rows of 1024: bf16 x float32 x1.168 /
+    x1.011 / x1.089 (dx by the TMA 0.92-1.05, weights again 0.95-1.11), fp16 with the weights again x1.070 / x1.027 /
+    x1.123 (held 0.99-1.04, dx by the TMA too 0.98-1.08), bf16 x1.062 at 9216; 9472-9984 x1.26-1.27 (bf16 x float32)
+    and x1.09 (fp16); at 4096 rows 0.96-1.03, so not there. At 4608 / 5120 dx by each thread x1.095 / x1.087 (bf16 x
+    float32), with fp16 weights loaded again x1.022 / x1.029 (bf16 x1.036); programs of 8 or 16 warps 0.50-0.71, a
+    tail of 512 0.69-0.83, 2 or 4 stages 0.77-0.99. Against the rules before in turns (``bench.ab``, runs 303-304,
+    GB/s): 32768 rows x1.217 / x1.220 / x1.102 / x1.140 / x1.169 / x1.010 / x1.087 (bf16 x float32 at 4608 / 5120 /
+    6144 / 7168 / 8704 / 9216 / 10240) and x1.325 / x1.321 / x1.108 / x1.140 / x1.071 / x1.027 / x1.126 (fp16); 2048 /
+    4096 x1.017 / x1.058 and x1.006 / x1.092; 8192 0.985 / x1.003; 8192 rows fp16 x1.013-1.294, bf16 x1.057-1.298.
 
     Round 33 (GPU runs 290-291; H200; ``.ab/probe/r33a.py``, forced in turns, us a call, against the rules then:
     split rows of 1024 at 8193-10240, one tile of 8192 at 32 elements a thread at 4097-5120). LayerNorm at 8193-10240
@@ -513,17 +536,22 @@ def _tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_by
     and x 8192 (0.88-0.97); rows of 1024 (0.87-0.99); RMSNorm at 2048-3072 (0.97-1.05: level)."""
     if is_rms or not has_dbias:
         return None
+    mask_words = has_mask and n % MASK_WORD_COLUMNS == 0  # the mask by the TMA too (round 34)
     if 8192 < n <= 10240 and x_bytes == 2 and not has_mask:
         return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True)
     if m <= 4096:
         return None
+    if 8192 < n <= 10240 and x_bytes == 2 and mask_words:
+        return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, reload_w=w_bytes == 2)
+    if 4096 < n <= 5120 and x_bytes == 2 and mask_words:
+        return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, reload_w=w_bytes == 2)
     if 4096 < n <= 5120 and x_bytes == 2:
         return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, tma_store=True)
     if n == 2048:  # one row of 4 warps a program, 4 a SM (the masked backward's mask bytes a row block ahead)
         return LaunchConfig(1, 2048, 1, 4, 4, ahead=has_mask, tma=True, tma_store=True)
     if n == 4096:  # one row a program, two a SM: of 8 warps, the masked backward's of 4 (its bytes ahead)
         return LaunchConfig(1, 4096, 1, 4 if has_mask else 8, 2, ahead=has_mask, tma=True, tma_store=True)
-    if n == 8192 or (5120 < n < 8192 and x_bytes == 2 and not has_mask):
+    if n == 8192 or (5120 < n < 8192 and x_bytes == 2 and (mask_words or not has_mask)):
         return LaunchConfig(1, 8192, 1, 8, 1, tma=True)
     return None
 

@@ -204,8 +204,9 @@ def _masked_dy(dy, packed, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: t
     turning each bit into a float to multiply by (shift, and, convert: 30 registers more a thread at 16 columns
     a thread, and at 32 the registers ran out)."""
     dy = dy.to(ACC)
-    if HAS_MASK:
-        keep = (packed.to(tl.int32)[:, :, None] & (1 << tl.arange(0, 8))[None, None, :]) != 0
+    if HAS_MASK:  # packed: bytes, or (``norm_bwd_tma_kernel``'s MASK_TMA) 32-bit words of 4 bytes each
+        bits: tl.constexpr = BLOCK_N // packed.shape[1]
+        keep = (packed.to(tl.int32)[:, :, None] & (1 << tl.arange(0, bits))[None, None, :]) != 0
         dy = tl.where(tl.reshape(keep, (BLOCK_M, BLOCK_N)), dy, dy * 0.0)
     return dy
 
@@ -485,11 +486,12 @@ def _block_mask_bytes(
 
 @triton.jit(do_not_specialize=["M", "num_programs", "blocks_per_program"])
 def norm_bwd_tma_kernel(
-    DY_HEAD, X_HEAD, DX_HEAD, DY_TAIL, X_TAIL, DX_TAIL, W, MEAN, RSTD, MASK, DX, PARTIAL,
+    DY_HEAD, X_HEAD, DX_HEAD, DY_TAIL, X_TAIL, DX_TAIL, MASK_HEAD, MASK_TAIL, W, MEAN, RSTD, MASK, DX, PARTIAL,
     M, N, stride_mask, stride_dx, num_programs, blocks_per_program,
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr,
-    TMA_STORE: tl.constexpr, STAGES: tl.constexpr, MASK_AHEAD: tl.constexpr, PDL_TRIGGER: tl.constexpr,
+    TMA_STORE: tl.constexpr, STAGES: tl.constexpr, MASK_AHEAD: tl.constexpr, MASK_TMA: tl.constexpr,
+    RELOAD_W: tl.constexpr, PDL_TRIGGER: tl.constexpr,
 ):  # fmt: skip
     """``norm_bwd_kernel``'s whole rows (one tile, or a head tile and a tail tile) with dy and x loaded by the
     Tensor Memory Accelerator: ``*_HEAD`` and ``*_TAIL`` are tensor descriptors of blocks ``[BLOCK_M, BLOCK_N]`` and
@@ -501,7 +503,23 @@ def norm_bwd_tma_kernel(
 
     HAS_MASK: the clamped-ReLU mask's bytes are loaded by each thread, as ``norm_bwd_kernel`` loads them; a thread's
     bytes are too few for an asynchronous copy, so the pipeliner leaves their loads in the loop, where each row
-    block waits for them. MASK_AHEAD: they are loaded a row block ahead instead (``config._tma_bwd`` says where).
+    block waits for them. MASK_AHEAD: they are loaded a row block ahead instead. MASK_TMA (``ops._mask_tma``: rows
+    of a multiple of 128 columns): the packed mask's rows are loaded by the TMA too, as 32-bit words (``MASK_HEAD``
+    and ``MASK_TAIL``, descriptors of blocks ``[BLOCK_M, BLOCK_N / 32]`` and ``[BLOCK_M, TAIL_N / 32]`` over the mask
+    viewed as int32; word w holds the bits of columns 32w ... 32w + 31, its byte k those of 32w + 8k ...), so the
+    pipeliner keeps them in flight with dy and x, and ``_masked_dy`` spreads each word's 32 bits over its columns.
+    Without it MASK_HEAD and MASK_TAIL are dx's descriptors, unused. RELOAD_W: the weights are loaded again at every
+    row block (from L1) rather than held across the loop, which frees their registers (the masked head + tail
+    launches with 16-bit weights: ``config._tma_bwd``).
+
+    Round 34 (GPU runs 297-302, H200, 32768 rows, launches forced in turns, us a call): the mask by the TMA against
+    its bytes by each thread, the same launch: 4608 / 5120 x1.106 / x1.115 (bf16 x, float32 weights) and x1.295 /
+    x1.287 (fp16), 4096 x1.055 / x1.083, 2048 x1.009 / x1.018 (against its bytes a row block ahead), 8192 0.987 /
+    x1.003; in 8192's tile at 6144 / 7168 x1.085-1.132 against ``norm_bwd_kernel`` (the bytes by each thread there
+    0.84-0.87). Registers (sm_90, ptxas): the head + tail launches spilled 32-56 bytes with the mask in either form
+    (255 registers; LayerNorm's none), none with RELOAD_W (245-253): x1.022-1.070 with fp16 weights (x1.123 at
+    10240), 0.95-0.99 with float32 weights (their reload is 4 bytes a column), slower where nothing spilled (whole
+    tiles 0.86-0.99; LayerNorm 0.80-0.98).
 
     Measured on an H200 (GPU runs 142-143, ``benchmarks/README.md`` round 18): 1.05-1.14x ``norm_bwd_kernel``'s
     time where its registers leave room for two 8-warp programs a SM (``config._tma_bwd``); with more registers
@@ -529,6 +547,10 @@ def norm_bwd_tma_kernel(
         rows = row0 + tl.arange(0, BLOCK_M)
         row_ok = rows < M
         mean, rstd = _load_stats(MEAN, RSTD, rows, row_ok, IS_RMS)
+        if RELOAD_W:
+            w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N, False)
+            if TAIL_N:
+                w_tail = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N, False)
         dy = DY_HEAD.load([row0, 0])
         packed, packed_t = dy, dy  # unused without a mask
         if HAS_MASK and MASK_AHEAD:
@@ -536,6 +558,10 @@ def norm_bwd_tma_kernel(
             mask_next, mask_tail_next = _block_mask_bytes(
                 MASK, rows + num_programs * BLOCK_M, M, N, stride_mask, BLOCK_N, EVEN_N, TAIL_N
             )
+        elif HAS_MASK and MASK_TMA:  # the mask's rows as 32-bit words, by the TMA as dy's and x's
+            packed = MASK_HEAD.load([row0, 0])
+            if TAIL_N:
+                packed_t = MASK_TAIL.load([row0, BLOCK_N // 32])
         elif HAS_MASK:
             packed, packed_t = _block_mask_bytes(MASK, rows, M, N, stride_mask, BLOCK_N, EVEN_N, TAIL_N)
         head = (dy, X_HEAD.load([row0, 0]), packed, mean, rstd)

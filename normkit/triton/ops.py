@@ -25,7 +25,9 @@ NORM_BWD = Launcher(norm_bwd_kernel)
 SUM_PARTIALS = Launcher(sum_partials_kernel, pdl="PDL_WAIT")
 SPLIT_ROWS = Launcher(split_rows_kernel, pdl="PDL_WAIT")
 NORM_BWD_TMA = Launcher(norm_bwd_tma_kernel)
+_MASK_TMA_AT = NORM_BWD_TMA.constexpr_names.index("MASK_TMA")  # where a plan's values hold it
 TMA_STAGES = 3  # norm_bwd_tma_kernel's STAGES: two row blocks in flight (GPU run 142: 4 stages 0.92-1.0x of 3)
+MASK_BY_TMA = True  # norm_bwd_tma_kernel's MASK_TMA where the mask's rows allow it (_mask_tma)
 
 
 def _acc_of(dtype: torch.dtype):
@@ -279,14 +281,37 @@ def _backward_plan(m, n, x_dtype, w_dtype, has_dbias, has_mask, is_rms, zero_cen
         IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, ACC=_acc_of(x_dtype)[0], PDL_TRIGGER=_pdl(device),
     )  # fmt: skip
     if cfg.tma:
+        mask_tma = has_mask and _mask_tma(n, cfg)
         values = NORM_BWD_TMA.values(
-            TMA_STORE=cfg.tma_store, STAGES=TMA_STAGES, HAS_MASK=has_mask, MASK_AHEAD=cfg.ahead, **common
-        )
+            TMA_STORE=cfg.tma_store, STAGES=TMA_STAGES, HAS_MASK=has_mask, MASK_AHEAD=cfg.ahead and not mask_tma,
+            MASK_TMA=mask_tma, RELOAD_W=cfg.reload_w, **common,
+        )  # fmt: skip
     else:
         values = NORM_BWD.values(
             NUM_CHUNKS=cfg.num_chunks, CHUNKS_P2=next_power_of_2(cfg.num_chunks), HAS_MASK=has_mask, **common
         )
     return _BackwardPlan(cfg, programs, cdiv(row_blocks, programs), values)
+
+
+def _mask_tma(n: int, cfg: config.LaunchConfig) -> bool:
+    """Whether the TMA backward loads the packed mask of rows of n columns by the TMA as well (``MASK_TMA``), as
+    32-bit words: where a mask as the forward writes it (``ceil(n / 8)`` bytes a row, contiguous) has rows of a
+    multiple of 16 bytes (n a multiple of ``config.MASK_WORD_COLUMNS``, 128), and where each tile's mask is at least
+    128 bytes (1024 columns). A tail of 512 columns (boxes of 64 bytes) faulted with "misaligned address" (GPU run
+    300); our reading: a TMA copy into shared memory needs its destination on 128 bytes, and the pipeline's second
+    buffer of a 64-byte box starts 64 bytes after its first."""
+    tiles_ok = cfg.block_n >= 1024 and (not cfg.tail_n or cfg.tail_n >= 1024)
+    return MASK_BY_TMA and n % config.MASK_WORD_COLUMNS == 0 and tiles_ok
+
+
+def _mask_words(mask: torch.Tensor) -> tuple[torch.Tensor, list, list] | None:
+    """``(words, shape, strides)``: the packed mask as int32 words, 4 bytes each, in rows the TMA can load
+    (``_tma_rows``); None where it cannot (a mask whose rows do not start on 16 bytes)."""
+    rows = _tma_rows(mask)
+    if rows is None:
+        return None
+    words = mask.view(torch.int32)  # its rows are a multiple of 16 bytes: whole words
+    return words, list(words.shape), list(words.stride())
 
 
 def _descriptor(t: torch.Tensor, shape: list, strides: list, block: list) -> TensorDescriptor:
@@ -299,15 +324,24 @@ def _descriptor(t: torch.Tensor, shape: list, strides: list, block: list) -> Ten
     return descriptor
 
 
-def _descriptors(cfg: config.LaunchConfig, dy: torch.Tensor, x: torch.Tensor, dx: torch.Tensor) -> list | None:
+def _descriptors(cfg: config.LaunchConfig, dy, x, dx, mask, mask_tma: bool) -> list | None:
     """The TMA descriptors of dy, x and dx: their head tiles', then their tail tiles' (the head's again without a
-    tail); None where dy's or x's rows are not the TMA's (``_tma_rows``; dx's are, by the plan)."""
+    tail); then the mask's head and tail as 32-bit words where ``mask_tma`` (``_mask_words``; dx's head and tail
+    descriptors in their place otherwise, unused). None where dy's, x's or that mask's rows are not the TMA's
+    (``_tma_rows``; dx's are, by the plan)."""
     dy_rows, x_rows = _tma_rows(dy), _tma_rows(x)
     if dy_rows is None or x_rows is None:
         return None
     layouts = [(dy, *dy_rows), (x, *x_rows), (dx, list(dx.shape), list(dx.stride()))]
+    tail_n = cfg.tail_n or cfg.block_n
     heads = [_descriptor(*layout, [cfg.block_m, cfg.block_n]) for layout in layouts]
-    return heads + ([_descriptor(*layout, [cfg.block_m, cfg.tail_n]) for layout in layouts] if cfg.tail_n else heads)
+    tails = [_descriptor(*layout, [cfg.block_m, tail_n]) for layout in layouts] if cfg.tail_n else heads
+    if not mask_tma:
+        return heads + tails + [heads[2], tails[2]]
+    words = _mask_words(mask)
+    if words is None:
+        return None
+    return heads + tails + [_descriptor(*words, [cfg.block_m, n // 32]) for n in (cfg.block_n, tail_n)]
 
 
 def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, has_dbias):
@@ -320,7 +354,9 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     index = x.get_device()
     key = (m, n, x.dtype, weight.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, index)
     plan = _backward_plan(*key, _tma_capable(index), config.generation)
-    descriptors = _descriptors(plan.cfg, dy, x, dx) if plan.cfg.tma else None  # made only where the plan takes it
+    descriptors = None  # made only where the plan takes the TMA
+    if plan.cfg.tma:
+        descriptors = _descriptors(plan.cfg, dy, x, dx, mask, plan.values[_MASK_TMA_AT])
     if plan.cfg.tma and descriptors is None:  # rows the TMA cannot load: the plan without it
         plan = _backward_plan(*key, False, config.generation)
     acc_tl, acc_torch = _acc_of(x.dtype)
