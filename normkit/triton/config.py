@@ -452,18 +452,19 @@ def _tma_bwd(
     m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int
 ) -> LaunchConfig | None:
     """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), one row a program:
-    LayerNorm (with dB) at 2048 columns (4 warps, 4 programs a SM), 4096 (8 warps, 2 a SM; dx stored by the TMA at
-    both) and 8192 (8 warps, one a SM, dx stored by each thread), in calls of at least ``TMA_MIN_ELEMENTS``
-    (``bwd_config``): from 16385 rows of 2048, 8193 of 4096, 4097 of 8192. The masked backward (LayerNorm + clamped
-    ReLU) the same, its mask bytes loaded a row block ahead (``ahead``) at 2048 and 4096, where its programs are of 4
-    warps. With 16-bit x (``x_bytes``), head + tail tiles (round 33, below): LayerNorm's rows of 8193-10240 columns a
-    head of 8192 and a tail of 2048 at 8 warps, one a SM (any rows, as the call is large enough); LayerNorm's and the
-    masked backward's rows of 4097-5120 in calls of more than 4096 rows a head of 4096 and a tail of 1024 at 4 warps,
-    two a SM, dx stored by the TMA; LayerNorm's rows of 5121-8191 in calls of more than 4096 rows in 8192's tile.
-    None elsewhere (RMSNorm's head + tail tiles by the TMA are ``_rms_head_tail_bwd``'s, beside their launches on
-    ``norm_bwd_kernel``). The masked backward's rows of a multiple of ``MASK_WORD_COLUMNS`` (its mask loaded by the
-    TMA too, round 34, below), more than 4096 rows: LayerNorm's launches at 5121-10240 as well, and at 4097-5120 and
-    8193-10240 dx stored by each thread, 16-bit weights loaded again at every row block (``reload_w``).
+    LayerNorm (with dB) at 2048 columns (4 warps, 4 programs a SM), 4096 (8 warps, 2 a SM; dx stored by the TMA at both)
+    and 8192 (8 warps, one a SM, dx stored by each thread), in calls of at least ``TMA_MIN_ELEMENTS`` (``bwd_config``):
+    from 16385 rows of 2048, 8193 of 4096, 4097 of 8192. The masked backward (LayerNorm + clamped ReLU) the same, its
+    programs of 4 warps at 4096, its mask loaded by the TMA (``ops._mask_tma``; where that cannot be, its bytes a row
+    block ahead at 2048 and 4096: ``ahead``). With 16-bit x (``x_bytes``), head + tail tiles (round 33, below):
+    LayerNorm's rows of 8193-10240 columns a head of 8192 and a tail of 2048 at 8 warps, one a SM (any rows, as the call
+    is large enough); LayerNorm's and the masked backward's rows of 4097-5120 in calls of more than 4096 rows a head of
+    4096 and a tail of 1024 at 4 warps, two a SM, dx stored by the TMA; LayerNorm's rows of 5121-8191 in calls of more
+    than 4096 rows in 8192's tile. None elsewhere (RMSNorm's head + tail tiles by the TMA are ``_rms_head_tail_bwd``'s,
+    beside their launches on ``norm_bwd_kernel``). The masked backward's rows of a multiple of ``MASK_WORD_COLUMNS``
+    (its mask loaded by the TMA too, round 34, below), more than 4096 rows: LayerNorm's launches at 5121-10240 as well,
+    and at 4097-5120 and 8193-10240 dx stored by each thread, 16-bit weights loaded again at every row block
+    (``reload_w``).
 
     Round 34 (GPU runs 297-302, 32768 rows, launches forced in turns, us a call; ``.ab/probe/r34a.py``): with the
     mask by the TMA, the masked backward in 8192's tile at 6144 / 7168 x1.085 / x1.130 (bf16 x float32) and x1.087 /
@@ -547,9 +548,9 @@ def _tma_bwd(
         return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, reload_w=w_bytes == 2)
     if 4096 < n <= 5120 and x_bytes == 2:
         return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, tma_store=True)
-    if n == 2048:  # one row of 4 warps a program, 4 a SM (the masked backward's mask bytes a row block ahead)
+    if n == 2048:  # one row of 4 warps a program, 4 a SM (``ahead``: mask bytes ahead, where not by the TMA)
         return LaunchConfig(1, 2048, 1, 4, 4, ahead=has_mask, tma=True, tma_store=True)
-    if n == 4096:  # one row a program, two a SM: of 8 warps, the masked backward's of 4 (its bytes ahead)
+    if n == 4096:  # one row a program, two a SM: of 8 warps, the masked backward's of 4 (``ahead`` as at 2048)
         return LaunchConfig(1, 4096, 1, 4 if has_mask else 8, 2, ahead=has_mask, tma=True, tma_store=True)
     if n == 8192 or (5120 < n < 8192 and x_bytes == 2 and (mask_words or not has_mask)):
         return LaunchConfig(1, 8192, 1, 8, 1, tma=True)
