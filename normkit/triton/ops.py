@@ -333,15 +333,16 @@ def _descriptors(cfg: config.LaunchConfig, dy, x, dx, mask, mask_tma: bool) -> l
     if dy_rows is None or x_rows is None:
         return None
     layouts = [(dy, *dy_rows), (x, *x_rows), (dx, list(dx.shape), list(dx.stride()))]
-    tail_n = cfg.tail_n or cfg.block_n
     heads = [_descriptor(*layout, [cfg.block_m, cfg.block_n]) for layout in layouts]
-    tails = [_descriptor(*layout, [cfg.block_m, tail_n]) for layout in layouts] if cfg.tail_n else heads
+    tails = [_descriptor(*layout, [cfg.block_m, cfg.tail_n]) for layout in layouts] if cfg.tail_n else heads
     if not mask_tma:
         return heads + tails + [heads[2], tails[2]]
     words = _mask_words(mask)
     if words is None:
         return None
-    return heads + tails + [_descriptor(*words, [cfg.block_m, n // 32]) for n in (cfg.block_n, tail_n)]
+    mask_head = _descriptor(*words, [cfg.block_m, cfg.block_n // 32])
+    mask_tail = _descriptor(*words, [cfg.block_m, cfg.tail_n // 32]) if cfg.tail_n else mask_head
+    return heads + tails + [mask_head, mask_tail]
 
 
 def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, has_dbias):
