@@ -931,18 +931,20 @@ MASK_WORD_ROWS = [(1024, 1024, 0, 2), (2048, 1024, 1024, 1), (1152, 1024, 1024, 
 
 
 @pytest.mark.parametrize("n, head, tail, block_m", MASK_WORD_ROWS)
-@pytest.mark.parametrize("reload_w", [False, True])
-def test_masked_tma_backward_mask_by_the_tma(n, head, tail, block_m, reload_w):
-    """The masked backward on the TMA kernel, forced, with its packed mask loaded by the TMA as 32-bit words where
-    its rows allow (``ops._mask_tma``: N a multiple of 128, tiles of at least 1024 columns; ``MASK_TMA`` in the
-    plan) and by each thread elsewhere, its weights held across the loop or loaded again at every row block
-    (``reload_w``): 37 strided rows over 4 persistent programs, zero-centered gamma, against the reference. The
-    words past the row (1152's tail) and past M load as zeros."""
+@pytest.mark.parametrize("reload_w, mask_bytes", [(False, False), (True, False), (False, True)])
+def test_masked_tma_backward_mask_by_the_tma(n, head, tail, block_m, reload_w, mask_bytes):
+    """The masked backward on the TMA kernel, forced, with its packed mask loaded by the TMA, as 32-bit words or as
+    bytes (``mask_bytes``), where its rows allow (``ops._mask_tma``: N a multiple of 128, tiles of at least 1024
+    columns; ``MASK_TMA`` in the plan) and by each thread elsewhere, its weights held across the loop or loaded
+    again at every row block (``reload_w``): 37 strided rows over 4 persistent programs, zero-centered gamma,
+    against the reference. The words or bytes past the row (1152's tail) and past M load as zeros."""
     from normkit.triton import config, ops
     from normkit.triton.config import LaunchConfig
 
     x, w, b = make_inputs(37, n, torch.float16, torch.float16, row_pad=24)
-    cfg = LaunchConfig(block_m, head, 1, 1, 1, tail_n=tail, tma=True, tma_store=True, reload_w=reload_w)
+    cfg = LaunchConfig(
+        block_m, head, 1, 1, 1, tail_n=tail, tma=True, tma_store=True, reload_w=reload_w, mask_bytes=mask_bytes
+    )
     with config.forced(bwd=cfg), tma_launches() as launches:
         check_backward("triton", "layer_norm_clamped_relu", x, w, b, zero_centered_gamma=True)
         index = x.get_device()
@@ -950,6 +952,11 @@ def test_masked_tma_backward_mask_by_the_tma(n, head, tail, block_m, reload_w):
     assert launches.call_count == 1
     values = dict(zip(ops.NORM_BWD_TMA.constexpr_names, plan.values))
     assert values["MASK_TMA"] == (n % 128 == 0) and values["RELOAD_W"] == reload_w
+    if values["MASK_TMA"]:  # the descriptors' 7th and 8th: the mask's head and tail, over its bytes or its words
+        mask_head, mask_tail = launches.call_args.args[1][6:8]
+        assert mask_head.base.dtype == (torch.uint8 if mask_bytes else torch.int32)
+        assert mask_head.block_shape == [block_m, head // (8 if mask_bytes else 32)]
+        assert mask_tail.block_shape == [block_m, (tail or head) // (8 if mask_bytes else 32)]
 
 
 def test_masked_tma_backward_falls_back_where_mask_rows_are_not_aligned():
@@ -978,7 +985,8 @@ def test_tma_rules():
     head + tail tiles of 16-bit x at 8193-10240 (LayerNorm) and 4097-5120 (LayerNorm and the masked backward, more
     than 4096 rows). The masked backward's rows of a multiple of 128 columns (its mask by the TMA too) from 4097
     rows at 5121-8191 in 8192's tile and at 8193-10240 as LayerNorm's; at 4097-5120 and 8193-10240 with dx by
-    each thread, its 16-bit weights loaded again at every row block (``reload_w``)."""
+    each thread, its 16-bit weights loaded again at every row block (``reload_w``), its mask by the TMA as bytes
+    where the weights are float32 (``mask_bytes``; 32-bit words elsewhere)."""
     from dataclasses import replace
 
     from normkit.triton import config
@@ -1009,7 +1017,8 @@ def test_tma_rules():
             assert masked.tma == (m > 4096 and n % 128 == 0), (m, n)
             if masked.tma:
                 assert masked == replace(head8k, reload_w=True), (m, n)
-            assert bwd(m, n, has_mask=True, w_bytes=4) == (head8k if masked.tma else masked), (m, n)
+            # float32 weights held, the mask by the TMA in bytes
+            assert bwd(m, n, has_mask=True, w_bytes=4) == (replace(head8k, mask_bytes=True) if masked.tma else masked)
     assert bwd(3641, 9216).tma and not bwd(3640, 9216).tma  # 3640 x 9216 < TMA_MIN_ELEMENTS
     for m in (7282, 32768):
         for n in (4608, 5120):
@@ -1017,7 +1026,7 @@ def test_tma_rules():
             assert bwd(m, n) == want, (m, n)
             masked = replace(want, tma_store=False)  # its mask by the TMA, dx by each thread
             assert bwd(m, n, has_mask=True) == replace(masked, reload_w=True), (m, n)
-            assert bwd(m, n, has_mask=True, w_bytes=4) == masked, (m, n)
+            assert bwd(m, n, has_mask=True, w_bytes=4) == replace(masked, mask_bytes=True), (m, n)
             assert not config.bwd_config(m, n, True, tma=True, x_bytes=4).tma, (m, n)
     assert bwd(32768, 4104, has_mask=True) == want  # its mask in bytes, as round 33's
     assert not bwd(7281, 4608).tma  # 7281 x 4608 < TMA_MIN_ELEMENTS

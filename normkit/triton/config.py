@@ -57,6 +57,8 @@ class LaunchConfig:
     # the TMA backward loads its weights again at every row block (``norm_bwd_tma_kernel``'s RELOAD_W) rather than
     # hold them in registers across its loop
     reload_w: bool = False
+    # the masked TMA backward's packed mask by the TMA as bytes rather than 32-bit words (``ops._descriptors``)
+    mask_bytes: bool = False
 
     @property
     def per_thread(self) -> int:
@@ -464,7 +466,15 @@ def _tma_bwd(
     beside their launches on ``norm_bwd_kernel``). The masked backward's rows of a multiple of ``MASK_WORD_COLUMNS``
     (its mask loaded by the TMA too, round 34, below), more than 4096 rows: LayerNorm's launches at 5121-10240 as well,
     and at 4097-5120 and 8193-10240 dx stored by each thread, 16-bit weights loaded again at every row block
-    (``reload_w``).
+    (``reload_w``), float32 weights held and the mask by the TMA as bytes rather than words (``mask_bytes``).
+
+    Round 35 (GPU runs 309-310, ``bench.ab`` against round 34's rules in turns, GB/s): the mask by the TMA as bytes
+    where the weights are float32, at the head + tail launches: 32768 rows bf16 x float32 x1.066 / x1.041 / x1.108 /
+    x1.101 / x1.111 (4608 / 5120 / 8704 / 9216 / 10240), 8192 rows x1.051 / x1.033 / x1.093 / x1.094, fp16 x float32
+    x1.000-1.010. Not taken: bytes with 16-bit weights (fp16 0.986 / 1.000 / 0.992-0.998 at 4608 / 5120 / 8704-10240;
+    bf16 at 8192 rows 0.985-1.004) and in whole tiles (fp16 0.981-0.984 at 6144 / 8192, bf16 x float32 0.997-1.003).
+    A byte's 8 bits are tested against constants, a word's against per-thread bit registers: ptxas (sm_90) gives the
+    bytes 0-10 registers and 8-32 instructions less, and 4096 + 1024 with fp16 weights held 16 bytes of stack for 40.
 
     Round 34 (GPU runs 297-302, 32768 rows, launches forced in turns, us a call; ``.ab/probe/r34a.py``): with the
     mask by the TMA, the masked backward in 8192's tile at 6144 / 7168 x1.085 / x1.130 (bf16 x float32) and x1.087 /
@@ -543,9 +553,9 @@ def _tma_bwd(
     if m <= 4096:
         return None
     if 8192 < n <= 10240 and x_bytes == 2 and mask_words:
-        return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, reload_w=w_bytes == 2)
+        return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, reload_w=w_bytes == 2, mask_bytes=w_bytes == 4)
     if 4096 < n <= 5120 and x_bytes == 2 and mask_words:
-        return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, reload_w=w_bytes == 2)
+        return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, reload_w=w_bytes == 2, mask_bytes=w_bytes == 4)
     if 4096 < n <= 5120 and x_bytes == 2:
         return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, tma_store=True)
     if n == 2048:  # one row of 4 warps a program, 4 a SM (``ahead``: mask bytes ahead, where not by the TMA)

@@ -204,7 +204,7 @@ def _masked_dy(dy, packed, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: t
     turning each bit into a float to multiply by (shift, and, convert: 30 registers more a thread at 16 columns
     a thread, and at 32 the registers ran out)."""
     dy = dy.to(ACC)
-    if HAS_MASK:  # packed: bytes, or (``norm_bwd_tma_kernel``'s MASK_TMA) 32-bit words of 4 bytes each
+    if HAS_MASK:  # packed: bytes, or (``norm_bwd_tma_kernel``'s MASK_TMA) bytes or 32-bit words of 4 bytes each
         bits: tl.constexpr = BLOCK_N // packed.shape[1]
         keep = (packed.to(tl.int32)[:, :, None] & (1 << tl.arange(0, bits))[None, None, :]) != 0
         dy = tl.where(tl.reshape(keep, (BLOCK_M, BLOCK_N)), dy, dy * 0.0)
@@ -502,15 +502,17 @@ def norm_bwd_tma_kernel(
     ``DX_TAIL`` as well. PARTIAL as ``norm_bwd_kernel``'s.
 
     HAS_MASK: the clamped-ReLU mask's bytes are loaded by each thread, as ``norm_bwd_kernel`` loads them; a thread's
-    bytes are too few for an asynchronous copy, so the pipeliner leaves their loads in the loop, where each row
-    block waits for them. MASK_AHEAD: they are loaded a row block ahead instead. MASK_TMA (``ops._mask_tma``: rows
-    of a multiple of 128 columns): the packed mask's rows are loaded by the TMA too, as 32-bit words (``MASK_HEAD``
-    and ``MASK_TAIL``, descriptors of blocks ``[BLOCK_M, BLOCK_N / 32]`` and ``[BLOCK_M, TAIL_N / 32]`` over the mask
-    viewed as int32; word w holds the bits of columns 32w ... 32w + 31, its byte k those of 32w + 8k ...), so the
-    pipeliner keeps them in flight with dy and x, and ``_masked_dy`` spreads each word's 32 bits over its columns.
-    Without it MASK_HEAD and MASK_TAIL are dx's descriptors, unused. RELOAD_W: the weights are loaded again at every
-    row block (from L1) rather than held across the loop, which frees their registers (the masked head + tail
-    launches with 16-bit weights: ``config._tma_bwd``).
+    bytes are too few for an asynchronous copy, so the pipeliner leaves their loads in the loop, where each row block
+    waits for them. MASK_AHEAD: they are loaded a row block ahead instead. MASK_TMA (``ops._mask_tma``: rows of a
+    multiple of 128 columns): the packed mask's rows are loaded by the TMA too, as 32-bit words or as bytes
+    (``MASK_HEAD`` and ``MASK_TAIL``, descriptors of blocks ``[BLOCK_M, BLOCK_N / 32]`` and ``[BLOCK_M, TAIL_N / 32]``
+    over the mask viewed as int32, or of ``BLOCK_N / 8`` and ``TAIL_N / 8`` over its bytes, ``ops._descriptors``; word w
+    holds the bits of columns 32w ... 32w + 31, its byte k those of 32w + 8k ...), so the pipeliner keeps them in flight
+    with dy and x, and ``_masked_dy`` spreads each word's 32 bits or each byte's 8 over their columns. A thread tests a
+    byte's bits against constants, a word's against the bits of its own byte, which vary by thread (registers). Without
+    it MASK_HEAD and MASK_TAIL are dx's descriptors, unused. RELOAD_W: the weights are loaded again at every row block
+    (from L1) rather than held across the loop, which frees their registers (the masked head + tail launches with 16-bit
+    weights: ``config._tma_bwd``).
 
     Round 34 (GPU runs 297-302, H200, 32768 rows, launches forced in turns, us a call): the mask by the TMA against
     its bytes by each thread, the same launch: 4608 / 5120 x1.106 / x1.115 (bf16 x, float32 weights) and x1.295 /
@@ -558,10 +560,10 @@ def norm_bwd_tma_kernel(
             mask_next, mask_tail_next = _block_mask_bytes(
                 MASK, rows + num_programs * BLOCK_M, M, N, stride_mask, BLOCK_N, EVEN_N, TAIL_N
             )
-        elif HAS_MASK and MASK_TMA:  # the mask's rows as 32-bit words, by the TMA as dy's and x's
+        elif HAS_MASK and MASK_TMA:  # the mask's rows as 32-bit words or bytes, by the TMA as dy's and x's
             packed = MASK_HEAD.load([row0, 0])
             if TAIL_N:
-                packed_t = MASK_TAIL.load([row0, BLOCK_N // 32])
+                packed_t = MASK_TAIL.load([row0, MASK_HEAD.block_shape[1]])
         elif HAS_MASK:
             packed, packed_t = _block_mask_bytes(MASK, rows, M, N, stride_mask, BLOCK_N, EVEN_N, TAIL_N)
         head = (dy, X_HEAD.load([row0, 0]), packed, mean, rstd)

@@ -294,22 +294,24 @@ def _backward_plan(m, n, x_dtype, w_dtype, has_dbias, has_mask, is_rms, zero_cen
 
 
 def _mask_tma(n: int, cfg: config.LaunchConfig) -> bool:
-    """Whether the TMA backward loads the packed mask of rows of n columns by the TMA as well (``MASK_TMA``), as
-    32-bit words: where a mask as the forward writes it (``ceil(n / 8)`` bytes a row, contiguous) has rows of a
-    multiple of 16 bytes (n a multiple of ``config.MASK_WORD_COLUMNS``, 128), and where each tile's mask is at least
-    128 bytes (1024 columns). A tail of 512 columns (boxes of 64 bytes) faulted with "misaligned address" (GPU run
-    300); our reading: a TMA copy into shared memory needs its destination on 128 bytes, and the pipeline's second
-    buffer of a 64-byte box starts 64 bytes after its first."""
+    """Whether the TMA backward loads the packed mask of rows of n columns by the TMA as well (``MASK_TMA``; as 32-bit
+    words or bytes, ``LaunchConfig.mask_bytes``): where a mask as the forward writes it (``ceil(n / 8)`` bytes a row,
+    contiguous) has rows of a multiple of 16 bytes (n a multiple of ``config.MASK_WORD_COLUMNS``, 128), and where each
+    tile's mask is at least 128 bytes (1024 columns). A tail of 512 columns (boxes of 64 bytes) faulted with "misaligned
+    address" (GPU run 300); our reading: a TMA copy into shared memory needs its destination on 128 bytes, and the
+    pipeline's second buffer of a 64-byte box starts 64 bytes after its first."""
     tiles_ok = cfg.block_n >= 1024 and (not cfg.tail_n or cfg.tail_n >= 1024)
     return MASK_BY_TMA and n % config.MASK_WORD_COLUMNS == 0 and tiles_ok
 
 
-def _mask_words(mask: torch.Tensor) -> tuple[torch.Tensor, list, list] | None:
-    """``(words, shape, strides)``: the packed mask as int32 words, 4 bytes each, in rows the TMA can load
-    (``_tma_rows``); None where it cannot (a mask whose rows do not start on 16 bytes)."""
+def _mask_rows(mask: torch.Tensor, as_bytes: bool) -> tuple[torch.Tensor, list, list] | None:
+    """``(packed, shape, strides)``: the packed mask in rows the TMA can load (``_tma_rows``), as its bytes or as
+    int32 words of 4 bytes each; None where it cannot (a mask whose rows do not start on 16 bytes)."""
     rows = _tma_rows(mask)
     if rows is None:
         return None
+    if as_bytes:
+        return mask, *rows
     words = mask.view(torch.int32)  # its rows are a multiple of 16 bytes: whole words
     return words, list(words.shape), list(words.stride())
 
@@ -325,10 +327,10 @@ def _descriptor(t: torch.Tensor, shape: list, strides: list, block: list) -> Ten
 
 
 def _descriptors(cfg: config.LaunchConfig, dy, x, dx, mask, mask_tma: bool) -> list | None:
-    """The TMA descriptors of dy, x and dx: their head tiles', then their tail tiles' (the head's again without a
-    tail); then the mask's head and tail as 32-bit words where ``mask_tma`` (``_mask_words``; dx's head and tail
-    descriptors in their place otherwise, unused). None where dy's, x's or that mask's rows are not the TMA's
-    (``_tma_rows``; dx's are, by the plan)."""
+    """The TMA descriptors of dy, x and dx: their head tiles', then their tail tiles' (the head's again without a tail);
+    then the mask's head and tail where ``mask_tma``, as 32-bit words or as bytes (``cfg.mask_bytes``; ``_mask_rows``;
+    dx's head and tail descriptors in their place otherwise, unused). None where dy's, x's or that mask's rows are not
+    the TMA's (``_tma_rows``; dx's are, by the plan)."""
     dy_rows, x_rows = _tma_rows(dy), _tma_rows(x)
     if dy_rows is None or x_rows is None:
         return None
@@ -337,11 +339,12 @@ def _descriptors(cfg: config.LaunchConfig, dy, x, dx, mask, mask_tma: bool) -> l
     tails = [_descriptor(*layout, [cfg.block_m, cfg.tail_n]) for layout in layouts] if cfg.tail_n else heads
     if not mask_tma:
         return heads + tails + [heads[2], tails[2]]
-    words = _mask_words(mask)
-    if words is None:
+    packed = _mask_rows(mask, cfg.mask_bytes)
+    if packed is None:
         return None
-    mask_head = _descriptor(*words, [cfg.block_m, cfg.block_n // 32])
-    mask_tail = _descriptor(*words, [cfg.block_m, cfg.tail_n // 32]) if cfg.tail_n else mask_head
+    columns = 8 if cfg.mask_bytes else 32  # a byte's or a word's
+    mask_head = _descriptor(*packed, [cfg.block_m, cfg.block_n // columns])
+    mask_tail = _descriptor(*packed, [cfg.block_m, cfg.tail_n // columns]) if cfg.tail_n else mask_head
     return heads + tails + [mask_head, mask_tail]
 
 
