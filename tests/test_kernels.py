@@ -927,10 +927,10 @@ def test_tma_backward_falls_back_where_rows_are_not_aligned(rows):
 
 # (N, head tile, tail tile, rows a tile): one tile of two rows; a head and a whole tail; a tail holding 128 columns;
 # N not a multiple of 128 (the mask in bytes, by each thread)
-MASK_WORD_ROWS = [(1024, 1024, 0, 2), (2048, 1024, 1024, 1), (1152, 1024, 1024, 1), (1000, 1024, 0, 1)]
+MASK_TMA_ROWS = [(1024, 1024, 0, 2), (2048, 1024, 1024, 1), (1152, 1024, 1024, 1), (1000, 1024, 0, 1)]
 
 
-@pytest.mark.parametrize("n, head, tail, block_m", MASK_WORD_ROWS)
+@pytest.mark.parametrize("n, head, tail, block_m", MASK_TMA_ROWS)
 @pytest.mark.parametrize("reload_w, mask_bytes", [(False, False), (True, False), (False, True)])
 def test_masked_tma_backward_mask_by_the_tma(n, head, tail, block_m, reload_w, mask_bytes):
     """The masked backward on the TMA kernel, forced, with its packed mask loaded by the TMA, as 32-bit words or as

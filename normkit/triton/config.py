@@ -447,7 +447,7 @@ def _masked_tile(m: int, block_n: int) -> int:
 TMA_MIN_ELEMENTS = (1 << 25) + 1
 # the TMA backward loads the packed clamped-ReLU mask by the TMA too (``ops._mask_tma``) where its rows are a multiple
 # of 16 bytes, as a mask of rows of a multiple of this many columns has
-MASK_WORD_COLUMNS = 128
+MASK_TMA_COLUMNS = 128
 
 
 def _tma_bwd(
@@ -463,7 +463,7 @@ def _tma_bwd(
     is large enough); LayerNorm's and the masked backward's rows of 4097-5120 in calls of more than 4096 rows a head of
     4096 and a tail of 1024 at 4 warps, two a SM, dx stored by the TMA; LayerNorm's rows of 5121-8191 in calls of more
     than 4096 rows in 8192's tile. None elsewhere (RMSNorm's head + tail tiles by the TMA are ``_rms_head_tail_bwd``'s,
-    beside their launches on ``norm_bwd_kernel``). The masked backward's rows of a multiple of ``MASK_WORD_COLUMNS``
+    beside their launches on ``norm_bwd_kernel``). The masked backward's rows of a multiple of ``MASK_TMA_COLUMNS``
     (its mask loaded by the TMA too, round 34, below), more than 4096 rows: LayerNorm's launches at 5121-10240 as well,
     and at 4097-5120 and 8193-10240 dx stored by each thread, 16-bit weights loaded again at every row block
     (``reload_w``), float32 weights held and the mask by the TMA as bytes rather than words (``mask_bytes``).
@@ -547,14 +547,14 @@ def _tma_bwd(
     and x 8192 (0.88-0.97); rows of 1024 (0.87-0.99); RMSNorm at 2048-3072 (0.97-1.05: level)."""
     if is_rms or not has_dbias:
         return None
-    mask_words = has_mask and n % MASK_WORD_COLUMNS == 0  # the mask by the TMA too (round 34)
+    mask_by_tma = has_mask and n % MASK_TMA_COLUMNS == 0  # the mask by the TMA too (round 34)
     if 8192 < n <= 10240 and x_bytes == 2 and not has_mask:
         return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True)
     if m <= 4096:
         return None
-    if 8192 < n <= 10240 and x_bytes == 2 and mask_words:
+    if 8192 < n <= 10240 and x_bytes == 2 and mask_by_tma:
         return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, reload_w=w_bytes == 2, mask_bytes=w_bytes == 4)
-    if 4096 < n <= 5120 and x_bytes == 2 and mask_words:
+    if 4096 < n <= 5120 and x_bytes == 2 and mask_by_tma:
         return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, reload_w=w_bytes == 2, mask_bytes=w_bytes == 4)
     if 4096 < n <= 5120 and x_bytes == 2:
         return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, tma_store=True)
@@ -562,7 +562,7 @@ def _tma_bwd(
         return LaunchConfig(1, 2048, 1, 4, 4, ahead=has_mask, tma=True, tma_store=True)
     if n == 4096:  # one row a program, two a SM: of 8 warps, the masked backward's of 4 (``ahead`` as at 2048)
         return LaunchConfig(1, 4096, 1, 4 if has_mask else 8, 2, ahead=has_mask, tma=True, tma_store=True)
-    if n == 8192 or (5120 < n < 8192 and x_bytes == 2 and (mask_words or not has_mask)):
+    if n == 8192 or (5120 < n < 8192 and x_bytes == 2 and (mask_by_tma or not has_mask)):
         return LaunchConfig(1, 8192, 1, 8, 1, tma=True)
     return None
 

@@ -204,7 +204,7 @@ def _masked_dy(dy, packed, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: t
     turning each bit into a float to multiply by (shift, and, convert: 30 registers more a thread at 16 columns
     a thread, and at 32 the registers ran out)."""
     dy = dy.to(ACC)
-    if HAS_MASK:  # packed: bytes, or (``norm_bwd_tma_kernel``'s MASK_TMA) bytes or 32-bit words of 4 bytes each
+    if HAS_MASK:  # packed: bytes, or 32-bit words of 4 bytes each (``norm_bwd_tma_kernel``'s MASK_TMA)
         bits: tl.constexpr = BLOCK_N // packed.shape[1]
         keep = (packed.to(tl.int32)[:, :, None] & (1 << tl.arange(0, bits))[None, None, :]) != 0
         dy = tl.where(tl.reshape(keep, (BLOCK_M, BLOCK_N)), dy, dy * 0.0)

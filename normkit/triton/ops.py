@@ -296,12 +296,12 @@ def _backward_plan(m, n, x_dtype, w_dtype, has_dbias, has_mask, is_rms, zero_cen
 def _mask_tma(n: int, cfg: config.LaunchConfig) -> bool:
     """Whether the TMA backward loads the packed mask of rows of n columns by the TMA as well (``MASK_TMA``; as 32-bit
     words or bytes, ``LaunchConfig.mask_bytes``): where a mask as the forward writes it (``ceil(n / 8)`` bytes a row,
-    contiguous) has rows of a multiple of 16 bytes (n a multiple of ``config.MASK_WORD_COLUMNS``, 128), and where each
+    contiguous) has rows of a multiple of 16 bytes (n a multiple of ``config.MASK_TMA_COLUMNS``, 128), and where each
     tile's mask is at least 128 bytes (1024 columns). A tail of 512 columns (boxes of 64 bytes) faulted with "misaligned
     address" (GPU run 300); our reading: a TMA copy into shared memory needs its destination on 128 bytes, and the
     pipeline's second buffer of a 64-byte box starts 64 bytes after its first."""
     tiles_ok = cfg.block_n >= 1024 and (not cfg.tail_n or cfg.tail_n >= 1024)
-    return MASK_BY_TMA and n % config.MASK_WORD_COLUMNS == 0 and tiles_ok
+    return MASK_BY_TMA and n % config.MASK_TMA_COLUMNS == 0 and tiles_ok
 
 
 def _mask_rows(mask: torch.Tensor, as_bytes: bool) -> tuple[torch.Tensor, list, list] | None:
@@ -342,7 +342,7 @@ def _descriptors(cfg: config.LaunchConfig, dy, x, dx, mask, mask_tma: bool) -> l
     packed = _mask_rows(mask, cfg.mask_bytes)
     if packed is None:
         return None
-    columns = 8 if cfg.mask_bytes else 32  # a byte's or a word's
+    columns = 8 * packed[0].element_size()  # an element's: a byte's 8, a word's 32
     mask_head = _descriptor(*packed, [cfg.block_m, cfg.block_n // columns])
     mask_tail = _descriptor(*packed, [cfg.block_m, cfg.tail_n // columns]) if cfg.tail_n else mask_head
     return heads + tails + [mask_head, mask_tail]
