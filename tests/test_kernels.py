@@ -931,19 +931,28 @@ MASK_TMA_ROWS = [(1024, 1024, 0, 2), (2048, 1024, 1024, 1), (1152, 1024, 1024, 1
 
 
 @pytest.mark.parametrize("n, head, tail, block_m", MASK_TMA_ROWS)
-@pytest.mark.parametrize("reload_w, mask_bytes", [(False, False), (True, False), (False, True)])
-def test_masked_tma_backward_mask_by_the_tma(n, head, tail, block_m, reload_w, mask_bytes):
+@pytest.mark.parametrize(
+    "widen_w, mask_bytes, dtype",
+    [
+        (False, False, torch.float16),
+        (True, False, torch.float16),
+        (True, False, torch.bfloat16),
+        (False, True, torch.float16),
+    ],
+)
+def test_masked_tma_backward_mask_by_the_tma(n, head, tail, block_m, widen_w, mask_bytes, dtype):
     """The masked backward on the TMA kernel, forced, with its packed mask loaded by the TMA, as 32-bit words or as
     bytes (``mask_bytes``), where its rows allow (``ops._mask_tma``: N a multiple of 128, tiles of at least 1024
-    columns; ``MASK_TMA`` in the plan) and by each thread elsewhere, its weights held across the loop or loaded
-    again at every row block (``reload_w``): 37 strided rows over 4 persistent programs, zero-centered gamma,
-    against the reference. The words or bytes past the row (1152's tail) and past M load as zeros."""
+    columns; ``MASK_TMA`` in the plan) and by each thread elsewhere; its 16-bit weights held across the loop in
+    float32, or not (``widen_w``: fp16's held as loaded and widened at every row block, bfloat16's loaded again): 37
+    strided rows over 4 persistent programs, zero-centered gamma, against the reference. The words or bytes past the
+    row (1152's tail) and past M load as zeros."""
     from normkit.triton import config, ops
     from normkit.triton.config import LaunchConfig
 
-    x, w, b = make_inputs(37, n, torch.float16, torch.float16, row_pad=24)
+    x, w, b = make_inputs(37, n, dtype, dtype, row_pad=24)
     cfg = LaunchConfig(
-        block_m, head, 1, 1, 1, tail_n=tail, tma=True, tma_store=True, reload_w=reload_w, mask_bytes=mask_bytes
+        block_m, head, 1, 1, 1, tail_n=tail, tma=True, tma_store=True, widen_w=widen_w, mask_bytes=mask_bytes
     )
     with config.forced(bwd=cfg), tma_launches() as launches:
         check_backward("triton", "layer_norm_clamped_relu", x, w, b, zero_centered_gamma=True)
@@ -951,7 +960,7 @@ def test_masked_tma_backward_mask_by_the_tma(n, head, tail, block_m, reload_w, m
         plan = ops._backward_plan(37, n, x.dtype, w.dtype, True, True, False, True, index, True, config.generation)
     assert launches.call_count == 1
     values = dict(zip(ops.NORM_BWD_TMA.constexpr_names, plan.values))
-    assert values["MASK_TMA"] == (n % 128 == 0) and values["RELOAD_W"] == reload_w
+    assert values["MASK_TMA"] == (n % 128 == 0) and values["WIDEN_W"] == widen_w
     if values["MASK_TMA"]:  # the descriptors' 7th and 8th: the mask's head and tail, over its bytes or its words
         mask_head, mask_tail = launches.call_args.args[1][6:8]
         assert mask_head.base.dtype == (torch.uint8 if mask_bytes else torch.int32)
@@ -985,8 +994,8 @@ def test_tma_rules():
     head + tail tiles of 16-bit x at 8193-10240 (LayerNorm) and 4097-5120 (LayerNorm and the masked backward, more
     than 4096 rows). The masked backward's rows of a multiple of 128 columns (its mask by the TMA too) from 4097
     rows at 5121-8191 in 8192's tile and at 8193-10240 as LayerNorm's; at 4097-5120 and 8193-10240 with dx by
-    each thread, its 16-bit weights loaded again at every row block (``reload_w``), its mask by the TMA as bytes
-    where the weights are float32 (``mask_bytes``; 32-bit words elsewhere)."""
+    each thread, its 16-bit weights not held in float32 (``widen_w``), its mask by the TMA as bytes where the
+    weights are float32 (``mask_bytes``; 32-bit words elsewhere)."""
     from dataclasses import replace
 
     from normkit.triton import config
@@ -1016,7 +1025,7 @@ def test_tma_rules():
             masked = bwd(m, n, has_mask=True)
             assert masked.tma == (m > 4096 and n % 128 == 0), (m, n)
             if masked.tma:
-                assert masked == replace(head8k, reload_w=True), (m, n)
+                assert masked == replace(head8k, widen_w=True), (m, n)
             # float32 weights held, the mask by the TMA in bytes
             assert bwd(m, n, has_mask=True, w_bytes=4) == (replace(head8k, mask_bytes=True) if masked.tma else masked)
     assert bwd(3641, 9216).tma and not bwd(3640, 9216).tma  # 3640 x 9216 < TMA_MIN_ELEMENTS
@@ -1025,7 +1034,7 @@ def test_tma_rules():
             want = LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, tma_store=True)
             assert bwd(m, n) == want, (m, n)
             masked = replace(want, tma_store=False)  # its mask by the TMA, dx by each thread
-            assert bwd(m, n, has_mask=True) == replace(masked, reload_w=True), (m, n)
+            assert bwd(m, n, has_mask=True) == replace(masked, widen_w=True), (m, n)
             assert bwd(m, n, has_mask=True, w_bytes=4) == replace(masked, mask_bytes=True), (m, n)
             assert not config.bwd_config(m, n, True, tma=True, x_bytes=4).tma, (m, n)
     assert bwd(32768, 4104, has_mask=True) == want  # its mask in bytes, as round 33's

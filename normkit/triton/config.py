@@ -54,9 +54,9 @@ class LaunchConfig:
     # backward of whole rows: dy and x loaded by the TMA (``norm_bwd_tma_kernel``), and dx stored by it too
     tma: bool = False
     tma_store: bool = False
-    # the TMA backward loads its weights again at every row block (``norm_bwd_tma_kernel``'s RELOAD_W) rather than
-    # hold them in registers across its loop
-    reload_w: bool = False
+    # the TMA backward holds its 16-bit weights as loaded and widens them to float32 at every row block
+    # (``norm_bwd_tma_kernel``'s WIDEN_W) rather than hold them in float32 across its loop
+    widen_w: bool = False
     # the masked TMA backward's packed mask by the TMA as bytes rather than 32-bit words (``ops._descriptors``)
     mask_bytes: bool = False
 
@@ -465,8 +465,15 @@ def _tma_bwd(
     than 4096 rows in 8192's tile. None elsewhere (RMSNorm's head + tail tiles by the TMA are ``_rms_head_tail_bwd``'s,
     beside their launches on ``norm_bwd_kernel``). The masked backward's rows of a multiple of ``MASK_TMA_COLUMNS``
     (its mask loaded by the TMA too, round 34, below), more than 4096 rows: LayerNorm's launches at 5121-10240 as well,
-    and at 4097-5120 and 8193-10240 dx stored by each thread, 16-bit weights loaded again at every row block
-    (``reload_w``), float32 weights held and the mask by the TMA as bytes rather than words (``mask_bytes``).
+    and at 4097-5120 and 8193-10240 dx stored by each thread, 16-bit weights not held in float32 (``widen_w``: fp16's
+    held as loaded and widened at every row block, bfloat16's loaded again), float32 weights held and the mask by the
+    TMA as bytes rather than words (``mask_bytes``).
+
+    Round 36 (GPU runs 314-316, ``bench.ab`` against round 35's rules in turns, GB/s): the fp16 weights of those
+    launches held in 16 bits and widened in the loop rather than loaded again (``norm_bwd_tma_kernel``'s WIDEN_W),
+    with dx in two fused multiply-adds: 32768 rows x1.077 / x0.996 / x1.198 / x1.202 / x1.149 (4608 / 5120 / 8704 /
+    9216 / 10240), 8192 rows x1.064 / x1.185 / x1.136 (4608 / 9216 / 10240); bfloat16's widened so 0.91-0.99, so
+    they are still loaded again.
 
     Round 35 (GPU runs 309-310, ``bench.ab`` against round 34's rules in turns, GB/s): the mask by the TMA as bytes
     where the weights are float32, at the head + tail launches: 32768 rows bf16 x float32 x1.066 / x1.041 / x1.108 /
@@ -553,9 +560,9 @@ def _tma_bwd(
     if m <= 4096:
         return None
     if 8192 < n <= 10240 and x_bytes == 2 and mask_by_tma:
-        return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, reload_w=w_bytes == 2, mask_bytes=w_bytes == 4)
+        return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, widen_w=w_bytes == 2, mask_bytes=w_bytes == 4)
     if 4096 < n <= 5120 and x_bytes == 2 and mask_by_tma:
-        return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, reload_w=w_bytes == 2, mask_bytes=w_bytes == 4)
+        return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, widen_w=w_bytes == 2, mask_bytes=w_bytes == 4)
     if 4096 < n <= 5120 and x_bytes == 2:
         return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, tma_store=True)
     if n == 2048:  # one row of 4 warps a program, 4 a SM (``ahead``: mask bytes ahead, where not by the TMA)

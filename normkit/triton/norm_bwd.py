@@ -66,6 +66,10 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from .bounds import in_bounds
 
+# whether these kernels run in Triton's CPU interpreter, which has no inline assembly (decided as Triton decides it:
+# when a kernel is defined, by TRITON_INTERPRET)
+_INTERPRETED = tl.constexpr(triton.knobs.runtime.interpret)
+
 
 @triton.jit
 def _wait_for_prior(PDL_WAIT: tl.constexpr):
@@ -195,6 +199,28 @@ def _load_weight(
 
 
 @triton.jit
+def _widen(w, ZERO_CENTERED: tl.constexpr):
+    """Float16 weights held as loaded, in float32 (``1 + w`` for zero-centered gamma): called at every row block,
+    where they are used, so only their 16-bit form is held across the loop (half the registers of float32 weights,
+    and nothing loaded again). On a GPU the widening is inline assembly that the compiler must not move
+    (``is_pure=False``): a plain ``.to(tl.float32)`` of held weights is hoisted out of the loop, and the float32
+    weights are held again (ptxas: the same registers and stack as float32 weights, round 35). Each ``cvt`` takes one
+    half of a register that packs two weights. Float16 only (bfloat16's programs spilled so: round 36); the
+    interpreter, which has no inline assembly, converts plainly."""
+    tl.static_assert(w.dtype == tl.float16, "_widen takes float16 weights")
+    if _INTERPRETED:
+        wide = w.to(tl.float32)
+    else:
+        wide = tl.inline_asm_elementwise(
+            "{ .reg .b16 lo, hi; mov.b32 {lo, hi}, $2; cvt.f32.f16 $0, lo; cvt.f32.f16 $1, hi; }", "=r,=r,r", [w],
+            dtype=tl.float32, is_pure=False, pack=2,
+        )  # fmt: skip
+    if ZERO_CENTERED:
+        wide += 1.0
+    return wide
+
+
+@triton.jit
 def _masked_dy(dy, packed, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     """dy in the accumulation dtype, times the clamped-ReLU mask bits (each byte's bits spread over its 8 columns
     with a reshape).
@@ -264,22 +290,35 @@ def _load_tile(
 
 
 @triton.jit
-def _dx(g, xhat, c1, c2, rstd, IS_RMS: tl.constexpr):
+def _dx(g, xhat, c1, c2, rstd, IS_RMS: tl.constexpr, FUSED: tl.constexpr = False):
     """``dx = rstd * (g - xhat * c1 - c2)`` of a tile, where c1 and c2 are the row means of ``xhat * g`` and of g
-    (RMSNorm has no c2 term)."""
-    dx = g - xhat * c1[:, None]
-    if not IS_RMS:
-        dx -= c2[:, None]
-    return dx * rstd[:, None]
+    (RMSNorm has no c2 term). FUSED (the masked backward's TMA kernel): as ``g * rstd - (xhat * (c1 * rstd) + c2 *
+    rstd)``, the row's factors scaled once, so an element costs two fused multiply-adds where the plain form takes a
+    multiply-add, a subtraction and a multiply. Measured on an H200 (round 36, GPU runs 315-316, ``bench.ab`` in turns):
+    the masked backward x1.016-1.018 at 32768 x 8704 / 9216 fp16, level elsewhere; LayerNorm's own 0.983-0.991 at 32768
+    x 6144 / 7168 fp16 and 0.936 at 32768 x 1024 bf16 x float32 (``norm_bwd_kernel``), RMSNorm's 0.973 at 32768 x
+    12288: not there."""
+    if FUSED:
+        rstd = rstd[:, None]
+        shift = xhat * (c1[:, None] * rstd)
+        if not IS_RMS:
+            shift += c2[:, None] * rstd
+        return g * rstd - shift
+    else:
+        dx = g - xhat * c1[:, None]
+        if not IS_RMS:
+            dx -= c2[:, None]
+        return dx * rstd[:, None]
 
 
 @triton.jit
 def _write_dx(
     DX, g, xhat, c1, c2, rstd, rows64, row_ok, col0, N, stride_dx,
-    IS_RMS: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
+    IS_RMS: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, DX_FUSED: tl.constexpr = False,
 ):  # fmt: skip
-    """Store ``_dx`` of the tile of columns ``col0 ...`` (EVEN_N: every column in the row, no column bounds)."""
-    dx = _dx(g, xhat, c1, c2, rstd, IS_RMS)
+    """Store ``_dx`` of the tile of columns ``col0 ...`` (EVEN_N: every column in the row, no column bounds; DX_FUSED:
+    ``_dx``'s FUSED)."""
+    dx = _dx(g, xhat, c1, c2, rstd, IS_RMS, DX_FUSED)
     cols = col0 + tl.arange(0, BLOCK_N)
     ok = row_ok[:, None] & in_bounds(cols, N, EVEN_N)[None, :]
     tl.store(DX + rows64[:, None] * stride_dx + cols[None, :], dx.to(DX.dtype.element_ty), mask=ok)
@@ -310,27 +349,31 @@ def _store_partials(
 @triton.jit
 def _store_dx(
     DX_DESC, DX, g, xhat, c1, c2, rstd, row0, rows, row_ok, col0, N, stride_dx,
-    IS_RMS: tl.constexpr, BLOCK_N: tl.constexpr, TMA_STORE: tl.constexpr,
+    IS_RMS: tl.constexpr, BLOCK_N: tl.constexpr, TMA_STORE: tl.constexpr, DX_FUSED: tl.constexpr,
 ):  # fmt: skip
     """Store ``_dx`` of a tile (columns ``col0 ...`` of the row block ``rows``, which starts at row0): through its
-    descriptor (the TMA clips rows and columns past the tensor) or by each thread (``_write_dx``)."""
+    descriptor (the TMA clips rows and columns past the tensor) or by each thread (``_write_dx``). DX_FUSED:
+    ``_dx``'s FUSED."""
     if TMA_STORE:
-        DX_DESC.store([row0, col0], _dx(g, xhat, c1, c2, rstd, IS_RMS).to(DX.dtype.element_ty))
-    else:  # with its column bounds (``norm_bwd_kernel``)
-        _write_dx(DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N, False)
+        DX_DESC.store([row0, col0], _dx(g, xhat, c1, c2, rstd, IS_RMS, DX_FUSED).to(DX.dtype.element_ty))
+    else:  # with its column bounds
+        _write_dx(
+            DX, g, xhat, c1, c2, rstd, rows.to(tl.int64), row_ok, col0, N, stride_dx, IS_RMS, BLOCK_N, False, DX_FUSED
+        )
 
 
 @triton.jit
 def _row_block_step(
     head, tail, w, w_tail, dw_acc, db_acc, dw_tail, db_tail, DX_HEAD, DX_TAIL, DX, row0, rows, row_ok, N, stride_dx,
     IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr, TMA_STORE: tl.constexpr,
+    BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr, TMA_STORE: tl.constexpr, DX_FUSED: tl.constexpr,
 ):  # fmt: skip
     """One row block of whole rows, loaded (``head``: its head tile's ``(dy, x, packed mask, mean, rstd)``, ``tail``:
     the tail tile's ``(dy, x, packed mask)``, either as loaded; without a tail, ``tail``, ``w_tail`` and the tail's
     accumulators are stand-ins, untouched): the row sums over both tiles, dx stored (``_store_dx``), and the dW (and
     dB) accumulators of both tiles returned with the block's terms added. The step of both whole-row loops, the
-    pointer kernel's and the TMA kernel's, which differ in how their rows arrive."""
+    pointer kernel's and the TMA kernel's, which differ in how their rows arrive (DX_FUSED: the masked TMA kernel's,
+    ``_dx``'s FUSED)."""
     dy_raw, x_raw, packed, mean, rstd = head
     dy, xhat, g, rstd = _terms(
         dy_raw, x_raw, packed, mean, rstd, w, row_ok, 0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N
@@ -344,12 +387,15 @@ def _row_block_step(
         )  # fmt: skip
     c1 = s1 / N
     c2 = s2 / N  # unused by RMSNorm
-    _store_dx(DX_HEAD, DX, g, xhat, c1, c2, rstd, row0, rows, row_ok, 0, N, stride_dx, IS_RMS, BLOCK_N, TMA_STORE)
+    _store_dx(
+        DX_HEAD, DX, g, xhat, c1, c2, rstd, row0, rows, row_ok, 0, N, stride_dx, IS_RMS, BLOCK_N, TMA_STORE, DX_FUSED
+    )
     dw_acc, db_acc = _add_terms(dw_acc, db_acc, dy, xhat, HAS_DBIAS)
     if TAIL_N:
         _store_dx(
-            DX_TAIL, DX, g_t, xhat_t, c1, c2, rstd, row0, rows, row_ok, BLOCK_N, N, stride_dx, IS_RMS, TAIL_N, TMA_STORE
-        )
+            DX_TAIL, DX, g_t, xhat_t, c1, c2, rstd, row0, rows, row_ok, BLOCK_N, N, stride_dx, IS_RMS, TAIL_N,
+            TMA_STORE, DX_FUSED,
+        )  # fmt: skip
         dw_tail, db_tail = _add_terms(dw_tail, db_tail, dy_t, xhat_t, HAS_DBIAS)
     return dw_acc, db_acc, dw_tail, db_tail
 
@@ -419,7 +465,7 @@ def norm_bwd_kernel(
                 )
             dw_acc, db_acc, dw_tail, db_tail = _row_block_step(
                 tile, tail, w, w_tail, dw_acc, db_acc, dw_tail, db_tail, DX, DX, DX, 0, rows, rows < M, N, stride_dx,
-                IS_RMS, HAS_MASK, HAS_DBIAS, ACC, BLOCK_M, BLOCK_N, EVEN_N, TAIL_N, False,
+                IS_RMS, HAS_MASK, HAS_DBIAS, ACC, BLOCK_M, BLOCK_N, EVEN_N, TAIL_N, False, False,
             )  # fmt: skip
             if TAIL_N:
                 tail = next_tail
@@ -491,7 +537,7 @@ def norm_bwd_tma_kernel(
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr,
     TMA_STORE: tl.constexpr, STAGES: tl.constexpr, MASK_AHEAD: tl.constexpr, MASK_TMA: tl.constexpr,
-    RELOAD_W: tl.constexpr, PDL_TRIGGER: tl.constexpr,
+    WIDEN_W: tl.constexpr, PDL_TRIGGER: tl.constexpr,
 ):  # fmt: skip
     """``norm_bwd_kernel``'s whole rows (one tile, or a head tile and a tail tile) with dy and x loaded by the
     Tensor Memory Accelerator: ``*_HEAD`` and ``*_TAIL`` are tensor descriptors of blocks ``[BLOCK_M, BLOCK_N]`` and
@@ -510,9 +556,20 @@ def norm_bwd_tma_kernel(
     holds the bits of columns 32w ... 32w + 31, its byte k those of 32w + 8k ...), so the pipeliner keeps them in flight
     with dy and x, and ``_masked_dy`` spreads each word's 32 bits or each byte's 8 over their columns. A thread tests a
     byte's bits against constants, a word's against the bits of its own byte, which vary by thread (registers). Without
-    it MASK_HEAD and MASK_TAIL are dx's descriptors, unused. RELOAD_W: the weights are loaded again at every row block
-    (from L1) rather than held across the loop, which frees their registers (the masked head + tail launches with 16-bit
-    weights: ``config._tma_bwd``).
+    it MASK_HEAD and MASK_TAIL are dx's descriptors, unused. WIDEN_W (the masked head + tail launches with 16-bit
+    weights: ``config._tma_bwd``): the weights are not held in float32 across the loop, which frees 20 registers a
+    thread at 40 columns a thread. fp16's are held as loaded and widened at every row block (``_widen``); bfloat16's
+    are loaded again there (Triton's pipeliner makes that load an asynchronous copy into shared memory, a third stream
+    beside dy and x). The masked launches store dx in ``_dx``'s FUSED form (two fused multiply-adds an element).
+
+    Round 36 (GPU runs 314-316, H200, ``bench.ab`` against round 35 in turns, GB/s): fp16 weights held in 16 bits and
+    widened in the loop against loaded again: 32768 rows x1.077 / x0.996 / x1.198 / x1.202 / x1.149 at 4608 / 5120 /
+    8704 / 9216 / 10240 (with the fused dx; x1.072 / x0.997 / x1.181 / x1.181 / x1.145 without), 8192 rows x1.064 /
+    x1.185 / x1.136 (4608 / 9216 / 10240). ptxas: 255 registers and no stack, where the loaded-again weights took
+    247-249; 1161 -> 1093 instructions in the 8192 + 2048 loop (no copy, no shared-memory load of the weights). Not
+    for bfloat16 (x0.91-0.99: 8-16 bytes of stack) nor for ``norm_bwd_kernel``'s and ``split_rows_kernel``'s loaded
+    again weights, which come from L1 without a copy (ptxas: 16 bytes of stack, or 247 registers where 229, and more
+    instructions).
 
     Round 34 (GPU runs 297-302, H200, 32768 rows, launches forced in turns, us a call): the mask by the TMA against
     its bytes by each thread, the same launch: 4608 / 5120 x1.106 / x1.115 (bf16 x, float32 weights) and x1.295 /
@@ -531,11 +588,16 @@ def norm_bwd_tma_kernel(
     pid = tl.program_id(0)
     dw_row = PARTIAL + pid.to(tl.int64) * N
     db_row = dw_row + num_programs.to(tl.int64) * N
-    w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N, False)  # column bounds kept, as norm_bwd_kernel's
+    # the weights held across the loop (column bounds kept, as norm_bwd_kernel's): in float32, or (WIDEN_W) fp16's in
+    # their 16 bits as loaded, widened at every row block (bfloat16's are loaded again there: docstring)
+    hold_16: tl.constexpr = WIDEN_W and W.dtype.element_ty == tl.float16
+    held_ty: tl.constexpr = W.dtype.element_ty if hold_16 else ACC
+    held_zero_centered: tl.constexpr = ZERO_CENTERED and not hold_16
+    w = _load_weight(W, 0, N, held_zero_centered, held_ty, BLOCK_N, False)
     dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
     db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
     if TAIL_N:
-        w_tail = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N, False)
+        w_tail = _load_weight(W, BLOCK_N, N, held_zero_centered, held_ty, TAIL_N, False)
         dw_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
         db_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
     else:  # stand-ins for _row_block_step, which leaves them untouched
@@ -549,10 +611,15 @@ def norm_bwd_tma_kernel(
         rows = row0 + tl.arange(0, BLOCK_M)
         row_ok = rows < M
         mean, rstd = _load_stats(MEAN, RSTD, rows, row_ok, IS_RMS)
-        if RELOAD_W:
-            w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N, False)
+        w_step, w_tail_step = w, w_tail
+        if hold_16:
+            w_step = _widen(w, ZERO_CENTERED)
             if TAIL_N:
-                w_tail = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N, False)
+                w_tail_step = _widen(w_tail, ZERO_CENTERED)
+        elif WIDEN_W:
+            w_step = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N, False)
+            if TAIL_N:
+                w_tail_step = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N, False)
         dy = DY_HEAD.load([row0, 0])
         packed, packed_t = dy, dy  # unused without a mask
         if HAS_MASK and MASK_AHEAD:
@@ -571,8 +638,8 @@ def norm_bwd_tma_kernel(
         if TAIL_N:
             tail = (DY_TAIL.load([row0, BLOCK_N]), X_TAIL.load([row0, BLOCK_N]), packed_t)
         dw_acc, db_acc, dw_tail, db_tail = _row_block_step(
-            head, tail, w, w_tail, dw_acc, db_acc, dw_tail, db_tail, DX_HEAD, DX_TAIL, DX, row0, rows, row_ok, N,
-            stride_dx, IS_RMS, HAS_MASK, HAS_DBIAS, ACC, BLOCK_M, BLOCK_N, EVEN_N, TAIL_N, TMA_STORE,
+            head, tail, w_step, w_tail_step, dw_acc, db_acc, dw_tail, db_tail, DX_HEAD, DX_TAIL, DX, row0, rows, row_ok,
+            N, stride_dx, IS_RMS, HAS_MASK, HAS_DBIAS, ACC, BLOCK_M, BLOCK_N, EVEN_N, TAIL_N, TMA_STORE, HAS_MASK,
         )  # fmt: skip
     _store_partials(dw_row, db_row, dw_acc, db_acc, 0, N, HAS_DBIAS, BLOCK_N, False)
     if TAIL_N:

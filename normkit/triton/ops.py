@@ -284,7 +284,7 @@ def _backward_plan(m, n, x_dtype, w_dtype, has_dbias, has_mask, is_rms, zero_cen
         mask_tma = has_mask and _mask_tma(n, cfg)
         values = NORM_BWD_TMA.values(
             TMA_STORE=cfg.tma_store, STAGES=TMA_STAGES, HAS_MASK=has_mask, MASK_AHEAD=cfg.ahead and not mask_tma,
-            MASK_TMA=mask_tma, RELOAD_W=cfg.reload_w, **common,
+            MASK_TMA=mask_tma, WIDEN_W=cfg.widen_w, **common,
         )  # fmt: skip
     else:
         values = NORM_BWD.values(
