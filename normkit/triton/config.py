@@ -54,8 +54,8 @@ class LaunchConfig:
     # backward of whole rows: dy and x loaded by the TMA (``norm_bwd_tma_kernel``), and dx stored by it too
     tma: bool = False
     tma_store: bool = False
-    # the TMA backward holds its 16-bit weights as loaded and widens them to float32 at every row block
-    # (``norm_bwd_tma_kernel``'s WIDEN_W) rather than hold them in float32 across its loop
+    # the TMA backward's 16-bit weights are not held in float32 across its loop (``norm_bwd_tma_kernel``'s WIDEN_W):
+    # fp16's are held as loaded and widened at every row block, bfloat16's loaded again there
     widen_w: bool = False
     # the masked TMA backward's packed mask by the TMA as bytes rather than 32-bit words (``ops._descriptors``)
     mask_bytes: bool = False
