@@ -906,6 +906,30 @@ def test_tma_backward(op, dtypes, n, head, tail, block_m, tma_store):
         assert launches.call_count == 1
 
 
+@pytest.mark.parametrize("op", ["layer_norm", "layer_norm_clamped_relu"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_tma_backward_widened_weights(op, dtype):
+    """The TMA backward's head + tail tiles with ``widen_w`` (LayerNorm's launch at 8193-10240 columns of 16-bit
+    weights, and the masked one's): fp16 weights held as loaded and widened at every row block, bfloat16's loaded
+    again there in the masked launch and held in float32 in LayerNorm's: 37 strided rows of 1152 (a head of 1024, a
+    ragged tail of 1024) over 4 persistent programs, zero-centered gamma, dB, against the reference."""
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(37, 1152, dtype, dtype, row_pad=24)
+    cfg = LaunchConfig(1, 1024, 1, 1, 1, tail_n=1024, tma=True, widen_w=True)
+    with config.forced(bwd=cfg), tma_launches() as launches:
+        check_backward("triton", op, x, w, b, zero_centered_gamma=True)
+        index = x.get_device()
+        has_mask = op == "layer_norm_clamped_relu"
+        plan = ops._backward_plan(
+            37, 1152, x.dtype, w.dtype, True, has_mask, False, True, index, True, config.generation
+        )
+    assert launches.call_count == 1
+    values = dict(zip(ops.NORM_BWD_TMA.constexpr_names, plan.values))
+    assert values["WIDEN_W"] and values["HAS_MASK"] == has_mask and values["TAIL_N"] == 1024
+
+
 @pytest.mark.parametrize("rows", ["odd_stride", "unaligned_start"])
 def test_tma_backward_falls_back_where_rows_are_not_aligned(rows):
     """Rows the TMA cannot load (a row stride of 100 fp16 = 200 bytes; a view starting 2 bytes into its storage)
@@ -990,12 +1014,12 @@ def test_masked_tma_backward_falls_back_where_mask_rows_are_not_aligned():
 
 def test_tma_rules():
     """``config._tma_bwd``'s shapes take the TMA backward where the call can (``tma``) and is large enough
-    (``TMA_MIN_ELEMENTS``), and only those: whole rows of 2048, 4096 and 8192 (LayerNorm's of 16-bit x from 5121);
-    head + tail tiles of 16-bit x at 8193-10240 (LayerNorm) and 4097-5120 (LayerNorm and the masked backward, more
-    than 4096 rows). The masked backward's rows of a multiple of 128 columns (its mask by the TMA too) from 4097
-    rows at 5121-8191 in 8192's tile and at 8193-10240 as LayerNorm's; at 4097-5120 and 8193-10240 with dx by
-    each thread, its 16-bit weights not held in float32 (``widen_w``), its mask by the TMA as bytes where the
-    weights are float32 (``mask_bytes``; 32-bit words elsewhere)."""
+    (``TMA_MIN_ELEMENTS``), and only those: whole rows of 2048, 4096 and 8192 (LayerNorm's of 16-bit x from 5121); head
+    + tail tiles of 16-bit x at 8193-10240 (LayerNorm, its 16-bit weights not held in float32) and 4097-5120 (LayerNorm
+    and the masked backward, more than 4096 rows). The masked backward's rows of a multiple of 128 columns (its mask by
+    the TMA too) from 4097 rows at 5121-8191 in 8192's tile and at 8193-10240 as LayerNorm's; at 4097-5120 and
+    8193-10240 with dx by each thread, its 16-bit weights not held in float32 (``widen_w``), its mask by the TMA as
+    bytes where the weights are float32 (``mask_bytes``; 32-bit words elsewhere)."""
     from dataclasses import replace
 
     from normkit.triton import config
@@ -1018,7 +1042,8 @@ def test_tma_rules():
     head8k = LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True)
     for m in (4096, 32768):
         for n in (8200, 9216, 10240):
-            assert bwd(m, n) == head8k, (m, n)
+            assert bwd(m, n) == replace(head8k, widen_w=True), (m, n)  # 16-bit weights not held in float32
+            assert bwd(m, n, w_bytes=4) == head8k, (m, n)
             assert not bwd(m, n, tma=False).tma, (m, n)
             assert not config.bwd_config(m, n, True, tma=True, x_bytes=4).tma, (m, n)
             # the masked backward: from 4097 rows, of a multiple of 128 columns

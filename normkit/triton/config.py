@@ -55,7 +55,8 @@ class LaunchConfig:
     tma: bool = False
     tma_store: bool = False
     # the TMA backward's 16-bit weights are not held in float32 across its loop (``norm_bwd_tma_kernel``'s WIDEN_W):
-    # fp16's are held as loaded and widened at every row block, bfloat16's loaded again there
+    # fp16's are held as loaded and widened at every row block; the masked launches' bfloat16's are loaded again there
+    # (elsewhere held in float32)
     widen_w: bool = False
     # the masked TMA backward's packed mask by the TMA as bytes rather than 32-bit words (``ops._descriptors``)
     mask_bytes: bool = False
@@ -460,14 +461,20 @@ def _tma_bwd(
     programs of 4 warps at 4096, its mask loaded by the TMA (``ops._mask_tma``; where that cannot be, its bytes a row
     block ahead at 2048 and 4096: ``ahead``). With 16-bit x (``x_bytes``), head + tail tiles (round 33, below):
     LayerNorm's rows of 8193-10240 columns a head of 8192 and a tail of 2048 at 8 warps, one a SM (any rows, as the call
-    is large enough); LayerNorm's and the masked backward's rows of 4097-5120 in calls of more than 4096 rows a head of
-    4096 and a tail of 1024 at 4 warps, two a SM, dx stored by the TMA; LayerNorm's rows of 5121-8191 in calls of more
-    than 4096 rows in 8192's tile. None elsewhere (RMSNorm's head + tail tiles by the TMA are ``_rms_head_tail_bwd``'s,
-    beside their launches on ``norm_bwd_kernel``). The masked backward's rows of a multiple of ``MASK_TMA_COLUMNS``
-    (its mask loaded by the TMA too, round 34, below), more than 4096 rows: LayerNorm's launches at 5121-10240 as well,
-    and at 4097-5120 and 8193-10240 dx stored by each thread, 16-bit weights not held in float32 (``widen_w``: fp16's
-    held as loaded and widened at every row block, bfloat16's loaded again), float32 weights held and the mask by the
-    TMA as bytes rather than words (``mask_bytes``).
+    is large enough; fp16 weights held as loaded, ``widen_w``); LayerNorm's and the masked backward's rows of 4097-5120
+    in calls of more than 4096 rows a head of 4096 and a tail of 1024 at 4 warps, two a SM, dx stored by the TMA;
+    LayerNorm's rows of 5121-8191 in calls of more than 4096 rows in 8192's tile. None elsewhere (RMSNorm's head + tail
+    tiles by the TMA are ``_rms_head_tail_bwd``'s, beside their launches on ``norm_bwd_kernel``). The masked backward's
+    rows of a multiple of ``MASK_TMA_COLUMNS`` (its mask loaded by the TMA too, round 34, below), more than 4096 rows:
+    LayerNorm's launches at 5121-10240 as well, and at 4097-5120 and 8193-10240 dx stored by each thread, 16-bit weights
+    not held in float32 (``widen_w``: fp16's held as loaded and widened at every row block, bfloat16's loaded again),
+    float32 weights held and the mask by the TMA as bytes rather than words (``mask_bytes``).
+
+    Round 37 (GPU runs 321-323): LayerNorm's own head + tail launch at 8193-10240 with ``widen_w`` (its fp16 weights
+    held as loaded; bfloat16's stay held in float32): forced in turns (run 321, us a call) 32768 x 8704 / 9216 / 10240
+    x1.015 / x1.005 / x0.999, 4096 x 9216 / 10240 x1.017 / x1.014; against round 36's rule (``bench.ab``, runs
+    322-323, GB/s) 32768 rows x1.014 / x1.006 / x0.998 (8704 / 9216 / 10240), 8192 rows x1.019 / x1.007 / x0.999,
+    4096 rows x1.017 / x1.017 / x0.995; bf16 unchanged (x1.000 / x0.999).
 
     Round 36 (GPU runs 314-316, ``bench.ab`` against round 35's rules in turns, GB/s): the fp16 weights of those
     launches held in 16 bits and widened in the loop rather than loaded again (``norm_bwd_tma_kernel``'s WIDEN_W),
@@ -556,7 +563,7 @@ def _tma_bwd(
         return None
     mask_by_tma = has_mask and n % MASK_TMA_COLUMNS == 0  # the mask by the TMA too (round 34)
     if 8192 < n <= 10240 and x_bytes == 2 and not has_mask:
-        return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True)
+        return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, widen_w=w_bytes == 2)
     if m <= 4096:
         return None
     if 8192 < n <= 10240 and x_bytes == 2 and mask_by_tma:

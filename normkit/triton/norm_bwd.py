@@ -556,11 +556,23 @@ def norm_bwd_tma_kernel(
     holds the bits of columns 32w ... 32w + 31, its byte k those of 32w + 8k ...), so the pipeliner keeps them in flight
     with dy and x, and ``_masked_dy`` spreads each word's 32 bits or each byte's 8 over their columns. A thread tests a
     byte's bits against constants, a word's against the bits of its own byte, which vary by thread (registers). Without
-    it MASK_HEAD and MASK_TAIL are dx's descriptors, unused. WIDEN_W (the masked head + tail launches with 16-bit
-    weights: ``config._tma_bwd``): the weights are not held in float32 across the loop, which frees 20 registers a
-    thread at 40 columns a thread. fp16's are held as loaded and widened at every row block (``_widen``); bfloat16's
-    are loaded again there (Triton's pipeliner makes that load an asynchronous copy into shared memory, a third stream
-    beside dy and x). The masked launches store dx in ``_dx``'s FUSED form (two fused multiply-adds an element).
+    it MASK_HEAD and MASK_TAIL are dx's descriptors, unused. WIDEN_W (LayerNorm's and the masked backward's head +
+    tail launches with 16-bit weights: ``config._tma_bwd``): fp16 weights are not held in float32 across the loop but
+    as loaded, and widened at every row block (``_widen``), which frees 20 registers a thread at 40 columns a thread.
+    bfloat16's are loaded again there in the masked launches (Triton's pipeliner makes that load an asynchronous copy
+    into shared memory, a third stream beside dy and x) and held in float32 elsewhere, as float32 weights are. The
+    masked launches store dx in ``_dx``'s FUSED form (two fused multiply-adds an element).
+
+    Round 37 (GPU runs 320-323, H200): LayerNorm's own head + tail launch with fp16 weights widened, against round
+    36's (held in float32), ``bench.ab`` in turns, GB/s: 32768 rows x1.014 / x1.006 / x0.998 at 8704 / 9216 / 10240,
+    8192 rows x1.019 / x1.007 / x0.999, 4096 rows x1.017 / x1.017 / x0.995 (bfloat16's widened there level, forced in
+    turns 0.998 / 1.001: held in float32). Tried and dropped: the masked launches' weights loaded from L1
+    at every row block by inline asm (``ld.global.nc.v4``, which the pipeliner leaves alone: no copy into shared
+    memory; ptxas 240 registers and no stack for bf16 x float32, 1073 instructions in the loop where the held
+    weights' took 1079 and 8 bytes of stack): x0.67-0.93 at 32768 x 4608-10240 against round 36 (run 320), each row
+    block waiting for its weights' loads; RMSNorm's 8192 + 4096 at 8 warps with fp16 weights widened (no stack,
+    where held they spilled 24 bytes) against the rule's 16 warps: 4096 x 10752 x1.023, 11264 / 12288 0.98, 32768
+    rows 0.98-0.99; RMSNorm's 8192 + 2048 widened 0.976-0.982.
 
     Round 36 (GPU runs 314-316, H200, ``bench.ab`` against round 35 in turns, GB/s): fp16 weights held in 16 bits and
     widened in the loop against loaded again: 32768 rows x1.077 / x0.996 / x1.198 / x1.202 / x1.149 at 4608 / 5120 /
@@ -589,8 +601,10 @@ def norm_bwd_tma_kernel(
     dw_row = PARTIAL + pid.to(tl.int64) * N
     db_row = dw_row + num_programs.to(tl.int64) * N
     # the weights held across the loop (column bounds kept, as norm_bwd_kernel's): in float32, or (WIDEN_W) fp16's in
-    # their 16 bits as loaded, widened at every row block (bfloat16's are loaded again there: docstring)
+    # their 16 bits as loaded, widened at every row block (the masked launches' bfloat16's are loaded again there:
+    # docstring)
     hold_16: tl.constexpr = WIDEN_W and W.dtype.element_ty == tl.float16
+    load_again: tl.constexpr = WIDEN_W and HAS_MASK and W.dtype.element_ty == tl.bfloat16
     held_ty: tl.constexpr = W.dtype.element_ty if hold_16 else ACC
     held_zero_centered: tl.constexpr = ZERO_CENTERED and not hold_16
     w = _load_weight(W, 0, N, held_zero_centered, held_ty, BLOCK_N, False)
@@ -616,7 +630,7 @@ def norm_bwd_tma_kernel(
             w_step = _widen(w, ZERO_CENTERED)
             if TAIL_N:
                 w_tail_step = _widen(w_tail, ZERO_CENTERED)
-        elif WIDEN_W:
+        elif load_again:
             w_step = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N, False)
             if TAIL_N:
                 w_tail_step = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N, False)
