@@ -319,6 +319,63 @@ def test_persistent_forward(op, dtypes, n, head, tail, block_m, layout):
 
 
 @pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize("case", ["aligned", "weights_off_16_bytes", "odd_row_stride", "persistent"])
+def test_forward_weights_in_tile(op, case):
+    """One-tile rows of bf16 x with float32 weights loaded by each thread for its own columns of the 2-D tile
+    (``W_IN_TILE``, ``norm_fwd._load_columns``), forced for every op: 16 bytes at a time where four columns lie side
+    by side on a multiple of 16 bytes, else 4 at a time (weights and bias starting 4 bytes past one; rows of an odd
+    stride, whose tiles hold one column a thread at a time); also on a persistent grid; 37 rows (a ragged last row
+    block), zero-centered gamma, against the reference, with ``W_IN_TILE`` in the launch's constexprs."""
+    from unittest import mock
+
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    n = 512
+    x, w, b = make_inputs(
+        37, n, torch.bfloat16, torch.float32, bias=op != "rms_norm", row_pad=1 if case == "odd_row_stride" else 0
+    )
+    if case == "weights_off_16_bytes":
+        w = torch.cat([w[:1], w]).narrow(0, 1, n)
+        b = None if b is None else torch.cat([b[:1], b]).narrow(0, 1, n)
+        assert w.data_ptr() % 16 == 4
+    cfg = LaunchConfig(4, n, 1, 4, 2 if case == "persistent" else 0)
+    with mock.patch.object(ops, "_weights_in_tile", lambda *args: True), config.forced(fwd=cfg):
+        check_forward("triton", op, x, w, b, zero_centered_gamma=True)
+        clamp = (LOWER, UPPER) if op == "layer_norm_clamped_relu" else None
+        is_rms = op == "rms_norm"
+        plan = ops._forward_plan(
+            37, n, x.dtype, w.dtype, b is not None, is_rms, True, clamp, True, x.get_device(), config.generation
+        )
+    values = dict(zip(ops.NORM_FWD.constexpr_names, plan.values))
+    assert values["W_IN_TILE"] and not values["TILE_3D"] and values["PERSISTENT"] == (case == "persistent")
+
+
+def test_weights_in_tile_rule():
+    """``W_IN_TILE`` where measured faster (GPU runs 328-329): one-tile rows of 256-1024 columns in 2-D tiles, 16-bit
+    x and float32 weights; the fused forward's at 256 only, RMSNorm's 256 on a persistent grid only; not chunked rows,
+    3-D tiles, or weights in x's dtype."""
+    from normkit.triton import config, ops
+
+    def in_tile(n, op="layer_norm", x_dtype=torch.bfloat16, w_dtype=torch.float32, m=32768):
+        clamp = (LOWER, UPPER) if op == "layer_norm_clamped_relu" else None
+        plan = ops._forward_plan(
+            m, n, x_dtype, w_dtype, op != "rms_norm", op == "rms_norm", False, clamp, True, -1, config.generation
+        )
+        return dict(zip(ops.NORM_FWD.constexpr_names, plan.values))["W_IN_TILE"]
+
+    for n in (256, 512, 1024):
+        assert in_tile(n) and in_tile(n, "rms_norm")
+    assert in_tile(256, "layer_norm_clamped_relu") and in_tile(256, m=8192)
+    assert not in_tile(256, "rms_norm", m=8192)  # RMSNorm's 256 on a persistent grid only (more than 8192 rows)
+    assert not in_tile(512, "layer_norm_clamped_relu") and not in_tile(1024, "layer_norm_clamped_relu")
+    assert not in_tile(16384) and not in_tile(16384, "rms_norm")  # chunked rows
+    assert not in_tile(4096)  # 3-D tiles
+    assert not in_tile(512, x_dtype=torch.float16, w_dtype=torch.float16)
+    assert not in_tile(512, x_dtype=torch.float32, w_dtype=torch.float32)
+
+
+@pytest.mark.parametrize("op", list(FORWARDS))
 @pytest.mark.parametrize("dtypes", [DTYPES[1], DTYPES[3]], ids=[DTYPE_IDS[1], DTYPE_IDS[3]])
 @pytest.mark.parametrize("n, head, tail, block_m", HEAD_AND_TAIL_ROWS)
 @pytest.mark.parametrize("has_dbias", [True, False])

@@ -14,6 +14,9 @@ One kernel body; ``tl.constexpr`` switches pick the variant:
   sm_90); in the 3-D tile they load in x's layout (4 and 5), and the mask's bytes need no reshape. A thread that
   holds 8 elements of a chunk holds a whole mask byte, which it makes by itself. ``ops._tiles_3d`` says where it
   is faster.
+- ``W_IN_TILE``: one-tile rows in the 2-D tile load float32 weights and bias in the tile's layout, by inline
+  assembly, not through shared memory (``_load_columns``; ``ops._weights_in_tile`` says where: rows of 256-1024
+  columns, 1.02-1.17x faster).
 
 A program normalizes ``BLOCK_M`` rows. A row that fits in one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) is
 read once and kept in registers; with ``TAIL_N`` in two, a head tile of ``BLOCK_N`` columns and a tail tile of
@@ -53,6 +56,9 @@ import triton
 import triton.language as tl
 
 from .bounds import in_bounds
+
+# whether this kernel runs in Triton's CPU interpreter, which has no inline assembly (as in norm_bwd.py)
+_INTERPRETED = tl.constexpr(triton.knobs.runtime.interpret)
 
 
 @triton.jit
@@ -98,10 +104,40 @@ def _rsqrt(v):
 
 
 @triton.jit
+def _load_columns(P, cols, col_ok, IN_TILE: tl.constexpr):
+    """The weights (or bias) of columns ``cols`` (a ``[BLOCK_N]`` vector, to be broadcast over a 2-D tile's rows).
+
+    ``tl.load`` loads them in a layout of its own (float32: 4 columns a thread, the CTA's threads along the row) and
+    passes them through shared memory into the tile's (bf16 x: 8 columns a thread, warps along rows and columns): a
+    layout conversion with its barriers in every program. ``IN_TILE`` (float32 weights, every column in the row):
+    each thread loads its own columns of the tile, in inline assembly (which the compiler leaves in the layout of
+    its operands), four a time: one 16-byte load where the four are adjacent and the address is a multiple of 16 (as
+    the tiles of 16-bit x in rows on 16-byte addresses lay them out), else four 4-byte loads (any other layout, or
+    weights off a multiple of 16 bytes). ptxas keeps those checks (sm_90: 33 instructions a program more than a bare
+    16-byte load in RMSNorm's 8 x 512, 72 in LayerNorm's with its bias), yet the bare load (which assumes the layout)
+    ran no faster (GPU run 328: 0.87-1.00x). The interpreter, which has no inline assembly, loads with ``tl.load``."""
+    if IN_TILE and not _INTERPRETED:
+        tl.static_assert(P.dtype.element_ty == tl.float32, "IN_TILE loads float32 columns")
+        aligned = ((P.to(tl.int64) & 15) == 0).to(tl.int32)
+        return tl.inline_asm_elementwise(
+            """{ .reg .pred v; .reg .b64 t;
+            setp.ne.b32 v, $8, 0; add.s64 t, $4, 4; setp.eq.and.s64 v, t, $5, v; add.s64 t, $4, 8;
+            setp.eq.and.s64 v, t, $6, v; add.s64 t, $4, 12; setp.eq.and.s64 v, t, $7, v;
+            @v ld.global.nc.v4.f32 {$0, $1, $2, $3}, [$4];
+            @!v ld.global.nc.f32 $0, [$4]; @!v ld.global.nc.f32 $1, [$5];
+            @!v ld.global.nc.f32 $2, [$6]; @!v ld.global.nc.f32 $3, [$7]; }""",
+            "=f,=f,=f,=f,l,l,l,l,r,r,r,r", [(P + cols).to(tl.int64), aligned], dtype=tl.float32, is_pure=True, pack=4,
+        )  # fmt: skip
+    else:
+        return tl.load(P + cols, mask=col_ok, other=0.0)
+
+
+@triton.jit
 def _scale_shift_store(
     xhat, rows64, row_ok, col0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
     HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
     TILE_3D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TRAINING: tl.constexpr,
+    W_IN_TILE: tl.constexpr,
 ):  # fmt: skip
     """Apply weight/bias (and the clamp + mask) to one tile starting at column col0: ``[BLOCK_M, BLOCK_N]``, or
     with ``TILE_3D`` ``[BLOCK_M, BLOCK_N // 8, 8]`` (``_tile_cols``), whose weights load straight into the tile's
@@ -122,12 +158,12 @@ def _scale_shift_store(
         cols = col0 + tl.arange(0, BLOCK_N)
         col_ok = in_bounds(cols, N, EVEN_N)
         ok = row_ok[:, None] & col_ok[None, :]
-        w = tl.load(W + cols, mask=col_ok, other=0.0).to(xhat.dtype)
+        w = _load_columns(W, cols, col_ok, W_IN_TILE and EVEN_N).to(xhat.dtype)
         if ZERO_CENTERED:
             w += 1.0
         y = xhat * w[None, :]
         if HAS_BIAS:
-            y += tl.load(B + cols, mask=col_ok, other=0.0).to(xhat.dtype)[None, :]
+            y += _load_columns(B, cols, col_ok, W_IN_TILE and EVEN_N).to(xhat.dtype)[None, :]
         y_ptrs = Y + rows64[:, None] * stride_y + cols[None, :]
     if CLAMP_MASK and TRAINING:
         # the bit describes out as stored (cuDNN's rule): lower < out < upper, which for float32 y is one interval
@@ -177,7 +213,7 @@ def _normalize_one_tile(
     x, x_tail, rows, W, B, Y, MEAN, RSTD, MASK, M, N, stride_y, stride_mask, eps, lower, upper, keep_from, keep_to,
     IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
-    TILE_3D: tl.constexpr, TAIL_N: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr,
+    TILE_3D: tl.constexpr, TAIL_N: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr, W_IN_TILE: tl.constexpr,
 ):  # fmt: skip
     """Normalize rows held whole in registers (``_load_rows``) and store y, and with ``TRAINING`` the statistics
     and the mask: the head tile x of BLOCK_N columns and, with ``TAIL_N``, the tail tile x_tail after it (not read
@@ -220,12 +256,13 @@ def _normalize_one_tile(
         tl.store(RSTD + rows, rstd, mask=row_ok)
     _scale_shift_store(
         xhat, rows64, row_ok, 0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
-        HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N, EVEN_N, TRAINING,
+        HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N, EVEN_N, TRAINING, W_IN_TILE,
     )  # fmt: skip
     if TAIL_N:
         _scale_shift_store(
             xhat_tail, rows64, row_ok, BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from,
             keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, TAIL_N, False, TRAINING,
+            False,
         )  # fmt: skip
 
 
@@ -237,6 +274,7 @@ def norm_fwd_kernel(
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
     EVEN_N: tl.constexpr, PASS_TWO_UNROLL: tl.constexpr, KEEP_BY_BITS: tl.constexpr, TILE_3D: tl.constexpr,
     TAIL_N: tl.constexpr, PERSISTENT: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr,
+    W_IN_TILE: tl.constexpr,
 ):  # fmt: skip
     """TRAINING: store the statistics (and with CLAMP_MASK the mask) for the backward; otherwise y alone (an
     inference call: MEAN, RSTD and MASK are not touched). PERSISTENT (one-tile rows): ``num_programs`` programs,
@@ -264,7 +302,7 @@ def norm_fwd_kernel(
                 _normalize_one_tile(
                     x, x_tail, rows, W, B, Y, MEAN, RSTD, MASK, M, N, stride_y, stride_mask, eps, lower, upper,
                     keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N,
-                    KEEP_BY_BITS, TILE_3D, TAIL_N, False, TRAINING,
+                    KEEP_BY_BITS, TILE_3D, TAIL_N, False, TRAINING, W_IN_TILE,
                 )  # fmt: skip
                 rows = next_rows
                 x = next_x
@@ -273,7 +311,7 @@ def norm_fwd_kernel(
             _normalize_one_tile(
                 x, x_tail, rows, W, B, Y, MEAN, RSTD, MASK, M, N, stride_y, stride_mask, eps, lower, upper, keep_from,
                 keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N, KEEP_BY_BITS,
-                TILE_3D, TAIL_N, EVEN_M, TRAINING,
+                TILE_3D, TAIL_N, EVEN_M, TRAINING, W_IN_TILE,
             )  # fmt: skip
     else:
         x_rows = row_starts[:, None]
@@ -330,5 +368,5 @@ def norm_fwd_kernel(
             _scale_shift_store(
                 xhat, rows64, row_ok, chunk * BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
                 keep_from, keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N,
-                EVEN_N, TRAINING,
+                EVEN_N, TRAINING, False,
             )  # fmt: skip

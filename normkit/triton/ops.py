@@ -67,12 +67,13 @@ def _forward_plan(
     row_blocks = cdiv(m, cfg.block_m)
     persistent = cfg.programs_per_sm > 0 and cfg.num_chunks == 1
     programs = config.persistent_programs(device, row_blocks, cfg) if persistent else row_blocks
+    tiles_3d = _tiles_3d(cfg, x_dtype, w_dtype)
     values = NORM_FWD.values(
         IS_RMS=is_rms, HAS_BIAS=has_bias, ZERO_CENTERED=zero_centered_gamma, CLAMP_MASK=clamp is not None,
         ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, UNROLL=min(cfg.num_chunks, 8),
         EVEN_N=_even_n(n, cfg), PASS_TWO_UNROLL=pass_two_unroll, KEEP_BY_BITS=0.0 < keep_from <= keep_to,
-        TILE_3D=_tiles_3d(cfg, x_dtype, w_dtype), TAIL_N=cfg.tail_n, PERSISTENT=persistent,
-        EVEN_M=not persistent and m % cfg.block_m == 0, TRAINING=training,
+        TILE_3D=tiles_3d, TAIL_N=cfg.tail_n, PERSISTENT=persistent, EVEN_M=not persistent and m % cfg.block_m == 0,
+        TRAINING=training, W_IN_TILE=not tiles_3d and _weights_in_tile(cfg, x_dtype, w_dtype, is_rms, has_mask),
     )  # fmt: skip
     thresholds = (float(lower), float(upper), keep_from, keep_to)
     return _ForwardPlan(programs, cdiv(row_blocks, programs), cfg.num_warps, values, thresholds, stat_dtype)
@@ -140,6 +141,23 @@ def _tiles_3d(cfg, x_dtype: torch.dtype, w_dtype: torch.dtype) -> bool:
     if cfg.num_chunks == 1:
         return cfg.block_n >= config.LIMITS["tile_3d_min_n"]
     return cfg.block_m == 1 and cfg.per_thread == 8
+
+
+def _weights_in_tile(cfg, x_dtype: torch.dtype, w_dtype: torch.dtype, is_rms: bool, has_mask: bool) -> bool:
+    """The forward's ``W_IN_TILE`` (``norm_fwd._load_columns``): one-tile rows in 2-D tiles (not ``_tiles_3d``) of
+    16-bit x load their float32 weights and bias each thread for its own columns, not through shared memory; the
+    fused forward only in rows of at most 256 columns, RMSNorm's rows of 256 only on a persistent grid (more than
+    8192 of them). Measured on an H200 against the loads through shared memory, in turns (``bench.ab``, bf16 x,
+    float32 weights, GPU runs 328-329): at 32768 rows LayerNorm x1.025 / x1.044 / x1.020 at 256 / 512 / 1024 columns,
+    RMSNorm x1.012 / x1.055 / x1.024, the fused forward x1.092 at 256 but x0.996 at 512 and x0.919 at 1024 (two rows
+    of 1024 at 2 warps: 100 instructions more, 80 registers against 72); at 8192 rows LayerNorm x1.034 / x1.124 /
+    x1.098, RMSNorm x0.982 / x1.077 / x1.105, the fused forward x1.032 at 256; at 4096 rows RMSNorm's 256 x0.970,
+    LayerNorm's x1.034. Chunked rows' second pass lost (LayerNorm at 16384 x0.786), so not there."""
+    if cfg.num_chunks != 1 or w_dtype != torch.float32 or x_dtype.itemsize != 2:
+        return False
+    if is_rms and cfg.block_n <= 256:
+        return cfg.programs_per_sm > 0
+    return not has_mask or cfg.block_n <= 256
 
 
 def _float32_key(value: float) -> int:
