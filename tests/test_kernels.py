@@ -352,23 +352,29 @@ def test_forward_weights_in_tile(op, case):
 
 
 def test_weights_in_tile_rule():
-    """``W_IN_TILE`` where measured faster (GPU runs 328-329): one-tile rows of 256-1024 columns in 2-D tiles, 16-bit
-    x and float32 weights; the fused forward's at 256 only, RMSNorm's 256 on a persistent grid only; not chunked rows,
-    3-D tiles, or weights in x's dtype."""
+    """``W_IN_TILE`` where measured faster (GPU runs 328-330) and safe: one-tile rows of 256-1024 columns in 2-D
+    tiles, 16-bit x and float32 weights, at least 4 columns a thread (``block_n >= 128 * num_warps``: tiles of 16 rows
+    of 256 at 4 warps are not); RMSNorm's 256 on a persistent grid only; not the fused forward, chunked rows, 3-D
+    tiles, or weights in x's dtype."""
     from normkit.triton import config, ops
 
-    def in_tile(n, op="layer_norm", x_dtype=torch.bfloat16, w_dtype=torch.float32, m=32768):
+    def plan_of(n, op="layer_norm", x_dtype=torch.bfloat16, w_dtype=torch.float32, m=32768):
         clamp = (LOWER, UPPER) if op == "layer_norm_clamped_relu" else None
-        plan = ops._forward_plan(
-            m, n, x_dtype, w_dtype, op != "rms_norm", op == "rms_norm", False, clamp, True, -1, config.generation
-        )
-        return dict(zip(ops.NORM_FWD.constexpr_names, plan.values))["W_IN_TILE"]
+        is_rms = op == "rms_norm"
+        plan = ops._forward_plan(m, n, x_dtype, w_dtype, not is_rms, is_rms, False, clamp, True, -1, config.generation)
+        return dict(zip(ops.NORM_FWD.constexpr_names, plan.values)), plan.num_warps
+
+    def in_tile(n, *args, **kwargs):
+        values, num_warps = plan_of(n, *args, **kwargs)
+        if values["W_IN_TILE"]:
+            assert values["BLOCK_N"] >= 128 * num_warps and values["NUM_CHUNKS"] == 1 and not values["TILE_3D"]
+        return values["W_IN_TILE"]
 
     for n in (256, 512, 1024):
-        assert in_tile(n) and in_tile(n, "rms_norm")
-    assert in_tile(256, "layer_norm_clamped_relu") and in_tile(256, m=8192)
-    assert not in_tile(256, "rms_norm", m=8192)  # RMSNorm's 256 on a persistent grid only (more than 8192 rows)
-    assert not in_tile(512, "layer_norm_clamped_relu") and not in_tile(1024, "layer_norm_clamped_relu")
+        assert in_tile(n) and in_tile(n, "rms_norm") and in_tile(n, m=4096)
+        assert not in_tile(n, "layer_norm_clamped_relu")
+    assert not in_tile(256, m=8192)  # 16 rows of 256 at 4 warps: 2 columns a thread in some layouts
+    assert not in_tile(256, "rms_norm", m=4096)  # RMSNorm's 256 on a persistent grid only (more than 8192 rows)
     assert not in_tile(16384) and not in_tile(16384, "rms_norm")  # chunked rows
     assert not in_tile(4096)  # 3-D tiles
     assert not in_tile(512, x_dtype=torch.float16, w_dtype=torch.float16)

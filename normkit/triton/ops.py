@@ -145,19 +145,23 @@ def _tiles_3d(cfg, x_dtype: torch.dtype, w_dtype: torch.dtype) -> bool:
 
 def _weights_in_tile(cfg, x_dtype: torch.dtype, w_dtype: torch.dtype, is_rms: bool, has_mask: bool) -> bool:
     """The forward's ``W_IN_TILE`` (``norm_fwd._load_columns``): one-tile rows in 2-D tiles (not ``_tiles_3d``) of
-    16-bit x load their float32 weights and bias each thread for its own columns, not through shared memory; the
-    fused forward only in rows of at most 256 columns, RMSNorm's rows of 256 only on a persistent grid (more than
-    8192 of them). Measured on an H200 against the loads through shared memory, in turns (``bench.ab``, bf16 x,
-    float32 weights, GPU runs 328-329): at 32768 rows LayerNorm x1.025 / x1.044 / x1.020 at 256 / 512 / 1024 columns,
-    RMSNorm x1.012 / x1.055 / x1.024, the fused forward x1.092 at 256 but x0.996 at 512 and x0.919 at 1024 (two rows
-    of 1024 at 2 warps: 100 instructions more, 80 registers against 72); at 8192 rows LayerNorm x1.034 / x1.124 /
-    x1.098, RMSNorm x0.982 / x1.077 / x1.105, the fused forward x1.032 at 256; at 4096 rows RMSNorm's 256 x0.970,
-    LayerNorm's x1.034. Chunked rows' second pass lost (LayerNorm at 16384 x0.786), so not there."""
-    if cfg.num_chunks != 1 or w_dtype != torch.float32 or x_dtype.itemsize != 2:
+    16-bit x load their float32 weights and bias each thread for its own columns, not through shared memory. Only
+    where a tile row has at least 4 columns a thread however the compiler lays the tile out (``block_n >= 128 *
+    num_warps``): the assembly takes four columns at a time, and a thread holding fewer would hand it undefined
+    addresses for the rest (the sm_90 code of one row of 256 at 4 warps, 2 columns a thread, has them). Not the fused
+    forward; RMSNorm's rows of 256 only on a persistent grid (more than 8192 of them). Measured on an H200 against the
+    loads through shared memory, in turns (``bench.ab``, bf16 x, float32 weights, GPU runs 328-330): at 32768 rows
+    LayerNorm x1.025 / x1.044 / x1.020 at 256 / 512 / 1024 columns, RMSNorm x1.012 / x1.055 / x1.024; at 8192 rows
+    LayerNorm x1.124 / x1.098 at 512 / 1024, RMSNorm x1.077 / x1.105 (RMSNorm's 256 x0.982); at 4096 rows LayerNorm
+    x1.010 / x1.012 / x1.170, RMSNorm x1.037 / x1.078 at 512 / 1024 (its 256 x0.970). The fused forward x1.092 at
+    32768 x 256 and x1.032 at 8192 x 256 (tiles of 16 rows at 4 warps, under the bound above: not taken), level at 512
+    and x0.919 at 1024 (two rows of 1024 at 2 warps: 100 instructions more); LayerNorm's 8192 x 256 (the same tiles)
+    x1.034, not taken either. Chunked rows' second pass lost (LayerNorm at 16384 x0.786)."""
+    if cfg.num_chunks != 1 or w_dtype != torch.float32 or x_dtype.itemsize != 2 or has_mask:
         return False
-    if is_rms and cfg.block_n <= 256:
-        return cfg.programs_per_sm > 0
-    return not has_mask or cfg.block_n <= 256
+    if cfg.block_n < 4 * 32 * cfg.num_warps:
+        return False
+    return cfg.programs_per_sm > 0 if is_rms and cfg.block_n <= 256 else True
 
 
 def _float32_key(value: float) -> int:
