@@ -322,9 +322,9 @@ def test_persistent_forward(op, dtypes, n, head, tail, block_m, layout):
 @pytest.mark.parametrize("case", ["aligned", "weights_off_16_bytes", "odd_row_stride", "persistent"])
 def test_forward_weights_in_tile(op, case):
     """One-tile rows of bf16 x with float32 weights loaded by each thread for its own columns of the 2-D tile
-    (``W_IN_TILE``, ``norm_fwd._load_columns``), forced for every op: 16 bytes at a time where four columns lie side
-    by side on a multiple of 16 bytes, else 4 at a time (weights and bias starting 4 bytes past one; rows of an odd
-    stride, whose tiles hold one column a thread at a time); also on a persistent grid; 37 rows (a ragged last row
+    (``W_IN_TILE``, ``norm_fwd._load_columns``), forced for every op: 16 bytes at a time where four columns lie side by
+    side on a multiple of 16 bytes, else 4 at a time (weights and bias starting 4 bytes past one); rows of an odd stride
+    (whose tiles keep 8 columns a thread in the sm_90 code); also on a persistent grid; 37 rows (a ragged last row
     block), zero-centered gamma, against the reference, with ``W_IN_TILE`` in the launch's constexprs."""
     from unittest import mock
 

@@ -1,4 +1,5 @@
-"""The bounds of a tile's loads and stores, shared by the forward and backward kernels.
+"""The bounds of a tile's loads and stores, shared by the forward and backward kernels, and whether they run in
+Triton's CPU interpreter.
 
 A tile whose columns (or rows) all lie in the tensor needs no compare against its length: ``in_bounds`` then gives
 a constant true, which the compiler folds out of every mask it joins. Masked loads and stores cost a compare and a
@@ -9,6 +10,10 @@ sm_90 instructions without them).
 
 import triton
 import triton.language as tl
+
+# whether the kernels run in Triton's CPU interpreter, which has no inline assembly (decided as Triton decides it:
+# when a kernel is defined, by TRITON_INTERPRET)
+INTERPRETED = tl.constexpr(triton.knobs.runtime.interpret)
 
 
 @triton.jit

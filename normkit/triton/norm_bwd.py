@@ -64,11 +64,7 @@ import triton
 import triton.language as tl
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
-from .bounds import in_bounds
-
-# whether these kernels run in Triton's CPU interpreter, which has no inline assembly (decided as Triton decides it:
-# when a kernel is defined, by TRITON_INTERPRET)
-_INTERPRETED = tl.constexpr(triton.knobs.runtime.interpret)
+from .bounds import INTERPRETED, in_bounds
 
 
 @triton.jit
@@ -208,7 +204,7 @@ def _widen(w, ZERO_CENTERED: tl.constexpr):
     half of a register that packs two weights. Float16 only (bfloat16's programs spilled so: round 36); the
     interpreter, which has no inline assembly, converts plainly."""
     tl.static_assert(w.dtype == tl.float16, "_widen takes float16 weights")
-    if _INTERPRETED:
+    if INTERPRETED:
         wide = w.to(tl.float32)
     else:
         wide = tl.inline_asm_elementwise(

@@ -55,10 +55,7 @@ rows (fp16, run 192) 0.96-1.03x.
 import triton
 import triton.language as tl
 
-from .bounds import in_bounds
-
-# whether this kernel runs in Triton's CPU interpreter, which has no inline assembly (as in norm_bwd.py)
-_INTERPRETED = tl.constexpr(triton.knobs.runtime.interpret)
+from .bounds import INTERPRETED, in_bounds
 
 
 @triton.jit
@@ -109,14 +106,15 @@ def _load_columns(P, cols, col_ok, IN_TILE: tl.constexpr):
 
     ``tl.load`` loads them in a layout of its own (float32: 4 columns a thread, the CTA's threads along the row) and
     passes them through shared memory into the tile's (bf16 x: 8 columns a thread, warps along rows and columns): a
-    layout conversion with its barriers in every program. ``IN_TILE`` (float32 weights, every column in the row):
-    each thread loads its own columns of the tile, in inline assembly (which the compiler leaves in the layout of
-    its operands), four a time: one 16-byte load where the four are adjacent and the address is a multiple of 16 (as
-    the tiles of 16-bit x in rows on 16-byte addresses lay them out), else four 4-byte loads (any other layout, or
-    weights off a multiple of 16 bytes). ptxas keeps those checks (sm_90: 33 instructions a program more than a bare
-    16-byte load in RMSNorm's 8 x 512, 72 in LayerNorm's with its bias), yet the bare load (which assumes the layout)
-    ran no faster (GPU run 328: 0.87-1.00x). The interpreter, which has no inline assembly, loads with ``tl.load``."""
-    if IN_TILE and not _INTERPRETED:
+    layout conversion with its barriers in every program. ``IN_TILE`` (float32 weights, every column in the row): each
+    thread loads its own columns of the tile, in inline assembly (which the compiler leaves in the layout of its
+    operands), four a time: one 16-byte load where the four are adjacent and the address is a multiple of 16 (as the
+    tiles of 16-bit x lay them out, 8 columns a thread, with rows of an odd stride too in the sm_90 code read on the
+    CPU), else four 4-byte loads (weights off a multiple of 16 bytes, or a layout that holds the four apart). ptxas
+    keeps those checks (sm_90: 33 instructions a program more than a bare 16-byte load in RMSNorm's 8 x 512, 72 in
+    LayerNorm's with its bias), yet the bare load (which assumes the layout) ran no faster (GPU run 328: 0.87-1.00x).
+    The interpreter, which has no inline assembly, loads with ``tl.load``."""
+    if IN_TILE and not INTERPRETED:
         tl.static_assert(P.dtype.element_ty == tl.float32, "IN_TILE loads float32 columns")
         aligned = ((P.to(tl.int64) & 15) == 0).to(tl.int32)
         return tl.inline_asm_elementwise(

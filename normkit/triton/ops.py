@@ -161,7 +161,7 @@ def _weights_in_tile(cfg, x_dtype: torch.dtype, w_dtype: torch.dtype, is_rms: bo
         return False
     if cfg.block_n < 4 * 32 * cfg.num_warps:
         return False
-    return cfg.programs_per_sm > 0 if is_rms and cfg.block_n <= 256 else True
+    return not (is_rms and cfg.block_n <= 256) or cfg.programs_per_sm > 0
 
 
 def _float32_key(value: float) -> int:
