@@ -354,8 +354,8 @@ def test_forward_weights_in_tile(op, case):
 def test_weights_in_tile_rule():
     """``W_IN_TILE`` where measured faster (GPU runs 328-330) and safe: one-tile rows of 256-1024 columns in 2-D
     tiles, 16-bit x and float32 weights, at least 4 columns a thread (``block_n >= 128 * num_warps``: tiles of 16 rows
-    of 256 at 4 warps are not); RMSNorm's 256 on a persistent grid only; not the fused forward, chunked rows, 3-D
-    tiles, or weights in x's dtype."""
+    of 256 at 4 warps are not); RMSNorm's 256 on a persistent grid only; the fused forward at 256 only (GPU runs
+    331-334); not chunked rows, 3-D tiles, or weights in x's dtype."""
     from normkit.triton import config, ops
 
     def plan_of(n, op="layer_norm", x_dtype=torch.bfloat16, w_dtype=torch.float32, m=32768):
@@ -371,9 +371,12 @@ def test_weights_in_tile_rule():
         return values["W_IN_TILE"]
 
     for n in (256, 512, 1024):
-        assert in_tile(n) and in_tile(n, "rms_norm") and in_tile(n, m=4096)
-        assert not in_tile(n, "layer_norm_clamped_relu")
-    assert not in_tile(256, m=8192)  # 16 rows of 256 at 4 warps: 2 columns a thread in some layouts
+        assert in_tile(n) and in_tile(n, "rms_norm") and in_tile(n, m=4096) and in_tile(n, m=8192)
+    for m in (4096, 8192, 32768):  # the fused forward at 256 only
+        assert in_tile(256, "layer_norm_clamped_relu", m=m)
+    assert not in_tile(512, "layer_norm_clamped_relu") and not in_tile(1024, "layer_norm_clamped_relu")
+    with config.forced(fwd=config.LaunchConfig(16, 256, 1, 4)):  # 16 rows of 256 at 4 warps: 2 a thread in some layouts
+        assert not in_tile(256) and not in_tile(256, "layer_norm_clamped_relu")
     assert not in_tile(256, "rms_norm", m=4096)  # RMSNorm's 256 on a persistent grid only (more than 8192 rows)
     assert not in_tile(16384) and not in_tile(16384, "rms_norm")  # chunked rows
     assert not in_tile(4096)  # 3-D tiles
@@ -424,12 +427,14 @@ def test_few_waves_rules():
     for n, block_m, warps in ((512, 2, 1), (1024, 2, 2), (2048, 2, 4), (4096, 1, 4)):
         assert config.fwd_config(4097, n, has_mask=True) == config.LaunchConfig(block_m, n, 1, warps)
     assert config.fwd_config(4096, 4096, has_mask=True) == config.LaunchConfig(2, 4096, 1, 8)
-    # the plain forwards of more than 8192 rows of 256 columns: 8 rows of 2 warps, 8 programs a SM
-    for is_rms in (False, True):
-        assert config.fwd_config(8193, 256, is_rms) == config.LaunchConfig(8, 256, 1, 2, 8)
-    for m, n in ((8192, 256), (32768, 200), (32768, 512)):
+    # the forwards (the fused one too) of more than 4096 rows of 256 columns: 8 rows of 2 warps, above 8192 rows 8
+    # programs a SM
+    for is_rms, has_mask in ((False, False), (True, False), (False, True)):
+        assert config.fwd_config(8193, 256, is_rms, has_mask) == config.LaunchConfig(8, 256, 1, 2, 8)
+        assert config.fwd_config(4097, 256, is_rms, has_mask) == config.LaunchConfig(8, 256, 1, 2)
+        assert config.fwd_config(8192, 256, is_rms, has_mask) == config.LaunchConfig(8, 256, 1, 2)
+    for m, n in ((32768, 200), (32768, 512)):
         assert config.fwd_config(m, n).programs_per_sm == 0, (m, n)
-    assert config.fwd_config(32768, 256, has_mask=True).programs_per_sm == 0
     for n in (2560, 4096):
         assert config.bwd_config(4096, n, False, is_rms=True) == config.LaunchConfig(2, 4096, 1, 16, 1)
     # LayerNorm's of 2049-4095 columns one row a tile of 4 warps, two a SM; of 4096 two rows a tile of 16 warps

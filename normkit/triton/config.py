@@ -138,12 +138,12 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
     columns: one program of 32 warps a SM, chunks of 4096 (above 32768 columns 8192, 8 elements a thread). The clamped
     ReLU's forward of more than 4096 rows of 512-4096 columns: two rows a tile (one of 4096); of many rows above 4096
     columns: 8 chunks a row (N rounded up to a power of two, / 8), 8 elements a thread (1024 at 4 warps up to 8192
-    columns, 2048 at 8 up to 16384, 4096 at 16, 8192 at 32). The plain forwards of more than 8192 rows of 256 columns:
-    eight rows a tile of 2 warps on a persistent grid, 8 programs a SM. Calls of 2049-4096 rows (a few waves of
-    programs) of 1153-3072 columns: most on a persistent grid (``_few_waves_persistent_fwd``; the masked forward's
-    rows of 1793-2048 two a step); of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's
-    rows of 4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``); LayerNorm's few rows (at most
-    2048) of 8193-12288 columns: a head tile of 8192 and a tail tile.
+    columns, 2048 at 8 up to 16384, 4096 at 16, 8192 at 32). The forwards (the fused one too) of more than 4096 rows of
+    256 columns: eight rows a tile of 2 warps, above 8192 rows on a persistent grid, 8 programs a SM. Calls of 2049-4096
+    rows (a few waves of programs) of 1153-3072 columns: most on a persistent grid (``_few_waves_persistent_fwd``; the
+    masked forward's rows of 1793-2048 two a step); of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread, and
+    LayerNorm's rows of 4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``); LayerNorm's few rows (at
+    most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile.
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -284,14 +284,16 @@ def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple)
     if chunked:
         return chunked
     block_n = row_block_n(n)
-    if not has_mask and m > 8192 and n == 256:
-        # more than 8192 rows of 256: eight a tile of 2 warps on a persistent grid of 8 programs a SM, each issuing
-        # its next row block's loads before it works on the current one. GPU run 183 (32768 x 256, bf16 x, fp32
-        # weights, us in turns against tiles of 16 rows at 4 warps, one a program): LayerNorm 14.98 -> 14.27,
-        # RMSNorm 14.46 -> 13.89 (16 programs a SM 14.75 / 14.14); at 512 and 1024 columns persistent grids ran
-        # 0.85-0.99x the rule. Against it in turns (``bench.ab``, run 184): 32768 rows x1.035 / x1.044, 16384
-        # x1.151 / x1.000, 8200 x1.000 / x0.982; rows of 200 LayerNorm x0.92-0.96 (RMSNorm x1.04-1.11), so only 256.
-        return LaunchConfig(8, 256, 1, 2, 8)
+    if m > 4096 and n == 256:
+        # more than 4096 rows of 256: eight a tile of 2 warps (4 of a row's columns a thread in any layout, so the
+        # fused forward's float32 weights load in the tile's, ops._weights_in_tile); more than 8192 rows on a
+        # persistent grid of 8 programs a SM, each issuing its next row block's loads before it works on the current
+        # one. GPU run 183 (32768 x 256, bf16 x, fp32 weights, us in turns against tiles of 16 rows at 4 warps, one a
+        # program): LayerNorm 14.98 -> 14.27, RMSNorm 14.46 -> 13.89 (16 programs a SM 14.75 / 14.14); at 512 and
+        # 1024 columns persistent grids ran 0.85-0.99x the rule. Against it in turns (``bench.ab``, run 184): 32768
+        # rows x1.035 / x1.044, 16384 x1.151 / x1.000, 8200 x1.000 / x0.982; rows of 200 LayerNorm x0.92-0.96
+        # (RMSNorm x1.04-1.11), so only 256. The fused forward and 4097-8192 rows since round 39 (GPU runs 331-334).
+        return LaunchConfig(8, 256, 1, 2, 8 if m > 8192 else 0)
     if has_mask and m > 4096 and 512 <= block_n <= 4096:
         # the fused forward of many rows: two rows a tile, one of 4096 (the tuner, GPU run 170; against tiles of
         # 4096-8192 in turns, run 171, bf16 x, fp32 weights: 32768 x 512 x1.054, x 4096 x1.057, x 1024 and x 2048
