@@ -145,25 +145,24 @@ def _tiles_3d(cfg, x_dtype: torch.dtype, w_dtype: torch.dtype) -> bool:
 
 def _weights_in_tile(cfg, x_dtype: torch.dtype, w_dtype: torch.dtype, is_rms: bool, has_mask: bool) -> bool:
     """The forward's ``W_IN_TILE`` (``norm_fwd._load_columns``): one-tile rows in 2-D tiles (not ``_tiles_3d``) of
-    16-bit x load their float32 weights and bias each thread for its own columns, not through shared memory. Only
-    where a tile row has at least 4 columns a thread however the compiler lays the tile out (``block_n >= 128 *
-    num_warps``): the assembly takes four columns at a time, and a thread holding fewer would hand it undefined
-    addresses for the rest (the sm_90 code of one row of 256 at 4 warps, 2 columns a thread, has them). The fused
-    forward at 256 columns only; RMSNorm's rows of 256 only on a persistent grid (more than 8192 of them). Measured on
-    an H200 against the
-    loads through shared memory, in turns (``bench.ab``, bf16 x, float32 weights, GPU runs 328-330): at 32768 rows
-    LayerNorm x1.025 / x1.044 / x1.020 at 256 / 512 / 1024 columns, RMSNorm x1.012 / x1.055 / x1.024; at 8192 rows
-    LayerNorm x1.124 / x1.098 at 512 / 1024, RMSNorm x1.077 / x1.105 (RMSNorm's 256 x0.982); at 4096 rows LayerNorm
-    x1.010 / x1.012 / x1.170, RMSNorm x1.037 / x1.078 at 512 / 1024 (its 256 x0.970). The fused forward level at 512
-    and x0.919 at 1024 (two rows of 1024 at 2 warps: 100 instructions more); at 256 (round 39, runs 331-334) x1.037 /
-    x1.039 at 4096 / 2048 rows (8 rows at 2 warps), and with more rows in the same tiles (``config._fwd_heuristic``,
-    where tiles of 16 rows at 4 warps are under the bound) x1.127 / x1.033 / x1.048 / x1.050 at 32768 / 16384 / 8192
-    / 6144 against round 38. Two columns a load in the 16-row tiles (safe at 2 a thread) lost: x0.953-0.959 at 32768
-    rows, x0.878 at 16384, with the same registers and instruction count as 4 a load. Chunked rows' second pass lost
-    (LayerNorm at 16384 x0.786)."""
+    16-bit x load their float32 weights and bias each thread for its own columns, not through shared memory. Only where
+    a tile row has at least 4 columns a thread however the compiler lays the tile out (``block_n >= 128 * num_warps``):
+    the assembly takes four columns at a time, and a thread holding fewer would hand it undefined addresses for the rest
+    (the sm_90 code of one row of 256 at 4 warps, 2 columns a thread, has them). The fused forward at 256 columns only;
+    RMSNorm's rows of 256 only on a persistent grid (more than 8192 of them). Measured on an H200 against the loads
+    through shared memory, in turns (``bench.ab``, bf16 x, float32 weights, GPU runs 328-330): at 32768 rows LayerNorm
+    x1.025 / x1.044 / x1.020 at 256 / 512 / 1024 columns, RMSNorm x1.012 / x1.055 / x1.024; at 8192 rows LayerNorm
+    x1.124 / x1.098 at 512 / 1024, RMSNorm x1.077 / x1.105 (RMSNorm's 256 x0.982); at 4096 rows LayerNorm x1.010 /
+    x1.012 / x1.170, RMSNorm x1.037 / x1.078 at 512 / 1024 (its 256 x0.970). The fused forward level at 512 and x0.919
+    at 1024 (two rows of 1024 at 2 warps: 100 instructions more); at 256 (round 39, runs 331-334) x1.037 / x1.039 at
+    4096 / 2048 rows (8 rows at 2 warps), and with more rows in the same tiles (``config._fwd_heuristic``, where tiles
+    of 16 rows at 4 warps are under the bound) x1.127 / x1.033 / x1.048 / x1.050 at 32768 / 16384 / 8192 / 6144 against
+    round 38. Two columns a load in the 16-row tiles (safe at 2 a thread) lost: x0.953-0.959 at 32768 rows, x0.878 at
+    16384, with the same registers and instruction count as 4 a load. Chunked rows' second pass lost (LayerNorm at 16384
+    x0.786)."""
     if cfg.num_chunks != 1 or w_dtype != torch.float32 or x_dtype.itemsize != 2:
         return False
-    if cfg.block_n < 4 * 32 * cfg.num_warps or has_mask and cfg.block_n > 256:
+    if cfg.block_n < 4 * 32 * cfg.num_warps or (has_mask and cfg.block_n > 256):
         return False
     return not (is_rms and cfg.block_n <= 256) or cfg.programs_per_sm > 0
 
