@@ -848,6 +848,59 @@ def test_chunked_rows_with_several_rows_per_program(op, block_m, n):
 
 
 @pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize(
+    "block_m, block_n, num_warps, n",
+    [(1, 128, 4, 1000), (1, 128, 4, 1024), (2, 128, 1, 1000), (1, 256, 1, 1000), (1, 256, 1, 1280)],
+    ids=["ragged", "even", "two_rows", "3d_ragged", "3d_five_chunks"],
+)
+def test_chunked_second_pass_ahead(op, block_m, block_n, num_warps, n):
+    """Chunked rows whose second pass loads the next chunk's x before it stores the current one (``ahead``:
+    norm_fwd.py's ``X_AHEAD``), forced for every forward: a ragged last chunk, whole chunks, two rows a program, and
+    8 elements a thread (3-D tiles with float32 weights over bf16 x), training and inference calls."""
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(7, n, torch.bfloat16, torch.float32, row_pad=5)
+    x = x * 10 + 100  # a large mean
+    forced = LaunchConfig(block_m, block_n, -(-n // block_n), num_warps, ahead=True)
+    with config.forced(fwd=forced):
+        clamp = (LOWER, UPPER) if op == "layer_norm_clamped_relu" else None
+        is_rms = op == "rms_norm"
+        plan = ops._forward_plan(7, n, x.dtype, w.dtype, True, is_rms, True, clamp, True, -1, config.generation)
+        assert dict(zip(ops.NORM_FWD.constexpr_names, plan.values))["X_AHEAD"]
+        check_forward("triton", op, x, w, b, zero_centered_gamma=True)
+        with torch.no_grad():
+            check_forward("triton", op, x, w, b)
+
+
+def test_second_pass_ahead_rule():
+    """``ahead`` in chunked forwards where it was measured faster (GPU runs 337-340): LayerNorm's rows of 16384 in 8
+    chunks of 2048 at 4 elements a thread and its few waves' rows of 5 chunks at 8 a thread, RMSNorm's chunks of 8192;
+    not elsewhere, not in the fused forward with its mask, never in one-tile rows."""
+    from normkit.triton import config
+
+    def ahead(m, n, is_rms=False, has_mask=False):
+        cfg = config.fwd_config(m, n, is_rms, has_mask)
+        if cfg.ahead:
+            assert cfg.num_chunks > 1
+        if not has_mask:
+            assert config.infer_config(m, n, is_rms).ahead == cfg.ahead
+        return cfg.ahead
+
+    for m in (8192, 32768):
+        assert ahead(m, 16384) and ahead(m, 65536, True) and ahead(m, 40960, True)
+        assert not ahead(m, 13312) and not ahead(m, 14336) and not ahead(m, 15360)  # 7-8 chunks of 2048, ragged
+        assert not ahead(m, 8192) and not ahead(m, 12288) and not ahead(m, 65536) and not ahead(m, 32768, True)
+        assert not ahead(m, 16384, has_mask=True) and not ahead(m, 16384, True)
+    for n in (4352, 4608, 8704, 9216, 9728, 10240):  # few waves
+        assert ahead(4096, n) and ahead(3000, n)
+    for n in (5120, 8192, 10752, 12288, 13312, 14336, 14848, 15872, 16384):
+        assert not ahead(4096, n)
+    assert not ahead(4096, 9216, has_mask=True) and not ahead(4096, 9216, True)
+    assert not ahead(1024, 16384) and not ahead(32768, 4096) and not ahead(32768, 256)
+
+
+@pytest.mark.parametrize("op", list(FORWARDS))
 @pytest.mark.parametrize("block_m", [1, 2])
 @pytest.mark.parametrize("n, part_n", [(100, 16), (1000, 256), (512, 256)], ids=["7_parts", "ragged", "even"])
 @pytest.mark.parametrize("ahead", [False, True])

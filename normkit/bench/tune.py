@@ -40,10 +40,10 @@ def candidates(case: Case) -> list[LaunchConfig]:
     forward's one-tile programs of at most 4 warps also on a persistent grid of 4, 8 or 16 programs a SM), and for
     rows that do not fit, chunks of 1024-4096 (8192 too for the forward's rows above 16384 columns; several rows a
     step for the shorter chunks in the forward; the backward's chunks keep the whole row's dW/dB partials in
-    registers, up to ``config.chunked_max_n`` columns); warps for 4-32 elements a thread in the forward's whole rows
-    (Inductor's persistent reductions hold 4-8), 8-32 in the backward's, 4-32 in forward chunks, 4-16 in backward
-    chunks; backward also 1-8 programs per SM. Rows longer than half the widest tile also get the split-row
-    backward's grid (``_split_candidates``)."""
+    registers, up to ``config.chunked_max_n`` columns; the forward's chunks with and without ``ahead``); warps for
+    4-32 elements a thread in the forward's whole rows (Inductor's persistent reductions hold 4-8), 8-32 in the
+    backward's, 4-32 in forward chunks, 4-16 in backward chunks; backward also 1-8 programs per SM. Rows longer than
+    half the widest tile also get the split-row backward's grid (``_split_candidates``)."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction != "bwd"
@@ -85,6 +85,8 @@ def candidates(case: Case) -> list[LaunchConfig]:
             elif block_m == 1:  # the whole row's partials in registers: 4-16 elements a thread, so they fit
                 for warps in _warp_options(chunk, (4, 8, 16)):
                     out.append(LaunchConfig(1, chunk, chunks, warps))
+    if fwd:  # chunked rows' second pass also with the next chunk's x loaded ahead (``config._second_pass_ahead``)
+        out += [dataclasses.replace(cfg, ahead=True) for cfg in out if cfg.num_chunks > 1]
     if not fwd:  # programs per SM is a launch argument only: no extra compile
         per_sm = {cfg: (1, 2, 4, 8) if cfg.num_chunks == 1 else (1, 2, 4) for cfg in out}
         out = [dataclasses.replace(cfg, programs_per_sm=k) for cfg in out for k in per_sm[cfg]]

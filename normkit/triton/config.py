@@ -47,7 +47,8 @@ class LaunchConfig:
     # (``split_rows_kernel``); 1: not split
     parts: int = 1
     # a step ahead: split rows publish a row block's sums before its dx (``split_rows_kernel``'s AHEAD); the masked
-    # backward by the TMA loads the next row block's mask bytes before it works on the current one (MASK_AHEAD)
+    # backward by the TMA loads the next row block's mask bytes before it works on the current one (MASK_AHEAD); a
+    # chunked forward's second pass loads the next chunk's x before it stores the current one (``X_AHEAD``)
     ahead: bool = False
     # one-tile rows: a tail tile of this many columns after the head tile of block_n (0: none)
     tail_n: int = 0
@@ -143,7 +144,8 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
     rows (a few waves of programs) of 1153-3072 columns: most on a persistent grid (``_few_waves_persistent_fwd``; the
     masked forward's rows of 1793-2048 two a step); of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread, and
     LayerNorm's rows of 4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``); LayerNorm's few rows (at
-    most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile.
+    most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile. Some chunked rows' second pass loads a
+    chunk ahead (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -265,7 +267,7 @@ def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple)
         # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes)
         chunked = _chunked(n, widest, row_block_n(n) // 8, 8, one_tile)
     elif 2048 < m <= 4096 and row_block_n(n) <= 16384 and row_block_n(n) > one_tile:
-        return _few_waves_fwd(n, is_rms, widest, one_tile)
+        return _second_pass_ahead(_few_waves_fwd(n, is_rms, widest, one_tile), n, is_rms, has_mask)
     elif m > 2048 and row_block_n(n) > 16384:
         # one program of 32 warps a SM, so that the rows pass two reads again stay in L2: chunks of 4096 (4 elements
         # a thread), above 32768 columns 8192 (8 a thread)
@@ -282,7 +284,7 @@ def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple)
         if chunked:
             chunked = replace(chunked, num_warps=min(4, chunked.num_warps))
     if chunked:
-        return chunked
+        return _second_pass_ahead(chunked, n, is_rms, has_mask)
     block_n = row_block_n(n)
     if m > 4096 and n == 256:
         # more than 4096 rows of 256: eight a tile of 2 warps (4 of a row's columns a thread in any layout, so the
@@ -303,6 +305,33 @@ def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple)
         tile = 2048 if _few_short_rows(m, block_n) else max(4096, 2 * block_n)
     block_m = _rows_per_tile(m, block_n, tile)
     return LaunchConfig(block_m, block_n, 1, max(1, min(16, block_m * block_n // (32 * 32))))
+
+
+def _second_pass_ahead(cfg: LaunchConfig, n: int, is_rms: bool, has_mask: bool) -> LaunchConfig:
+    """Chunked rows whose second pass loads the next chunk's x before it stores the current chunk's y (``ahead``:
+    norm_fwd.py's ``X_AHEAD``), where that was measured faster: RMSNorm's chunks of 8192 (rows above 32768 columns);
+    LayerNorm's rows of 16384 in 8 chunks of 2048 at 4 elements a thread (more than 4096 rows) and its few waves'
+    rows of 5 chunks at 8 a thread (2049-4096 rows of 4097-4608 and 8193-10240 columns). Not the clamped ReLU's
+    forward with its mask (x0.95-0.98 at 32768 rows of 6144-32768 and 4096 of 4608-12288).
+
+    Measured on an H200 against the second pass without it (``bench.ab``, GB/s in turns, the training forward and
+    the inference call; GPU runs 337-340): RMSNorm at 32768 x 65536 (bf16 x, fp32 weights) x1.058, 16384 x 65536
+    x1.060 / x1.056; LayerNorm at 32768 x 16384 x1.014-1.017 / x1.007 (fp16 x1.085), 8192 x 16384 x1.017 / x1.008,
+    at 4096 x 4352-4608 and 8704-9728 (fp16) x1.02-1.04. Elsewhere it was level (RMSNorm at 6144-40960, LayerNorm at
+    32768 x 6144, 12288, 32768, 65536, at 4096 x 5120-8192 and 10240) or slower, with no reason found in the sm_90
+    code (read on the CPU: the same loads, the next chunk's issued before the store, at 40 registers instead of 32):
+    LayerNorm at 32768 x 8192 (chunks of 1024) x0.94, at 32768 x 13312 / 14336 (7 chunks of 2048) x1.002 / x0.984
+    (the inference call x0.889 / x0.985), at 4096 x 10752-12288 (6 chunks of 2048 at 4 a thread) x0.92-0.97 and
+    14848-15872 (8 at 8 a thread) x0.93-0.94, though 4096 x 12800-14336 (7 at 4 a thread) ran x1.015-1.031."""
+    if cfg.num_chunks == 1 or has_mask:
+        return cfg
+    if is_rms:
+        ahead = cfg.block_n == 8192
+    else:
+        ahead = (n == 16384 and cfg.block_n == 2048 and cfg.per_thread == 4) or (
+            cfg.per_thread == 8 and cfg.num_chunks == 5
+        )
+    return replace(cfg, ahead=True) if ahead else cfg
 
 
 def _few_waves_fwd(n: int, is_rms: bool, widest: int, one_tile: int) -> LaunchConfig:

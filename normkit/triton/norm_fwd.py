@@ -17,6 +17,8 @@ One kernel body; ``tl.constexpr`` switches pick the variant:
 - ``W_IN_TILE``: one-tile rows in the 2-D tile load float32 weights and bias in the tile's layout, by inline
   assembly, not through shared memory (``_load_columns``; ``ops._weights_in_tile`` says where: rows of 256-1024
   columns, 1.02-1.17x faster).
+- ``X_AHEAD``: chunked rows' second pass loads the next chunk's x before it stores the current chunk's y
+  (``config._second_pass_ahead`` says where: 1.01-1.06x faster there, slower elsewhere).
 
 A program normalizes ``BLOCK_M`` rows. A row that fits in one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) is
 read once and kept in registers; with ``TAIL_N`` in two, a head tile of ``BLOCK_N`` columns and a tail tile of
@@ -207,6 +209,15 @@ def _load_rows(
 
 
 @triton.jit
+def _load_chunk(row_starts, row_ok, col0, N, TILE_3D: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr):
+    """Pass two's tile of x: the chunk of columns ``col0 ...`` of the rows at ``row_starts``, marked
+    ``evict_first`` (its last read)."""
+    tile = _tile_cols(col0, BLOCK_N, TILE_3D)
+    tile_ok = _per_row(row_ok, TILE_3D) & in_bounds(tile, N, EVEN_N)
+    return tl.load(_per_row(row_starts, TILE_3D) + tile, mask=tile_ok, other=0.0, eviction_policy="evict_first")
+
+
+@triton.jit
 def _normalize_one_tile(
     x, x_tail, rows, W, B, Y, MEAN, RSTD, MASK, M, N, stride_y, stride_mask, eps, lower, upper, keep_from, keep_to,
     IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
@@ -272,7 +283,7 @@ def norm_fwd_kernel(
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
     EVEN_N: tl.constexpr, PASS_TWO_UNROLL: tl.constexpr, KEEP_BY_BITS: tl.constexpr, TILE_3D: tl.constexpr,
     TAIL_N: tl.constexpr, PERSISTENT: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr,
-    W_IN_TILE: tl.constexpr,
+    W_IN_TILE: tl.constexpr, X_AHEAD: tl.constexpr,
 ):  # fmt: skip
     """TRAINING: store the statistics (and with CLAMP_MASK the mask) for the backward; otherwise y alone (an
     inference call: MEAN, RSTD and MASK are not touched). PERSISTENT (one-tile rows): ``num_programs`` programs,
@@ -353,12 +364,17 @@ def norm_fwd_kernel(
         # compiler from unrolling the loop; unrolled, the fused forward ran 8-20% faster at 32768 x 6144-16384 (GPU
         # runs 55-56), but 6.5% slower at 1024 x 12288 (chunks of 32 elements a thread). The plain forward, which
         # the compiler unrolls anyway, ran 19% slower at 8192 and 16384 with the hint.
+        # X_AHEAD: each step loads the next chunk's x before it stores the current chunk's y (the last step loads
+        # its own again, never read), which the compiler would not do by itself: y might alias x.
+        if X_AHEAD:
+            x_next = _load_chunk(row_starts, row_ok, 0, N, TILE_3D, BLOCK_N, EVEN_N)
         for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=PASS_TWO_UNROLL):
-            tile = _tile_cols(chunk * BLOCK_N, BLOCK_N, TILE_3D)  # (its own names: a loop's carried values keep
-            tile_ok = _per_row(row_ok, TILE_3D) & in_bounds(tile, N, EVEN_N)  # their shapes, and pass one's are 2-D)
-            x_tile = tl.load(
-                _per_row(row_starts, TILE_3D) + tile, mask=tile_ok, other=0.0, eviction_policy="evict_first"
-            )
+            if X_AHEAD:
+                x_tile = x_next
+                ahead = tl.minimum(chunk + 1, NUM_CHUNKS - 1)
+                x_next = _load_chunk(row_starts, row_ok, ahead * BLOCK_N, N, TILE_3D, BLOCK_N, EVEN_N)
+            else:
+                x_tile = _load_chunk(row_starts, row_ok, chunk * BLOCK_N, N, TILE_3D, BLOCK_N, EVEN_N)
             if IS_RMS:
                 xhat = x_tile.to(ACC) * _per_row(rstd, TILE_3D)
             else:

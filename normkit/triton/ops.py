@@ -74,6 +74,7 @@ def _forward_plan(
         EVEN_N=_even_n(n, cfg), PASS_TWO_UNROLL=pass_two_unroll, KEEP_BY_BITS=0.0 < keep_from <= keep_to,
         TILE_3D=tiles_3d, TAIL_N=cfg.tail_n, PERSISTENT=persistent, EVEN_M=not persistent and m % cfg.block_m == 0,
         TRAINING=training, W_IN_TILE=not tiles_3d and _weights_in_tile(cfg, x_dtype, w_dtype, is_rms, has_mask),
+        X_AHEAD=cfg.ahead and cfg.num_chunks > 1,
     )  # fmt: skip
     thresholds = (float(lower), float(upper), keep_from, keep_to)
     return _ForwardPlan(programs, cdiv(row_blocks, programs), cfg.num_warps, values, thresholds, stat_dtype)
