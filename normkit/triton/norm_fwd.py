@@ -197,24 +197,16 @@ def _scale_shift_store(
 @triton.jit
 def _load_rows(
     X, rows, M, col0, N, stride_x, TILE_3D: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_M: tl.constexpr,
-    EVEN_N: tl.constexpr,
+    EVEN_N: tl.constexpr, EVICT: tl.constexpr,
 ):  # fmt: skip
     """The tile of columns ``col0 ...`` of rows ``rows`` (bounded by M and N, unless ``EVEN_M`` / ``EVEN_N`` say
     they are in bounds) as stored: nothing is computed from it here, so a persistent program can issue the next row
-    block's loads before it works on this one."""
+    block's loads before it works on this one (and chunked rows' second pass its next chunk's). ``EVICT``: the L2
+    eviction policy ("evict_first" for a chunk's last read, "" the default)."""
     cols = _tile_cols(col0, BLOCK_N, TILE_3D)
     ok = _per_row(in_bounds(rows, M, EVEN_M), TILE_3D) & in_bounds(cols, N, EVEN_N)
     row_starts = X + rows.to(tl.int64) * stride_x
-    return tl.load(_per_row(row_starts, TILE_3D) + cols, mask=ok, other=0.0)
-
-
-@triton.jit
-def _load_chunk(row_starts, row_ok, col0, N, TILE_3D: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr):
-    """Pass two's tile of x: the chunk of columns ``col0 ...`` of the rows at ``row_starts``, marked
-    ``evict_first`` (its last read)."""
-    tile = _tile_cols(col0, BLOCK_N, TILE_3D)
-    tile_ok = _per_row(row_ok, TILE_3D) & in_bounds(tile, N, EVEN_N)
-    return tl.load(_per_row(row_starts, TILE_3D) + tile, mask=tile_ok, other=0.0, eviction_policy="evict_first")
+    return tl.load(_per_row(row_starts, TILE_3D) + cols, mask=ok, other=0.0, eviction_policy=EVICT)
 
 
 @triton.jit
@@ -297,17 +289,17 @@ def norm_fwd_kernel(
     if NUM_CHUNKS == 1:  # tiles of _tile_cols: [BLOCK_M, BLOCK_N], or with TILE_3D [BLOCK_M, BLOCK_N // 8, 8]
         # TAIL_N: the row is a head tile of BLOCK_N columns, all in the row, and a tail tile of TAIL_N from column
         # BLOCK_N on, both held in registers (5120 = 4096 + 1024 instead of one tile of 8192 that is 37% padding)
-        x = _load_rows(X, rows, M, 0, N, stride_x, TILE_3D, BLOCK_N, EVEN_M, EVEN_N)
+        x = _load_rows(X, rows, M, 0, N, stride_x, TILE_3D, BLOCK_N, EVEN_M, EVEN_N, "")
         x_tail = x  # not read without a tail
         if TAIL_N:
-            x_tail = _load_rows(X, rows, M, BLOCK_N, N, stride_x, TILE_3D, TAIL_N, EVEN_M, False)
+            x_tail = _load_rows(X, rows, M, BLOCK_N, N, stride_x, TILE_3D, TAIL_N, EVEN_M, False, "")
         if PERSISTENT:
             for _ in tl.range(0, blocks_per_program):
                 next_rows = rows + num_programs * BLOCK_M
-                next_x = _load_rows(X, next_rows, M, 0, N, stride_x, TILE_3D, BLOCK_N, False, EVEN_N)
+                next_x = _load_rows(X, next_rows, M, 0, N, stride_x, TILE_3D, BLOCK_N, False, EVEN_N, "")
                 next_tail = next_x
                 if TAIL_N:
-                    next_tail = _load_rows(X, next_rows, M, BLOCK_N, N, stride_x, TILE_3D, TAIL_N, False, False)
+                    next_tail = _load_rows(X, next_rows, M, BLOCK_N, N, stride_x, TILE_3D, TAIL_N, False, False, "")
                 _normalize_one_tile(
                     x, x_tail, rows, W, B, Y, MEAN, RSTD, MASK, M, N, stride_y, stride_mask, eps, lower, upper,
                     keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N,
@@ -367,14 +359,18 @@ def norm_fwd_kernel(
         # X_AHEAD: each step loads the next chunk's x before it stores the current chunk's y (the last step loads
         # its own again, never read), which the compiler would not do by itself: y might alias x.
         if X_AHEAD:
-            x_next = _load_chunk(row_starts, row_ok, 0, N, TILE_3D, BLOCK_N, EVEN_N)
+            x_next = _load_rows(X, rows, M, 0, N, stride_x, TILE_3D, BLOCK_N, EVEN_M, EVEN_N, "evict_first")
         for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=PASS_TWO_UNROLL):
             if X_AHEAD:
                 x_tile = x_next
                 ahead = tl.minimum(chunk + 1, NUM_CHUNKS - 1)
-                x_next = _load_chunk(row_starts, row_ok, ahead * BLOCK_N, N, TILE_3D, BLOCK_N, EVEN_N)
+                x_next = _load_rows(
+                    X, rows, M, ahead * BLOCK_N, N, stride_x, TILE_3D, BLOCK_N, EVEN_M, EVEN_N, "evict_first"
+                )
             else:
-                x_tile = _load_chunk(row_starts, row_ok, chunk * BLOCK_N, N, TILE_3D, BLOCK_N, EVEN_N)
+                x_tile = _load_rows(
+                    X, rows, M, chunk * BLOCK_N, N, stride_x, TILE_3D, BLOCK_N, EVEN_M, EVEN_N, "evict_first"
+                )
             if IS_RMS:
                 xhat = x_tile.to(ACC) * _per_row(rstd, TILE_3D)
             else:
