@@ -384,6 +384,71 @@ def test_weights_in_tile_rule():
     assert not in_tile(512, x_dtype=torch.float32, w_dtype=torch.float32)
 
 
+@pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
+@pytest.mark.parametrize("dtypes", [DTYPES[1], DTYPES[3]], ids=[DTYPE_IDS[1], DTYPE_IDS[3]])
+@pytest.mark.parametrize(
+    "n, cfg",
+    [(1024, (2, 1024, 1, 2, 0)), (1000, (2, 1024, 1, 2, 0)), (256, (8, 256, 1, 2, 8)), (512, (4, 512, 1, 4, 0))],
+    ids=["2x1024", "2x1024-ragged", "8x256-persistent", "4x512"],
+)
+def test_forward_stats_as_held(op, dtypes, n, cfg):
+    """The training forward's mean and rstd stored as each thread holds them (``STATS_AS_HELD``,
+    ``norm_fwd._store_stat``: inline PTX on the GPU, ``tl.store`` in the interpreter), forced in the rule's tile (2
+    rows of 1024 at 2 warps, whole and ragged rows) and in others (8 rows of 256 on a persistent grid, 4 of 512 at 4
+    warps): 37 rows (a ragged last row block, whose rows past M must not be written), strided rows, against the
+    reference, with the flag in the launch's constexprs."""
+    from unittest import mock
+
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(37, n, *dtypes, bias=op != "rms_norm", row_pad=8)
+    is_rms = op == "rms_norm"
+    with mock.patch.object(ops, "_stats_as_held", lambda *args: True), config.forced(fwd=LaunchConfig(*cfg)):
+        check_forward("triton", op, x, w, b)
+        plan = ops._forward_plan(
+            37, n, x.dtype, w.dtype, b is not None, is_rms, False, None, True, x.get_device(), config.generation
+        )
+        # the statistics' outputs are 37 long: a store past them would land in memory the caching allocator may
+        # hand to the next tensor, so check that the rows after them, as far as the launch's row blocks reach, stay
+        fill = torch.full(((plan.programs * plan.blocks_per_program + 1) * cfg[0],), 7.0, device=x.device)
+        stats = fill[:37]
+        ops.NORM_FWD.launch(
+            (plan.programs,),
+            (x, torch.empty_like(x), w, b if b is not None else w, stats, stats, torch.empty_like(x),
+             37, n, x.stride(0), n, 0, 1e-5, *plan.thresholds, plan.programs, plan.blocks_per_program),
+            plan.num_warps, plan.values,
+        )  # fmt: skip
+    assert torch.all(fill[37:] == 7.0), "STATS_AS_HELD stored past the last row"
+    values = dict(zip(ops.NORM_FWD.constexpr_names, plan.values))
+    assert values["STATS_AS_HELD"] and values["PERSISTENT"] == (cfg[4] > 0)
+
+
+def test_stats_as_held_rule():
+    """``STATS_AS_HELD`` where measured faster (GPU runs 343-346): the plain training forwards in tiles of 2 rows of
+    1024 at 2 warps (at most 4096 rows of 513-1024 columns); not the fused forward, an inference call, float64 x
+    (float64 statistics), rows of 256 or 512, or the tiles of 4 rows of 1024 that more rows take."""
+    from normkit.triton import config, ops
+
+    def held(m, n, op="layer_norm", x_dtype=torch.float16, w_dtype=torch.float16, training=True):
+        clamp = (LOWER, UPPER) if op == "layer_norm_clamped_relu" else None
+        is_rms = op == "rms_norm"
+        plan = ops._forward_plan(
+            m, n, x_dtype, w_dtype, not is_rms, is_rms, False, clamp, training, -1, config.generation
+        )  # fmt: skip
+        values = dict(zip(ops.NORM_FWD.constexpr_names, plan.values))
+        if values["STATS_AS_HELD"]:
+            assert (values["BLOCK_M"], values["BLOCK_N"], values["NUM_CHUNKS"], plan.num_warps) == (2, 1024, 1, 2)
+        return values["STATS_AS_HELD"]
+
+    for m, n in [(4096, 1024), (4096, 768), (2048, 1024), (3000, 1000), (5, 1024)]:
+        assert held(m, n) and held(m, n, "rms_norm") and held(m, n, x_dtype=torch.bfloat16, w_dtype=torch.float32)
+        assert not held(m, n, "layer_norm_clamped_relu") and not held(m, n, training=False)
+        assert not held(m, n, x_dtype=torch.float64, w_dtype=torch.float64)
+    for m, n in [(4096, 256), (4096, 512), (32768, 1024), (8192, 1024), (4096, 2048), (32768, 16384)]:
+        assert not held(m, n) and not held(m, n, "rms_norm")
+
+
 @pytest.mark.parametrize("op", list(FORWARDS))
 @pytest.mark.parametrize("dtypes", [DTYPES[1], DTYPES[3]], ids=[DTYPE_IDS[1], DTYPE_IDS[3]])
 @pytest.mark.parametrize("n, head, tail, block_m", HEAD_AND_TAIL_ROWS)

@@ -19,6 +19,8 @@ One kernel body; ``tl.constexpr`` switches pick the variant:
   columns, 1.02-1.17x faster).
 - ``X_AHEAD``: chunked rows' second pass loads the next chunk's x before it stores the current chunk's y
   (``config._second_pass_ahead`` says where: 1.01-1.06x faster there, slower elsewhere).
+- ``STATS_AS_HELD``: one-tile rows store mean and rstd as each thread holds them, in inline PTX (``_store_stat``;
+  ``ops._stats_as_held`` says where: tiles of 2 rows of 1024 at 2 warps, 1.02-1.04x faster).
 
 A program normalizes ``BLOCK_M`` rows. A row that fits in one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) is
 read once and kept in registers; with ``TAIL_N`` in two, a head tile of ``BLOCK_N`` columns and a tail tile of
@@ -63,6 +65,25 @@ from .bounds import INTERPRETED, in_bounds
 @triton.jit
 def _bit_or(a, b):
     return a | b
+
+
+@triton.jit
+def _store_stat(P, v, ok, AS_HELD: tl.constexpr):
+    """``tl.store(P, v, mask=ok)`` of a float32 row statistic; ``AS_HELD``: each thread stores the values it holds, in
+    inline PTX (``ops._stats_as_held`` says where). The interpreter, which has no inline assembly, uses ``tl.store``.
+
+    A row's statistic comes out of its reduction in a layout where every lane of a warp holds it; ``tl.store`` moves it
+    to one row a thread first (sm_90, read on the CPU: in tiles of 2 rows of 1024 at 2 warps a select, a warp shuffle
+    and a store by two lanes; in tiles of 8 rows of 256 through shared memory, two barriers a statistic). Stored as
+    held, each thread stores its rows' values, and a warp's lanes write one address at once."""
+    if AS_HELD and not INTERPRETED:
+        tl.static_assert(v.dtype == tl.float32, "AS_HELD stores float32 statistics")
+        tl.inline_asm_elementwise(
+            "{ .reg .pred p; setp.ne.b32 p, $3, 0; @p st.global.f32 [$1], $2; mov.u32 $0, 0; }",
+            "=r,l,f,r", [P.to(tl.int64), v, ok.to(tl.int32)], dtype=tl.int32, is_pure=False, pack=1,
+        )  # fmt: skip
+    else:
+        tl.store(P, v, mask=ok)
 
 
 @triton.jit
@@ -215,6 +236,7 @@ def _normalize_one_tile(
     IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
     TILE_3D: tl.constexpr, TAIL_N: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr, W_IN_TILE: tl.constexpr,
+    STATS_AS_HELD: tl.constexpr,
 ):  # fmt: skip
     """Normalize rows held whole in registers (``_load_rows``) and store y, and with ``TRAINING`` the statistics
     and the mask: the head tile x of BLOCK_N columns and, with ``TAIL_N``, the tail tile x_tail after it (not read
@@ -252,9 +274,9 @@ def _normalize_one_tile(
         if TAIL_N:
             xhat_tail = centered_tail * _per_row(rstd, TILE_3D)
         if TRAINING:
-            tl.store(MEAN + rows, mean, mask=row_ok)
+            _store_stat(MEAN + rows, mean, row_ok, STATS_AS_HELD)
     if TRAINING:
-        tl.store(RSTD + rows, rstd, mask=row_ok)
+        _store_stat(RSTD + rows, rstd, row_ok, STATS_AS_HELD)
     _scale_shift_store(
         xhat, rows64, row_ok, 0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
         HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N, EVEN_N, TRAINING, W_IN_TILE,
@@ -275,7 +297,7 @@ def norm_fwd_kernel(
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
     EVEN_N: tl.constexpr, PASS_TWO_UNROLL: tl.constexpr, KEEP_BY_BITS: tl.constexpr, TILE_3D: tl.constexpr,
     TAIL_N: tl.constexpr, PERSISTENT: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr,
-    W_IN_TILE: tl.constexpr, X_AHEAD: tl.constexpr,
+    W_IN_TILE: tl.constexpr, X_AHEAD: tl.constexpr, STATS_AS_HELD: tl.constexpr,
 ):  # fmt: skip
     """TRAINING: store the statistics (and with CLAMP_MASK the mask) for the backward; otherwise y alone (an
     inference call: MEAN, RSTD and MASK are not touched). PERSISTENT (one-tile rows): ``num_programs`` programs,
@@ -303,7 +325,7 @@ def norm_fwd_kernel(
                 _normalize_one_tile(
                     x, x_tail, rows, W, B, Y, MEAN, RSTD, MASK, M, N, stride_y, stride_mask, eps, lower, upper,
                     keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N,
-                    KEEP_BY_BITS, TILE_3D, TAIL_N, False, TRAINING, W_IN_TILE,
+                    KEEP_BY_BITS, TILE_3D, TAIL_N, False, TRAINING, W_IN_TILE, STATS_AS_HELD,
                 )  # fmt: skip
                 rows = next_rows
                 x = next_x
@@ -312,7 +334,7 @@ def norm_fwd_kernel(
             _normalize_one_tile(
                 x, x_tail, rows, W, B, Y, MEAN, RSTD, MASK, M, N, stride_y, stride_mask, eps, lower, upper, keep_from,
                 keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N, KEEP_BY_BITS,
-                TILE_3D, TAIL_N, EVEN_M, TRAINING, W_IN_TILE,
+                TILE_3D, TAIL_N, EVEN_M, TRAINING, W_IN_TILE, STATS_AS_HELD,
             )  # fmt: skip
     else:
         x_rows = row_starts[:, None]

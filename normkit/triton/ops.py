@@ -74,7 +74,7 @@ def _forward_plan(
         EVEN_N=_even_n(n, cfg), PASS_TWO_UNROLL=pass_two_unroll, KEEP_BY_BITS=0.0 < keep_from <= keep_to,
         TILE_3D=tiles_3d, TAIL_N=cfg.tail_n, PERSISTENT=persistent, EVEN_M=not persistent and m % cfg.block_m == 0,
         TRAINING=training, W_IN_TILE=not tiles_3d and _weights_in_tile(cfg, x_dtype, w_dtype, is_rms, has_mask),
-        X_AHEAD=cfg.ahead and cfg.num_chunks > 1,
+        X_AHEAD=cfg.ahead and cfg.num_chunks > 1, STATS_AS_HELD=training and _stats_as_held(cfg, has_mask, stat_dtype),
     )  # fmt: skip
     thresholds = (float(lower), float(upper), keep_from, keep_to)
     return _ForwardPlan(programs, cdiv(row_blocks, programs), cfg.num_warps, values, thresholds, stat_dtype)
@@ -166,6 +166,30 @@ def _weights_in_tile(cfg, x_dtype: torch.dtype, w_dtype: torch.dtype, is_rms: bo
     if cfg.block_n < 4 * 32 * cfg.num_warps or (has_mask and cfg.block_n > 256):
         return False
     return not (is_rms and cfg.block_n <= 256) or cfg.programs_per_sm > 0
+
+
+def _stats_as_held(cfg, has_mask: bool, stat_dtype: torch.dtype) -> bool:
+    """The training forward's ``STATS_AS_HELD`` (``norm_fwd._store_stat``): the tiles of 2 rows of 1024 at 2 warps
+    (at most 4096 rows of 513-1024 columns, ``config._few_short_rows``) store mean and rstd as each thread holds them,
+    not through ``tl.store``'s move to one row a thread (there a select and a warp shuffle; the sm_90 code as held has
+    6 instructions more for RMSNorm, 8 fewer for LayerNorm, so why it runs faster is not read off the code). Not the
+    fused forward.
+
+    Measured on an H200 in turns (``bench.ab``, GPU runs 343-346): fp16 LayerNorm / RMSNorm at 4096 x 1024
+    x1.021-1.031 / x1.018-1.029, at 2048 x 1024 x1.021 / x1.044, at 4096 x 768 x1.004 / x1.033-1.036 (2048 x 768
+    x1.004 / x1.029), bf16 at 3000 x 1000 x1.024 / x1.000; bf16 x with float32 weights at 4096 x 1024 x1.007 / x0.996.
+    The same stores everywhere were slower elsewhere: rows of 256 (8 rows at 2 warps, where they drop 4 barriers a
+    step for LayerNorm) x0.976-0.988 at 16384-32768 rows, 4 rows of 512 at 4096 rows x0.983 / x0.995, the fused
+    forward at 4096 x 1024 x0.978-0.981; level at 1024-4096 columns in wider tiles (x0.994-1.013). The fused forward's
+    mask bytes stored as held too (one byte a thread a row, no layout conversion) were level or slower at 32768 rows
+    (x0.967 at 2048) and swung x0.98-1.06 at 4096 rows."""
+    return (
+        cfg.num_chunks == 1
+        and cfg.block_m == 2
+        and cfg.block_n == 1024
+        and not has_mask
+        and (stat_dtype == torch.float32)
+    )
 
 
 def _float32_key(value: float) -> int:
