@@ -20,7 +20,7 @@ One kernel body; ``tl.constexpr`` switches pick the variant:
 - ``X_AHEAD``: chunked rows' second pass loads the next chunk's x before it stores the current chunk's y
   (``config._second_pass_ahead`` says where: 1.01-1.06x faster there, slower elsewhere).
 - ``STATS_AS_HELD``: one-tile rows store mean and rstd as each thread holds them, in inline PTX (``_store_stat``;
-  ``ops._stats_as_held`` says where: tiles of 2 rows of 1024 at 2 warps, 1.02-1.04x faster).
+  ``ops._stats_as_held`` says where: tiles of 2 rows of 1024, 1.02-1.04x faster).
 
 A program normalizes ``BLOCK_M`` rows. A row that fits in one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) is
 read once and kept in registers; with ``TAIL_N`` in two, a head tile of ``BLOCK_N`` columns and a tail tile of

@@ -169,11 +169,11 @@ def _weights_in_tile(cfg, x_dtype: torch.dtype, w_dtype: torch.dtype, is_rms: bo
 
 
 def _stats_as_held(cfg, has_mask: bool, stat_dtype: torch.dtype) -> bool:
-    """The training forward's ``STATS_AS_HELD`` (``norm_fwd._store_stat``): the tiles of 2 rows of 1024 at 2 warps
-    (at most 4096 rows of 513-1024 columns, ``config._few_short_rows``) store mean and rstd as each thread holds them,
-    not through ``tl.store``'s move to one row a thread (there a select and a warp shuffle; the sm_90 code as held has
-    6 instructions more for RMSNorm, 8 fewer for LayerNorm, so why it runs faster is not read off the code). Not the
-    fused forward.
+    """The training forward's ``STATS_AS_HELD`` (``norm_fwd._store_stat``): the tiles of 2 rows of 1024 (2 warps;
+    RMSNorm's 4 since GPU run 352; at most 4096 rows of 513-1024 columns, ``config._few_short_rows``) store mean and
+    rstd as each thread holds them, not through ``tl.store``'s move to one row a thread (there a select and a warp
+    shuffle; the sm_90 code as held has 6 instructions more for RMSNorm, 8 fewer for LayerNorm, so why it runs faster is
+    not read off the code). Not the fused forward.
 
     Measured on an H200 in turns (``bench.ab``, GPU runs 343-346): fp16 LayerNorm / RMSNorm at 4096 x 1024
     x1.021-1.031 / x1.018-1.029, at 2048 x 1024 x1.021 / x1.044, at 4096 x 768 x1.004 / x1.033-1.036 (2048 x 768
