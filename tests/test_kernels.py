@@ -491,7 +491,11 @@ def test_few_waves_rules():
         assert fwd(m, 4608, True) == (2048, 3, 8, 0)
         assert fwd(m, 8704, True) == (4096, 3, 16, 0)
         assert fwd(m, 4096) == fwd(32768, 4096)  # one-tile rows as before
+        assert fwd(m, 3584, True) == fwd(m, 3073, True) == (4096, 1, 8, 0)  # RMSNorm's 3073-4095: one row a tile
+        assert config.fwd_config(m, 3584, True).block_m == 1 and config.fwd_config(m, 3584).block_m == 2
     assert fwd(32768, 6144) == (1024, 6, 8, 0)  # many rows: 4 a thread
+    assert config.fwd_config(2048, 3584, True).block_m == config.fwd_config(32768, 3584, True).block_m == 2
+    assert config.fwd_config(4096, 4096, True).block_m == 2
     assert fwd(1024, 12288) == (8192, 1, 8, 4096)  # few rows: LayerNorm's head + tail
     assert fwd(1024, 12288, True)[3] == fwd(1024, 12289)[3] == 0
     assert config.fwd_config(4096, 5120, has_mask=True).tail_n == 0

@@ -304,6 +304,12 @@ def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple)
     else:
         tile = 2048 if _few_short_rows(m, block_n) else max(4096, 2 * block_n)
     block_m = _rows_per_tile(m, block_n, tile)
+    if is_rms and not has_mask and 2048 < m <= 4096 and block_n == 4096 and n < 4096:
+        # RMSNorm's few waves of 3073-4095 columns: one row a tile of 8 warps, not two (the tuner, GPU run 354: 4096
+        # x 3584 fp16 2882 -> 2966 GB/s; in turns, run 355: 4096 x 3328 / 3584 fp16 x1.027 / x1.029, the inference
+        # call x1.011-1.012, 3000 x 3584 bf16 x with fp32 weights x1.074; run 356: 3200 / 4000 x1.029 / x1.025, the
+        # inference call x1.007-1.014, 4096 columns, two rows a tile as before, x1.000)
+        return LaunchConfig(1, 4096, 1, 8)
     if is_rms and not has_mask and block_m == 2 and block_n == 1024:
         # RMSNorm's few short rows of 513-1024 columns at 4 warps, 16 elements a thread (the tuner, GPU run 351: 4096
         # x 1024 fp16 1881 -> 1944 GB/s; in turns against 2 warps, run 352: 4096 x 896 / 1024 x1.020 / x1.026,
