@@ -142,10 +142,11 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
     (1024 at 4 warps up to 8192 columns, 2048 at 8 up to 16384, 4096 at 16, 8192 at 32). The forwards (the fused one
     too) of more than 4096 rows of 256 columns: eight rows a tile of 2 warps, above 8192 rows on a persistent grid, 8
     programs a SM. Calls of 2049-4096 rows (a few waves of programs) of 1153-3072 columns: most on a persistent grid
-    (``_few_waves_persistent_fwd``; the masked forward's rows of 1793-2048 two a step); of 4097-16384 columns:
-    ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of 4609-6144 columns as a head tile of 4096 and a tail
-    tile (``tail_n``); LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile.
-    Some chunked rows' second pass loads a chunk ahead (``_second_pass_ahead``).
+    (``_few_waves_persistent_fwd``; the masked forward's rows of 1793-2048 two a step); RMSNorm's of 3073-4095 columns
+    one row a tile of 8 warps; of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of
+    4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``); LayerNorm's few rows (at most 2048) of
+    8193-12288 columns: a head tile of 8192 and a tail tile. Some chunked rows' second pass loads a chunk ahead
+    (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
