@@ -493,6 +493,7 @@ def test_few_waves_rules():
         assert fwd(m, 4096) == fwd(32768, 4096)  # one-tile rows as before
         assert fwd(m, 3584, True) == fwd(m, 3073, True) == (4096, 1, 8, 0)  # RMSNorm's 3073-4095: one row a tile
         assert config.fwd_config(m, 3584, True).block_m == 1 and config.fwd_config(m, 3584).block_m == 2
+        assert config.fwd_config(m, 2304, True).block_m == 2  # 2049-2304 (no persistent rule) keep two rows a tile
     assert fwd(32768, 6144) == (1024, 6, 8, 0)  # many rows: 4 a thread
     assert config.fwd_config(2048, 3584, True).block_m == config.fwd_config(32768, 3584, True).block_m == 2
     assert config.fwd_config(4096, 4096, True).block_m == 2

@@ -305,7 +305,7 @@ def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple)
     else:
         tile = 2048 if _few_short_rows(m, block_n) else max(4096, 2 * block_n)
     block_m = _rows_per_tile(m, block_n, tile)
-    if is_rms and not has_mask and 2048 < m <= 4096 and block_n == 4096 and n < 4096:
+    if is_rms and not has_mask and 2048 < m <= 4096 and 3072 < n < 4096:
         # RMSNorm's few waves of 3073-4095 columns: one row a tile of 8 warps, not two (the tuner, GPU run 354: 4096
         # x 3584 fp16 2882 -> 2966 GB/s; in turns, run 355: 4096 x 3328 / 3584 fp16 x1.027 / x1.029, the inference
         # call x1.011-1.012, 3000 x 3584 bf16 x with fp32 weights x1.074; run 356: 3200 / 4000 x1.029 / x1.025, the
