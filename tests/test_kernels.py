@@ -477,12 +477,18 @@ def test_few_waves_rules():
     ``_few_waves_bwd`` and ``_few_waves_masked_bwd``); many rows and the fused forward keep theirs."""
     from normkit.triton import config
 
-    def fwd(m, n, is_rms=False):
-        cfg = config.fwd_config(m, n, is_rms)
+    def fwd(m, n, is_rms=False, w_bytes=2):
+        cfg = config.fwd_config(m, n, is_rms, w_bytes=w_bytes)
         return cfg.block_n, cfg.num_chunks, cfg.num_warps, cfg.tail_n
 
     for m in (3000, 4096):
-        assert fwd(m, 4608) == (1024, 5, 4, 0)  # chunks of 1024, 8 elements a thread
+        # LayerNorm's 4097-4608: chunks of 1024, 8 elements a thread; 4353-4608 with 16-bit weights 4096 + 512
+        assert fwd(m, 4608, w_bytes=4) == fwd(m, 4352) == fwd(m, 4097) == (1024, 5, 4, 0)
+        assert fwd(m, 4608) == fwd(m, 4353) == (4096, 1, 2, 512)
+        assert (
+            config.infer_config(m, 4400, w_bytes=2).tail_n == 512
+            and config.infer_config(m, 4400, w_bytes=4).tail_n == 0
+        )
         assert fwd(m, 5120) == (4096, 1, 4, 1024)  # head + tail
         assert fwd(m, 6144) == (4096, 1, 8, 2048)
         assert fwd(m, 6656) == fwd(m, 8192) == (8192, 1, 8, 0)  # one tile, 32 a thread
@@ -705,14 +711,25 @@ def test_few_waves_persistent_forward_rules():
     (``config._few_waves_persistent_fwd``), with a tail tile where the row is more than an eighth past 1024 or
     2048; not for many rows, 2049-2304 columns or LayerNorm's 2561-3072. The masked forward's rows of 1793-2048 two a
     step."""
-    from normkit.triton import config
+    from normkit.triton import config, ops
 
-    def fwd(n, is_rms=False, m=3000):
-        cfg = config.fwd_config(m, n, is_rms)
+    def fwd(n, is_rms=False, m=3000, w_bytes=2):
+        cfg = config.fwd_config(m, n, is_rms, w_bytes=w_bytes)
         return cfg.block_m, cfg.block_n, cfg.num_warps, cfg.programs_per_sm, cfg.tail_n
 
+    # 1024 + 512 at 1 warp, but RMSNorm's with 16-bit weights at 2; a tail of 256 at 1 warp
+    assert fwd(1536) == fwd(1536, True, w_bytes=4) == fwd(1281, True, w_bytes=4) == (1, 1024, 1, 16, 512)
+    assert fwd(1536, True) == fwd(1281, True) == (1, 1024, 2, 16, 512)
+    assert config.infer_config(3000, 1536, True, w_bytes=2).num_warps == 2
+    assert config.infer_config(3000, 1536, True, w_bytes=4).num_warps == 1
+    for training in (True, False):  # the launchers pass the weights' size
+        plans = [
+            ops._forward_plan(3000, 1536, torch.bfloat16, w, False, True, False, None, training, -1, config.generation)
+            for w in (torch.bfloat16, torch.float32)
+        ]  # fmt: skip
+        assert [plan.num_warps for plan in plans] == [2, 1]
     for is_rms in (False, True):
-        assert fwd(1536, is_rms) == (1, 1024, 1, 16, 512) and fwd(1153, is_rms) == (1, 1024, 1, 16, 256)
+        assert fwd(1153, is_rms) == fwd(1280, is_rms) == (1, 1024, 1, 16, 256)
         assert fwd(1537, is_rms) == fwd(2048, is_rms) == (1, 2048, 4, 8, 0)
         assert fwd(2305, is_rms) == fwd(2560, is_rms) == (1, 2048, 2, 8, 512)
         for n in (1024, 1152, 2049, 2304, 3073):  # one program a row block
@@ -734,6 +751,7 @@ def test_few_waves_on_the_gpu(op):
     shapes = [(3000, 4608), (3000, 5120), (3000, 6144), (3000, 6656), (3000, 8704), (3000, 12289), (3000, 2560)]
     shapes += [(3000, 4112), (3000, 8208), (3000, 10240), (1500, 4608), (1500, 9216)]  # RMSNorm's head + tail
     shapes += [(3000, 1200), (3000, 1536), (3000, 2000), (3000, 3072), (3000, 5500)]  # persistent, head + tail
+    shapes += [(3000, 4400), (3000, 1300)]  # 16-bit weights: LayerNorm's 4096 + 512 at 2 warps, RMSNorm's 1024 + 512
     for m, n in shapes + [(1024, 12288)]:
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")

@@ -98,11 +98,11 @@ def heuristic_config(case: Case) -> LaunchConfig:
     not for RMSNorm, as the providers call them)."""
     is_rms = case.kind == "rms_norm"
     has_mask = case.kind == "layer_norm_clamped_relu"
-    if case.direction == "infer":
-        return config.infer_config(case.m, case.n, is_rms)
-    if case.direction != "bwd":
-        return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask)
     x_bytes, w_bytes = _DTYPES[case.x_dtype].itemsize, _DTYPES[case.w_dtype].itemsize
+    if case.direction == "infer":
+        return config.infer_config(case.m, case.n, is_rms, w_bytes=w_bytes)
+    if case.direction != "bwd":
+        return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask, w_bytes=w_bytes)
     return config.bwd_config(case.m, case.n, not is_rms, has_mask, is_rms, x_bytes=x_bytes, w_bytes=w_bytes)
 
 

@@ -131,7 +131,7 @@ def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
     return max(1, min(tile // block_n, next_power_of_2(max(m, 1))))
 
 
-def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> LaunchConfig:
+def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False, w_bytes: int = 2) -> LaunchConfig:
     """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns), 32
     elements a thread (RMSNorm's tiles of 2 rows of 1024: 16). Above 4096 columns, when there are more than 2048 rows, 4
     elements a thread (as Inductor's looped reductions): chunks of 2048 at 16 warps, or for LayerNorm up to 8192 columns
@@ -171,10 +171,14 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False) -> 
     in 8192 at 32 warps 2037 -> 2922-2941 (4096 at 16: 2606); at 6144-16384 (runs 103-104, against 1024 at 8 warps
     or 2048 at 16, 4 a thread) 6144 3214 -> 3379, 8192 3317 -> 3414, 12288 2806 -> 3430, 16384 2880-2963 ->
     3376-3395 (a chunk of N / 16: 8192 2944, 16384 2984; of N / 4: 8192 3081, 16384 2893; of N / 2: 8192 2280).
-    LayerNorm's own forward at 16384 in 3-D chunks ran slower (3542-3744 against 3980)."""
+    LayerNorm's own forward at 16384 in 3-D chunks ran slower (3542-3744 against 3980).
+
+    ``w_bytes``: the size of an element of the weights (``ops`` passes the weight's), which some rules of calls of a
+    few waves follow (``_few_waves_persistent_fwd``, ``_few_waves_fwd``): their launches that gain with 16-bit
+    weights lose with float32 ones."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, tuple(LIMITS.values()))
+    return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, w_bytes, tuple(LIMITS.values()))
 
 
 def bwd_config(
@@ -214,7 +218,7 @@ def bwd_config(
     return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, w_bytes, limits)
 
 
-def infer_config(m: int, n: int, is_rms: bool = False) -> LaunchConfig:
+def infer_config(m: int, n: int, is_rms: bool = False, w_bytes: int = 2) -> LaunchConfig:
     """The inference forward's launch (y alone, no statistics or mask stored: ``ops.infer_unchecked``): for many rows
     (more than 8192) of 256 columns, four rows (RMSNorm eight) a program of 2 warps, one program a row block; RMSNorm's
     rows of 257-1024 columns in tiles of 1024 elements at one warp (Inductor's tile for these rows); elsewhere the
@@ -226,22 +230,22 @@ def infer_config(m: int, n: int, is_rms: bool = False) -> LaunchConfig:
     (12.90); RMSNorm at 512 22.02 -> 20.99 (20.93), 1024 37.89 -> 36.83 (36.86), 16384 x 512 13.73 -> 13.09 (13.02),
     8200 x 1024 13.92 -> 13.50 (13.60). LayerNorm's rows of 512 and 1024 kept the training forward's tiles (every
     other tile within 1.6% or slower; level with torch.compile at 32768 rows), as did calls of 4096 rows (tiles of 1024
-    at one warp 0.91-0.97x there)."""
+    at one warp 0.91-0.97x there). ``w_bytes``: as ``fwd_config``'s."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    return _infer_heuristic(_rows_key(m), n, is_rms, tuple(LIMITS.values()))
+    return _infer_heuristic(_rows_key(m), n, is_rms, w_bytes, tuple(LIMITS.values()))
 
 
 # The launchers ask on every call; a few microseconds of Python each time is worth caching for small calls.
 # LIMITS is part of the key, so limits() still takes effect.
 @functools.lru_cache(maxsize=1024)
-def _infer_heuristic(m: int, n: int, is_rms: bool, _limits: tuple) -> LaunchConfig:
+def _infer_heuristic(m: int, n: int, is_rms: bool, w_bytes: int, _limits: tuple) -> LaunchConfig:
     block_n = row_block_n(n)
     if m > 8192 and block_n == 256:
         return LaunchConfig(8 if is_rms else 4, 256, 1, 2)
     if m > 8192 and is_rms and block_n in (512, 1024):
         return LaunchConfig(1024 // block_n, block_n, 1, 1)
-    return _fwd_heuristic(m, n, is_rms, False, _limits)
+    return _fwd_heuristic(m, n, is_rms, False, w_bytes, _limits)
 
 
 def _rows_key(m: int) -> int:
@@ -251,10 +255,10 @@ def _rows_key(m: int) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple) -> LaunchConfig:
+def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, w_bytes: int, _limits: tuple) -> LaunchConfig:
     widest, one_tile = LIMITS["fwd_max_block_n"], LIMITS["fwd_one_tile_max_n"]
     if 2048 < m <= 4096 and not has_mask:
-        persistent = _few_waves_persistent_fwd(n, is_rms)
+        persistent = _few_waves_persistent_fwd(n, is_rms, w_bytes)
         if persistent:
             return persistent
     if 2048 < m <= 4096 and has_mask and 1792 < n <= 2048:
@@ -268,7 +272,7 @@ def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, _limits: tuple)
         # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes)
         chunked = _chunked(n, widest, row_block_n(n) // 8, 8, one_tile)
     elif 2048 < m <= 4096 and row_block_n(n) <= 16384 and row_block_n(n) > one_tile:
-        return _second_pass_ahead(_few_waves_fwd(n, is_rms, widest, one_tile), n, is_rms, has_mask)
+        return _second_pass_ahead(_few_waves_fwd(n, is_rms, w_bytes, widest, one_tile), n, is_rms, has_mask)
     elif m > 2048 and row_block_n(n) > 16384:
         # one program of 32 warps a SM, so that the rows pass two reads again stay in L2: chunks of 4096 (4 elements
         # a thread), above 32768 columns 8192 (8 a thread)
@@ -347,13 +351,14 @@ def _second_pass_ahead(cfg: LaunchConfig, n: int, is_rms: bool, has_mask: bool) 
     return replace(cfg, ahead=True) if ahead else cfg
 
 
-def _few_waves_fwd(n: int, is_rms: bool, widest: int, one_tile: int) -> LaunchConfig:
+def _few_waves_fwd(n: int, is_rms: bool, w_bytes: int, widest: int, one_tile: int) -> LaunchConfig:
     """Rows too long for one tile of ``one_tile`` when there are 2049-4096 of them (a call of a few waves of
     programs): 8 elements a thread, where many rows are faster at 4. RMSNorm in chunks of 2048 (4096 above 8192
     columns); LayerNorm up to ``widest`` (8192) columns by the row's length past the half tile ``head`` (4096): up to
-    an eighth of it, chunks of head / 4; up to a half, the head and a tail tile after it (``tail_n``, 8 elements a
-    thread: 5120 = 4096 + 1024 at 4 warps, 6144 = 4096 + 2048 at 8); longer, one tile of 32 a thread; above,
-    chunks of 2048, 8 a thread but at 10241-14336 columns 4 (16 warps), where 8 ran 2-4% slower.
+    an eighth of it, chunks of head / 4 (with 16-bit weights, ``w_bytes`` 2, past a sixteenth of it the head and a
+    tail of 512 at 2 warps); up to a half, the head and a tail tile after it (``tail_n``, 8 elements a thread: 5120 =
+    4096 + 1024 at 4 warps, 6144 = 4096 + 2048 at 8); longer, one tile of 32 a thread; above, chunks of 2048, 8 a
+    thread but at 10241-14336 columns 4 (16 warps), where 8 ran 2-4% slower.
 
     Measured on an H200 (4096 rows, fp16; the tuner, GPU run 107, then runs 109-110 in turns in one process,
     ``benchmarks/results/logs/run1{07,09,10}*``), the rules for many rows (4 elements a thread) -> these (cuDNN):
@@ -363,7 +368,11 @@ def _few_waves_fwd(n: int, is_rms: bool, widest: int, one_tile: int) -> LaunchCo
     machines: 10752-13824 2-4% slower, 9728 14% and 14848-15872 3-5% faster); RMSNorm at 4608 2783 -> 3237 (3211),
     5120 2990 -> 3328 (3274), 6144 3323 -> 3488 (3319), 8704 3618 -> 3666 (3721), 10240 3693 -> 3748 (3740), 15360
     3798 -> 3846 (3771). Head + tail tiles were slower where the tail is 4 elements a thread (4608 = 4096 + 512:
-    2285) and at 8192 + 2048 (3449 against 3527)."""
+    2285) and at 8192 + 2048 (3449 against 3527). Round 42 (the tuner, GPU run 357: 4096 x 4608 fp16 3015 -> 3131
+    GB/s for 4096 + 512 at 2 warps, a head of 64 elements a thread; in turns, ``bench.ab``, run 358): LayerNorm's
+    4353-4608 columns with 16-bit weights x1.026-1.038 at 4608 (fp16, training and inference) and x1.195 at 4096 x
+    4400 bf16 (whose chunks of 1024 end in a ragged one), but 3000 x 4608 bf16 x with float32 weights x0.92, and
+    4224 / 4352 (a tail of 256 at 2 warps) x0.80-0.82."""
     full = row_block_n(n)
     if is_rms:
         return _chunked(n, widest, 2048 if full <= 8192 else 4096, 8, one_tile)
@@ -371,6 +380,8 @@ def _few_waves_fwd(n: int, is_rms: bool, widest: int, one_tile: int) -> LaunchCo
         return _chunked(n, widest, 2048, 4 if 10240 < n <= 14336 else 8, one_tile)
     head = full // 2
     if n <= head + head // 8:
+        if w_bytes == 2 and n > head + head // 16:
+            return LaunchConfig(1, head, 1, 2, tail_n=head // 8)
         return _chunked(n, widest, head // 4, 8, one_tile)
     if n <= head + head // 2:
         tail = row_block_n(n - head)
@@ -378,19 +389,24 @@ def _few_waves_fwd(n: int, is_rms: bool, widest: int, one_tile: int) -> LaunchCo
     return LaunchConfig(1, full, 1, max(1, full // (32 * 32)))
 
 
-def _few_waves_persistent_fwd(n: int, is_rms: bool) -> LaunchConfig | None:
+def _few_waves_persistent_fwd(n: int, is_rms: bool, w_bytes: int) -> LaunchConfig | None:
     """2049-4096 rows of 1153-3072 columns (LayerNorm's up to 2560): one row a step of a persistent grid of 8-16
     programs a SM, each issuing its next row's loads before it works on the current one (``PERSISTENT`` in
     norm_fwd.py); the row as a head tile and a tail tile where it is more than an eighth past 1024 or 2048 (1024 +
-    256-512 at 1 warp, 16 programs a SM; 2048 + 512 at 2 warps, RMSNorm's 2048 + 1024 at 4, 8 a SM), a row of
-    1537-2048 columns in one tile of 2048 at 4 warps, 8 a SM. None elsewhere (the rules of one program a row block).
+    256-512 at 1 warp, 16 programs a SM, but RMSNorm's 1024 + 512 with 16-bit weights, ``w_bytes`` 2, at 2; 2048 +
+    512 at 2 warps, RMSNorm's 2048 + 1024 at 4, 8 a SM), a row of 1537-2048 columns in one tile of 2048 at 4 warps, 8
+    a SM. None elsewhere (the rules of one program a row block).
 
     Measured on an H200 (4096 rows, fp16; forced configs in turns in one process, GPU runs 117-118,
     ``benchmarks/results/logs/run11[78]*``), the rule of one program a row block -> this (cuDNN): LayerNorm at 1536
     1979 -> 2270 (2035), 2048 2243 -> 2430 (2599), 2560 2266 -> 2499 (2624); RMSNorm at 1536 2104 -> 2378 (2139),
     2048 2363 -> 2492 (2440), 2560 2479 -> 2618 (2790), 3072 2708 -> 2936 (2914). Not taken: LayerNorm at 3072
     (2581 against 2282-2519 for 2048 + 1024 at 2-4 warps, 6-16 a SM), a persistent 2 x 4096 tile at 2560-4096,
-    2-4 rows a step, more programs a SM than fit at once by registers (2048 at 4 warps, 12 a SM: 2108)."""
+    2-4 rows a step, more programs a SM than fit at once by registers (2048 at 4 warps, 12 a SM: 2108). RMSNorm's
+    1024 + 512 at 2 warps (the tuner, GPU run 354; in turns against 1 warp, ``bench.ab``, runs 355-358): with 16-bit
+    weights 4096 x 1536 fp16 x1.030-1.037 (the inference call x1.071-1.100), 3000 x 1536 fp16 x1.033, bf16 x1.033;
+    with float32 weights (bf16 x) x0.976 at 4096 rows, x0.888-0.893 at 3000; LayerNorm's x0.82-0.94; a tail of 256
+    (1280 fp16 x1.003-1.015, 3000 x 1200 bf16 x1.027 but its inference call x0.955) keeps 1 warp."""
     if n <= 1024 or n > 3072 or (n > 2560 and not is_rms):
         return None
     if 1536 < n <= 2048:
@@ -400,7 +416,7 @@ def _few_waves_persistent_fwd(n: int, is_rms: bool) -> LaunchConfig | None:
         return None
     tail = row_block_n(n - head)
     if head == 1024:
-        return LaunchConfig(1, 1024, 1, 1, 16, tail_n=tail)
+        return LaunchConfig(1, 1024, 1, 2 if is_rms and w_bytes == 2 and tail == 512 else 1, 16, tail_n=tail)
     return LaunchConfig(1, 2048, 1, tail // 256, 8, tail_n=tail)
 
 

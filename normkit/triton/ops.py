@@ -56,7 +56,11 @@ def _forward_plan(
     ``training`` (an inference call, y alone): ``config.infer_config``'s launch."""
     acc_tl, stat_dtype = _acc_of(x_dtype)
     has_mask = clamp is not None and training
-    cfg = config.fwd_config(m, n, is_rms, has_mask=has_mask) if training else config.infer_config(m, n, is_rms)
+    w_bytes = w_dtype.itemsize
+    if training:
+        cfg = config.fwd_config(m, n, is_rms, has_mask=has_mask, w_bytes=w_bytes)
+    else:
+        cfg = config.infer_config(m, n, is_rms, w_bytes=w_bytes)
     lower, upper = clamp or (0.0, 0.0)
     # the fused forward unrolls its second pass where a thread holds at most 4 elements of a chunk (norm_fwd.py)
     small_chunks = cfg.num_chunks > 1 and cfg.per_thread <= 4
