@@ -153,6 +153,48 @@ def test_chunked_forwards_in_3d_tiles(op, dtypes, n, block_m):
         check_forward("triton", op, x, w, b, zero_centered_gamma=True)
 
 
+@pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize("dtypes", [DTYPES[1], DTYPES[3]], ids=[DTYPE_IDS[1], DTYPE_IDS[3]])
+@pytest.mark.parametrize("n, block_n", [(100, 16), (900, 128), (1000, 128)])  # 7 chunks (6 whole), 8 (7 whole)
+@pytest.mark.parametrize("block_m", [1, 2])
+@pytest.mark.parametrize("layout", ["2d", "3d"])
+def test_chunked_forward_whole_chunks_then_a_ragged_one(op, dtypes, n, block_n, block_m, layout):
+    """Chunked rows of at least 7 chunks that end in a ragged chunk (``WHOLE_CHUNKS``, ``ops._whole_chunks``): the
+    whole chunks without column bounds, the last with them, forced: strided rows, a row block past M, a large mean,
+    zero-centered gamma, both tile layouts of pass two, training and inference calls."""
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(7, n, *dtypes, bias=op != "rms_norm", row_pad=24)
+    x = x * 10 + 100
+    with tile_layout(layout), config.forced(fwd=LaunchConfig(block_m, block_n, -(-n // block_n), 1)):
+        clamp = (LOWER, UPPER) if op == "layer_norm_clamped_relu" else None
+        is_rms = op == "rms_norm"
+        plan = ops._forward_plan(7, n, x.dtype, w.dtype, True, is_rms, True, clamp, True, -1, config.generation)
+        assert dict(zip(ops.NORM_FWD.constexpr_names, plan.values))["WHOLE_CHUNKS"] == n // block_n
+        check_forward("triton", op, x, w, b, zero_centered_gamma=True)
+        with torch.no_grad():
+            check_forward("triton", op, x, w, b)
+
+
+def test_whole_chunks_rule():
+    """``WHOLE_CHUNKS`` where measured faster (GPU run 361): rows of at least 7 chunks ending in a ragged one, not
+    with ``ahead``; 0 for whole chunks, fewer chunks, one-tile rows, and chunks past the row's end."""
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    assert ops._whole_chunks(12800, config.fwd_config(4096, 12800)) == 6  # 7 chunks of 2048
+    assert ops._whole_chunks(14848, config.fwd_config(4096, 14848)) == 7
+    assert ops._whole_chunks(6656, config.fwd_config(32768, 6656)) == 6  # 7 chunks of 1024
+    assert ops._whole_chunks(6656, config.fwd_config(32768, 6656, has_mask=True)) == 6  # 8 chunks of 1024 (3-D)
+    for m, n in [(4096, 10752), (4096, 14336), (4096, 8704), (32768, 16384), (32768, 4096), (4096, 4608)]:
+        assert ops._whole_chunks(n, config.fwd_config(m, n)) == 0, (m, n)
+    assert ops._whole_chunks(1000, LaunchConfig(1, 128, 8, 1)) == 7
+    assert ops._whole_chunks(1000, LaunchConfig(1, 128, 8, 1, ahead=True)) == 0
+    assert ops._whole_chunks(1000, LaunchConfig(1, 128, 9, 1)) == 0  # a chunk past the row's end: all bounded
+    assert ops._whole_chunks(700, LaunchConfig(1, 128, 6, 1)) == 0
+
+
 def _record_launches(monkeypatch, *names: str) -> list[dict]:
     """Make the launchers ``names`` of ``normkit.triton.ops`` (``NORM_FWD``, ``SPLIT_ROWS``, ...) record each launch
     instead of launching: its constexprs by name, ``num_warps`` and ``grid``, added to the list returned. Their
@@ -974,12 +1016,12 @@ def test_second_pass_ahead_rule():
     not elsewhere, not in the fused forward with its mask, never in one-tile rows."""
     from normkit.triton import config
 
-    def ahead(m, n, is_rms=False, has_mask=False):
-        cfg = config.fwd_config(m, n, is_rms, has_mask)
+    def ahead(m, n, is_rms=False, has_mask=False, w_bytes=2):
+        cfg = config.fwd_config(m, n, is_rms, has_mask, w_bytes=w_bytes)
         if cfg.ahead:
             assert cfg.num_chunks > 1
         if not has_mask:
-            assert config.infer_config(m, n, is_rms).ahead == cfg.ahead
+            assert config.infer_config(m, n, is_rms, w_bytes=w_bytes).ahead == cfg.ahead
         return cfg.ahead
 
     for m in (8192, 32768):
@@ -987,8 +1029,9 @@ def test_second_pass_ahead_rule():
         assert not ahead(m, 13312) and not ahead(m, 14336) and not ahead(m, 15360)  # 7-8 chunks of 2048, ragged
         assert not ahead(m, 8192) and not ahead(m, 12288) and not ahead(m, 65536) and not ahead(m, 32768, True)
         assert not ahead(m, 16384, has_mask=True) and not ahead(m, 16384, True)
-    for n in (4352, 4608, 8704, 9216, 9728, 10240):  # few waves
+    for n in (4352, 8704, 9216, 9728, 10240):  # few waves
         assert ahead(4096, n) and ahead(3000, n)
+    assert ahead(4096, 4608, w_bytes=4) and not ahead(4096, 4608)  # 16-bit weights: 4096 + 512, one tile
     for n in (5120, 8192, 10752, 12288, 13312, 14336, 14848, 15872, 16384):
         assert not ahead(4096, n)
     assert not ahead(4096, 9216, has_mask=True) and not ahead(4096, 9216, True)

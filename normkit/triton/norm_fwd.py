@@ -231,6 +231,47 @@ def _load_rows(
 
 
 @triton.jit
+def _sum_chunk(
+    x_rows, row_ok, col0, N, shift, lane_sum, lane_sq, IS_RMS: tl.constexpr, ACC: tl.constexpr,
+    BLOCK_N: tl.constexpr, EVEN: tl.constexpr,
+):  # fmt: skip
+    """Pass one of chunked rows: add the chunk of columns ``col0 ...`` to the lanes' sums (RMSNorm: of x * x;
+    LayerNorm: of d = x - shift and d * d). ``EVEN``: the chunk lies wholly in the row (no column bounds)."""
+    cols = col0 + tl.arange(0, BLOCK_N)
+    ok = row_ok[:, None] & in_bounds(cols, N, EVEN)[None, :]
+    x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0, eviction_policy="evict_last").to(ACC)
+    if IS_RMS:
+        lane_sq += x * x
+    else:
+        d = x - shift
+        if not EVEN:  # a lane past the row's end in this chunk
+            d = tl.where(ok, d, 0.0)
+        lane_sum += d
+        lane_sq += d * d
+    return lane_sum, lane_sq
+
+
+@triton.jit
+def _normalize_chunk(
+    X, rows, row_ok, rows64, M, col0, N, stride_x, mean, rstd, W, B, Y, MASK, stride_y, stride_mask, lower, upper,
+    keep_from, keep_to, IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr,
+    CLAMP_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN: tl.constexpr,
+    KEEP_BY_BITS: tl.constexpr, TILE_3D: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr,
+):  # fmt: skip
+    """Pass two of chunked rows (not ``X_AHEAD``): load the chunk of columns ``col0 ...`` again, normalize it and
+    store it. ``EVEN``: the chunk lies wholly in the row (no column bounds)."""
+    x_tile = _load_rows(X, rows, M, col0, N, stride_x, TILE_3D, BLOCK_N, EVEN_M, EVEN, "evict_first")
+    if IS_RMS:
+        xhat = x_tile.to(ACC) * _per_row(rstd, TILE_3D)
+    else:
+        xhat = (x_tile.to(ACC) - _per_row(mean, TILE_3D)) * _per_row(rstd, TILE_3D)
+    _scale_shift_store(
+        xhat, rows64, row_ok, col0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
+        HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N, EVEN, TRAINING, False,
+    )  # fmt: skip
+
+
+@triton.jit
 def _normalize_one_tile(
     x, x_tail, rows, W, B, Y, MEAN, RSTD, MASK, M, N, stride_y, stride_mask, eps, lower, upper, keep_from, keep_to,
     IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
@@ -297,12 +338,14 @@ def norm_fwd_kernel(
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr, UNROLL: tl.constexpr,
     EVEN_N: tl.constexpr, PASS_TWO_UNROLL: tl.constexpr, KEEP_BY_BITS: tl.constexpr, TILE_3D: tl.constexpr,
     TAIL_N: tl.constexpr, PERSISTENT: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr,
-    W_IN_TILE: tl.constexpr, X_AHEAD: tl.constexpr, STATS_AS_HELD: tl.constexpr,
+    W_IN_TILE: tl.constexpr, X_AHEAD: tl.constexpr, STATS_AS_HELD: tl.constexpr, WHOLE_CHUNKS: tl.constexpr,
 ):  # fmt: skip
     """TRAINING: store the statistics (and with CLAMP_MASK the mask) for the backward; otherwise y alone (an
     inference call: MEAN, RSTD and MASK are not touched). PERSISTENT (one-tile rows): ``num_programs`` programs,
     program p normalizes row blocks p, p + num_programs, ... (``blocks_per_program`` steps), the next block's loads
-    issued before the current one is worked on."""
+    issued before the current one is worked on. Chunked rows with ``WHOLE_CHUNKS`` (not 0): the first so many chunks
+    lie wholly in the row and go without column bounds (``UNROLL`` of them a step in pass one), the ragged last chunk
+    after them with its bounds; with 0, every chunk with them (none where ``EVEN_N``)."""
     tl.static_assert(not (PERSISTENT and EVEN_M), "a persistent grid's last steps pass the last row")
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = in_bounds(rows, M, EVEN_M)
@@ -346,20 +389,26 @@ def norm_fwd_kernel(
         shift = lane_sq
         if not IS_RMS:
             cols = tl.arange(0, BLOCK_N)
-            ok = row_ok[:, None] & in_bounds(cols, N, EVEN_N)[None, :]
+            ok = row_ok[:, None] & in_bounds(cols, N, EVEN_N or WHOLE_CHUNKS > 0)[None, :]
             shift = tl.load(x_rows + cols[None, :], mask=ok, other=0.0, eviction_policy="evict_last").to(ACC)
-        for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=UNROLL):
-            cols = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
-            ok = row_ok[:, None] & in_bounds(cols, N, EVEN_N)[None, :]
-            x = tl.load(x_rows + cols[None, :], mask=ok, other=0.0, eviction_policy="evict_last").to(ACC)
-            if IS_RMS:
-                lane_sq += x * x
-            else:
-                d = x - shift
-                if not EVEN_N:  # a lane past the row's end in this chunk
-                    d = tl.where(ok, d, 0.0)
-                lane_sum += d
-                lane_sq += d * d
+        # WHOLE_CHUNKS (``ops._whole_chunks``): the whole chunks without column bounds, then the ragged last chunk
+        # with them. Bounds in every chunk of the unrolled loop took registers that the loads in flight needed (sm_90,
+        # read on the CPU: LayerNorm at 4096 x 12800, 7 chunks of 2048 at 16 warps, 32 registers a thread, issued 3
+        # of its 7 loads before the first add; peeled, 6 of 7, and 528 instructions instead of 649)
+        if WHOLE_CHUNKS == 0:  # every chunk with its bounds (EVEN_N: none)
+            for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=UNROLL):
+                lane_sum, lane_sq = _sum_chunk(
+                    x_rows, row_ok, chunk * BLOCK_N, N, shift, lane_sum, lane_sq, IS_RMS, ACC, BLOCK_N, EVEN_N
+                )  # fmt: skip
+        else:
+            for chunk in tl.range(0, WHOLE_CHUNKS, loop_unroll_factor=UNROLL):
+                lane_sum, lane_sq = _sum_chunk(
+                    x_rows, row_ok, chunk * BLOCK_N, N, shift, lane_sum, lane_sq, IS_RMS, ACC, BLOCK_N, True
+                )  # fmt: skip
+            for chunk in tl.range(WHOLE_CHUNKS, NUM_CHUNKS):
+                lane_sum, lane_sq = _sum_chunk(
+                    x_rows, row_ok, chunk * BLOCK_N, N, shift, lane_sum, lane_sq, IS_RMS, ACC, BLOCK_N, False
+                )  # fmt: skip
         if IS_RMS:
             sq = tl.sum(lane_sq, axis=1)
         else:  # lane j, n_j values: sum (x - mean)^2 = sum_j [Q_j + e_j (2 S_j + n_j e_j)], e_j = shift_j - mean
@@ -369,6 +418,8 @@ def norm_fwd_kernel(
             e = shift - mean[:, None]
             sq = tl.sum(lane_sq + e * (2.0 * lane_sum + lane_n * e), axis=1)
         rstd = _rsqrt(sq / N + eps)
+        if IS_RMS:
+            mean = rstd  # not read (RMSNorm has no mean)
         if TRAINING:
             tl.store(RSTD + rows, rstd, mask=row_ok)
             if not IS_RMS:
@@ -380,25 +431,41 @@ def norm_fwd_kernel(
         # the compiler unrolls anyway, ran 19% slower at 8192 and 16384 with the hint.
         # X_AHEAD: each step loads the next chunk's x before it stores the current chunk's y (the last step loads
         # its own again, never read), which the compiler would not do by itself: y might alias x.
+        # Not X_AHEAD, with WHOLE_CHUNKS: the whole chunks without column bounds, then the last one with them.
         if X_AHEAD:
             x_next = _load_rows(X, rows, M, 0, N, stride_x, TILE_3D, BLOCK_N, EVEN_M, EVEN_N, "evict_first")
-        for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=PASS_TWO_UNROLL):
-            if X_AHEAD:
+            for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=PASS_TWO_UNROLL):
                 x_tile = x_next
                 ahead = tl.minimum(chunk + 1, NUM_CHUNKS - 1)
                 x_next = _load_rows(
                     X, rows, M, ahead * BLOCK_N, N, stride_x, TILE_3D, BLOCK_N, EVEN_M, EVEN_N, "evict_first"
                 )
-            else:
-                x_tile = _load_rows(
-                    X, rows, M, chunk * BLOCK_N, N, stride_x, TILE_3D, BLOCK_N, EVEN_M, EVEN_N, "evict_first"
-                )
-            if IS_RMS:
-                xhat = x_tile.to(ACC) * _per_row(rstd, TILE_3D)
-            else:
-                xhat = (x_tile.to(ACC) - _per_row(mean, TILE_3D)) * _per_row(rstd, TILE_3D)
-            _scale_shift_store(
-                xhat, rows64, row_ok, chunk * BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
-                keep_from, keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N,
-                EVEN_N, TRAINING, False,
-            )  # fmt: skip
+                if IS_RMS:
+                    xhat = x_tile.to(ACC) * _per_row(rstd, TILE_3D)
+                else:
+                    xhat = (x_tile.to(ACC) - _per_row(mean, TILE_3D)) * _per_row(rstd, TILE_3D)
+                _scale_shift_store(
+                    xhat, rows64, row_ok, chunk * BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
+                    keep_from, keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N,
+                    EVEN_N, TRAINING, False,
+                )  # fmt: skip
+        elif WHOLE_CHUNKS == 0:
+            for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=PASS_TWO_UNROLL):
+                _normalize_chunk(
+                    X, rows, row_ok, rows64, M, chunk * BLOCK_N, N, stride_x, mean, rstd, W, B, Y, MASK, stride_y,
+                    stride_mask, lower, upper, keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC,
+                    BLOCK_M, BLOCK_N, EVEN_N, KEEP_BY_BITS, TILE_3D, EVEN_M, TRAINING,
+                )  # fmt: skip
+        else:
+            for chunk in tl.range(0, WHOLE_CHUNKS, loop_unroll_factor=PASS_TWO_UNROLL):
+                _normalize_chunk(
+                    X, rows, row_ok, rows64, M, chunk * BLOCK_N, N, stride_x, mean, rstd, W, B, Y, MASK, stride_y,
+                    stride_mask, lower, upper, keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC,
+                    BLOCK_M, BLOCK_N, True, KEEP_BY_BITS, TILE_3D, EVEN_M, TRAINING,
+                )  # fmt: skip
+            for chunk in tl.range(WHOLE_CHUNKS, NUM_CHUNKS):
+                _normalize_chunk(
+                    X, rows, row_ok, rows64, M, chunk * BLOCK_N, N, stride_x, mean, rstd, W, B, Y, MASK, stride_y,
+                    stride_mask, lower, upper, keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC,
+                    BLOCK_M, BLOCK_N, False, KEEP_BY_BITS, TILE_3D, EVEN_M, TRAINING,
+                )  # fmt: skip

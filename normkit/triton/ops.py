@@ -64,7 +64,9 @@ def _forward_plan(
     lower, upper = clamp or (0.0, 0.0)
     # the fused forward unrolls its second pass where a thread holds at most 4 elements of a chunk (norm_fwd.py)
     small_chunks = cfg.num_chunks > 1 and cfg.per_thread <= 4
-    pass_two_unroll = min(cfg.num_chunks, 8) if has_mask and small_chunks else None
+    whole_chunks = _whole_chunks(n, cfg)
+    unrolled = min(whole_chunks or cfg.num_chunks, 8)
+    pass_two_unroll = unrolled if has_mask and small_chunks else None
     keep_from, keep_to = (0.0, 0.0)  # float64 kernels compare y itself
     if has_mask and x_dtype != torch.float64:
         keep_from, keep_to = mask_thresholds(float(lower), float(upper), x_dtype)
@@ -74,11 +76,12 @@ def _forward_plan(
     tiles_3d = _tiles_3d(cfg, x_dtype, w_dtype)
     values = NORM_FWD.values(
         IS_RMS=is_rms, HAS_BIAS=has_bias, ZERO_CENTERED=zero_centered_gamma, CLAMP_MASK=clamp is not None,
-        ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, UNROLL=min(cfg.num_chunks, 8),
+        ACC=acc_tl, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, NUM_CHUNKS=cfg.num_chunks, UNROLL=unrolled,
         EVEN_N=_even_n(n, cfg), PASS_TWO_UNROLL=pass_two_unroll, KEEP_BY_BITS=0.0 < keep_from <= keep_to,
         TILE_3D=tiles_3d, TAIL_N=cfg.tail_n, PERSISTENT=persistent, EVEN_M=not persistent and m % cfg.block_m == 0,
         TRAINING=training, W_IN_TILE=not tiles_3d and _weights_in_tile(cfg, x_dtype, w_dtype, is_rms, has_mask),
         X_AHEAD=cfg.ahead and cfg.num_chunks > 1, STATS_AS_HELD=training and _stats_as_held(cfg, has_mask, stat_dtype),
+        WHOLE_CHUNKS=whole_chunks,
     )  # fmt: skip
     thresholds = (float(lower), float(upper), keep_from, keep_to)
     return _ForwardPlan(programs, cdiv(row_blocks, programs), cfg.num_warps, values, thresholds, stat_dtype)
@@ -128,6 +131,21 @@ def _even_n(n: int, cfg) -> bool:
     """The kernels' ``EVEN_N``: every tile (or chunk) of BLOCK_N columns lies wholly in the row, so they drop its
     column bounds; with a tail tile (``tail_n``), the head does (the tail keeps its bounds)."""
     return n % cfg.block_n == 0 or (cfg.tail_n > 0 and n >= cfg.block_n)
+
+
+def _whole_chunks(n: int, cfg) -> int:
+    """The forward's ``WHOLE_CHUNKS``: where a row of at least 7 chunks ends in a ragged chunk (not in one-tile rows,
+    not with ``ahead``), the chunks before it, which then go without column bounds; else 0 (every chunk with its
+    bounds, or none where ``EVEN_N``).
+
+    Measured on an H200 against every chunk with its bounds (``bench.ab``, in turns, GPU run 361): LayerNorm at 4096
+    rows (fp16, 7-8 chunks of 2048) 12800 x1.087, 13312 x1.100, 13824 x1.101, 14848 x1.071 (the inference call
+    x1.022-1.034); at 32768 rows (bf16 x, float32 weights) 6656 (7 chunks of 1024) x1.110, 12800 x1.083, the fused
+    forward x1.133 / x1.096, RMSNorm x1.014 / x0.998. With fewer chunks it was level or slower: LayerNorm at 4096 x
+    10752 (6 chunks) x0.894 (the inference call x1.031), 8704 (5, ``ahead``) x0.979, RMSNorm at 4608 and 12800 (3-4)
+    x1.003-1.005."""
+    ragged = n % cfg.block_n != 0 and cdiv(n, cfg.block_n) == cfg.num_chunks
+    return n // cfg.block_n if ragged and cfg.num_chunks >= 7 and not cfg.ahead else 0
 
 
 def _tiles_3d(cfg, x_dtype: torch.dtype, w_dtype: torch.dtype) -> bool:
