@@ -381,6 +381,8 @@ def norm_fwd_kernel(
             )  # fmt: skip
     else:
         x_rows = row_starts[:, None]
+        HEAD_CHUNKS: tl.constexpr = WHOLE_CHUNKS if WHOLE_CHUNKS > 0 else NUM_CHUNKS  # the chunks of the loops
+        HEAD_EVEN: tl.constexpr = EVEN_N or WHOLE_CHUNKS > 0
         # Pass one: per-lane statistics, merged across the lanes once, after the loop. LayerNorm's lanes sum
         # d = x - shift and d * d, shifted by the lane's value in chunk 0 (a value of the row itself, so the sum of
         # squares does not cancel); chunk 0 is loaded once more for it, which keeps the loop's trip count.
@@ -389,26 +391,22 @@ def norm_fwd_kernel(
         shift = lane_sq
         if not IS_RMS:
             cols = tl.arange(0, BLOCK_N)
-            ok = row_ok[:, None] & in_bounds(cols, N, EVEN_N or WHOLE_CHUNKS > 0)[None, :]
+            ok = row_ok[:, None] & in_bounds(cols, N, HEAD_EVEN)[None, :]
             shift = tl.load(x_rows + cols[None, :], mask=ok, other=0.0, eviction_policy="evict_last").to(ACC)
-        # WHOLE_CHUNKS (``ops._whole_chunks``): the whole chunks without column bounds, then the ragged last chunk
-        # with them. Bounds in every chunk of the unrolled loop took registers that the loads in flight needed (sm_90,
-        # read on the CPU: LayerNorm at 4096 x 12800, 7 chunks of 2048 at 16 warps, 32 registers a thread, issued 3
-        # of its 7 loads before the first add; peeled, 6 of 7, and 528 instructions instead of 649)
-        if WHOLE_CHUNKS == 0:  # every chunk with its bounds (EVEN_N: none)
-            for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=UNROLL):
-                lane_sum, lane_sq = _sum_chunk(
-                    x_rows, row_ok, chunk * BLOCK_N, N, shift, lane_sum, lane_sq, IS_RMS, ACC, BLOCK_N, EVEN_N
-                )  # fmt: skip
-        else:
-            for chunk in tl.range(0, WHOLE_CHUNKS, loop_unroll_factor=UNROLL):
-                lane_sum, lane_sq = _sum_chunk(
-                    x_rows, row_ok, chunk * BLOCK_N, N, shift, lane_sum, lane_sq, IS_RMS, ACC, BLOCK_N, True
-                )  # fmt: skip
-            for chunk in tl.range(WHOLE_CHUNKS, NUM_CHUNKS):
-                lane_sum, lane_sq = _sum_chunk(
-                    x_rows, row_ok, chunk * BLOCK_N, N, shift, lane_sum, lane_sq, IS_RMS, ACC, BLOCK_N, False
-                )  # fmt: skip
+        # WHOLE_CHUNKS (``ops._whole_chunks``, not 0): the whole chunks without column bounds (HEAD_EVEN), then the
+        # ragged last chunk with them; 0: every chunk in the loop, with its bounds (none where EVEN_N). Bounds in
+        # every chunk of the unrolled loop took registers that the loads in flight needed (sm_90, read on the CPU:
+        # LayerNorm at 4096 x 12800, 7 chunks of 2048 at 16 warps, 32 registers a thread, issued 3 of its 7 loads
+        # before the first add; peeled, 6 of 7, and 528 instructions instead of 649)
+        for chunk in tl.range(0, HEAD_CHUNKS, loop_unroll_factor=UNROLL):
+            lane_sum, lane_sq = _sum_chunk(
+                x_rows, row_ok, chunk * BLOCK_N, N, shift, lane_sum, lane_sq, IS_RMS, ACC, BLOCK_N, HEAD_EVEN
+            )  # fmt: skip
+        if HEAD_CHUNKS < NUM_CHUNKS:  # with WHOLE_CHUNKS, the ragged last chunk
+            last = (NUM_CHUNKS - 1) * BLOCK_N
+            lane_sum, lane_sq = _sum_chunk(
+                x_rows, row_ok, last, N, shift, lane_sum, lane_sq, IS_RMS, ACC, BLOCK_N, False
+            )
         if IS_RMS:
             sq = tl.sum(lane_sq, axis=1)
         else:  # lane j, n_j values: sum (x - mean)^2 = sum_j [Q_j + e_j (2 S_j + n_j e_j)], e_j = shift_j - mean
@@ -449,23 +447,16 @@ def norm_fwd_kernel(
                     keep_from, keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N,
                     EVEN_N, TRAINING, False,
                 )  # fmt: skip
-        elif WHOLE_CHUNKS == 0:
-            for chunk in tl.range(0, NUM_CHUNKS, loop_unroll_factor=PASS_TWO_UNROLL):
-                _normalize_chunk(
-                    X, rows, row_ok, rows64, M, chunk * BLOCK_N, N, stride_x, mean, rstd, W, B, Y, MASK, stride_y,
-                    stride_mask, lower, upper, keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC,
-                    BLOCK_M, BLOCK_N, EVEN_N, KEEP_BY_BITS, TILE_3D, EVEN_M, TRAINING,
-                )  # fmt: skip
         else:
-            for chunk in tl.range(0, WHOLE_CHUNKS, loop_unroll_factor=PASS_TWO_UNROLL):
+            for chunk in tl.range(0, HEAD_CHUNKS, loop_unroll_factor=PASS_TWO_UNROLL):
                 _normalize_chunk(
                     X, rows, row_ok, rows64, M, chunk * BLOCK_N, N, stride_x, mean, rstd, W, B, Y, MASK, stride_y,
                     stride_mask, lower, upper, keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC,
-                    BLOCK_M, BLOCK_N, True, KEEP_BY_BITS, TILE_3D, EVEN_M, TRAINING,
+                    BLOCK_M, BLOCK_N, HEAD_EVEN, KEEP_BY_BITS, TILE_3D, EVEN_M, TRAINING,
                 )  # fmt: skip
-            for chunk in tl.range(WHOLE_CHUNKS, NUM_CHUNKS):
+            if HEAD_CHUNKS < NUM_CHUNKS:  # with WHOLE_CHUNKS, the ragged last chunk
                 _normalize_chunk(
-                    X, rows, row_ok, rows64, M, chunk * BLOCK_N, N, stride_x, mean, rstd, W, B, Y, MASK, stride_y,
-                    stride_mask, lower, upper, keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC,
-                    BLOCK_M, BLOCK_N, False, KEEP_BY_BITS, TILE_3D, EVEN_M, TRAINING,
+                    X, rows, row_ok, rows64, M, (NUM_CHUNKS - 1) * BLOCK_N, N, stride_x, mean, rstd, W, B, Y, MASK,
+                    stride_y, stride_mask, lower, upper, keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED,
+                    CLAMP_MASK, ACC, BLOCK_M, BLOCK_N, False, KEEP_BY_BITS, TILE_3D, EVEN_M, TRAINING,
                 )  # fmt: skip
