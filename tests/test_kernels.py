@@ -178,21 +178,42 @@ def test_chunked_forward_whole_chunks_then_a_ragged_one(op, dtypes, n, block_n, 
 
 
 def test_whole_chunks_rule():
-    """``WHOLE_CHUNKS`` where measured faster (GPU run 361): rows of at least 7 chunks ending in a ragged one, not
-    with ``ahead``; 0 for whole chunks, fewer chunks, one-tile rows, and chunks past the row's end."""
+    """``WHOLE_CHUNKS`` where measured faster (GPU runs 361-364): chunked rows that end in a ragged chunk, not with
+    ``ahead``, in calls of more than 4096 rows or of at least 7 chunks a row; 0 for whole chunks, fewer chunks at
+    4096 rows, one-tile rows, and chunks past the row's end."""
     from normkit.triton import config, ops
     from normkit.triton.config import LaunchConfig
 
-    assert ops._whole_chunks(12800, config.fwd_config(4096, 12800)) == 6  # 7 chunks of 2048
-    assert ops._whole_chunks(14848, config.fwd_config(4096, 14848)) == 7
-    assert ops._whole_chunks(6656, config.fwd_config(32768, 6656)) == 6  # 7 chunks of 1024
-    assert ops._whole_chunks(6656, config.fwd_config(32768, 6656, has_mask=True)) == 6  # 8 chunks of 1024 (3-D)
-    for m, n in [(4096, 10752), (4096, 14336), (4096, 8704), (32768, 16384), (32768, 4096), (4096, 4608)]:
-        assert ops._whole_chunks(n, config.fwd_config(m, n)) == 0, (m, n)
-    assert ops._whole_chunks(1000, LaunchConfig(1, 128, 8, 1)) == 7
-    assert ops._whole_chunks(1000, LaunchConfig(1, 128, 8, 1, ahead=True)) == 0
-    assert ops._whole_chunks(1000, LaunchConfig(1, 128, 9, 1)) == 0  # a chunk past the row's end: all bounded
-    assert ops._whole_chunks(700, LaunchConfig(1, 128, 6, 1)) == 0
+    def whole(m, n, **kwargs):
+        return ops._whole_chunks(m, n, config.fwd_config(m, n, **kwargs))
+
+    assert whole(4096, 12800) == 6 and whole(4096, 14848) == 7  # 7 and 8 chunks of 2048
+    assert whole(32768, 6656) == whole(32768, 6656, has_mask=True) == 6  # 7 chunks of 1024
+    assert whole(32768, 5632) == whole(4097, 5632) == 5 and whole(32768, 4608) == 4  # many rows: any chunks
+    assert whole(32768, 5632, is_rms=True) == 2  # 3 chunks of 2048
+    for m, n in [(4096, 10752), (4096, 5632), (4096, 14336), (4096, 8704), (32768, 16384), (32768, 4096), (4096, 4608)]:
+        assert whole(m, n) == 0, (m, n)
+    assert ops._whole_chunks(7, 1000, LaunchConfig(1, 128, 8, 1)) == 7
+    assert ops._whole_chunks(7, 1000, LaunchConfig(1, 128, 8, 1, ahead=True)) == 0
+    assert ops._whole_chunks(7, 1000, LaunchConfig(1, 128, 9, 1)) == 0  # a chunk past the row's end: all bounded
+    assert ops._whole_chunks(7, 700, LaunchConfig(1, 128, 6, 1)) == 0
+    assert ops._whole_chunks(4097, 700, LaunchConfig(1, 128, 6, 1)) == 5
+
+
+@pytest.mark.parametrize("op", list(FORWARDS))
+def test_chunked_forward_whole_chunks_of_many_rows(op):
+    """A call of more than 4096 rows takes ``WHOLE_CHUNKS`` with fewer than 7 chunks a row: 4 chunks of 32 (3
+    whole), 64 rows a tile (the last one past M), forced, against the reference."""
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(4100, 100, torch.bfloat16, torch.float32, bias=op != "rms_norm", row_pad=8)
+    with config.forced(fwd=LaunchConfig(64, 32, 4, 1)):
+        clamp = (LOWER, UPPER) if op == "layer_norm_clamped_relu" else None
+        is_rms = op == "rms_norm"
+        plan = ops._forward_plan(4100, 100, x.dtype, w.dtype, True, is_rms, True, clamp, True, -1, config.generation)
+        assert dict(zip(ops.NORM_FWD.constexpr_names, plan.values))["WHOLE_CHUNKS"] == 3
+        check_forward("triton", op, x, w, b, zero_centered_gamma=True)
 
 
 def _record_launches(monkeypatch, *names: str) -> list[dict]:

@@ -64,7 +64,7 @@ def _forward_plan(
     lower, upper = clamp or (0.0, 0.0)
     # the fused forward unrolls its second pass where a thread holds at most 4 elements of a chunk (norm_fwd.py)
     small_chunks = cfg.num_chunks > 1 and cfg.per_thread <= 4
-    whole_chunks = _whole_chunks(n, cfg)
+    whole_chunks = _whole_chunks(m, n, cfg)
     unrolled = min(whole_chunks or cfg.num_chunks, 8)
     pass_two_unroll = unrolled if has_mask and small_chunks else None
     keep_from, keep_to = (0.0, 0.0)  # float64 kernels compare y itself
@@ -133,19 +133,22 @@ def _even_n(n: int, cfg) -> bool:
     return n % cfg.block_n == 0 or (cfg.tail_n > 0 and n >= cfg.block_n)
 
 
-def _whole_chunks(n: int, cfg) -> int:
-    """The forward's ``WHOLE_CHUNKS``: where a row of at least 7 chunks ends in a ragged chunk (not in one-tile rows,
-    not with ``ahead``), the chunks before it, which then go without column bounds; else 0 (every chunk with its
-    bounds, or none where ``EVEN_N``).
+def _whole_chunks(m: int, n: int, cfg) -> int:
+    """The forward's ``WHOLE_CHUNKS``: where a chunked row ends in a ragged chunk (not with ``ahead``), in calls of
+    more than 4096 rows, or of fewer with at least 7 chunks a row, the chunks before it, which then go without column
+    bounds; else 0 (every chunk with its bounds, or none where ``EVEN_N``).
 
-    Measured on an H200 against every chunk with its bounds (``bench.ab``, in turns, GPU run 361): LayerNorm at 4096
-    rows (fp16, 7-8 chunks of 2048) 12800 x1.087, 13312 x1.100, 13824 x1.101, 14848 x1.071 (the inference call
-    x1.022-1.034); at 32768 rows (bf16 x, float32 weights) 6656 (7 chunks of 1024) x1.110, 12800 x1.083, the fused
-    forward x1.133 / x1.096, RMSNorm x1.014 / x0.998. With fewer chunks it was level or slower: LayerNorm at 4096 x
-    10752 (6 chunks) x0.894 (the inference call x1.031), 8704 (5, ``ahead``) x0.979, RMSNorm at 4608 and 12800 (3-4)
-    x1.003-1.005."""
+    Measured on an H200 against every chunk with its bounds (``bench.ab``, in turns): at 4096 rows (fp16, GPU runs
+    361-362) LayerNorm at 12800 (7 chunks of 2048) x1.087-1.090, 13312 x1.100, 13824 x1.099-1.101, 14848 (8)
+    x1.071-1.073 (the inference call x1.022-1.040), the fused forward x1.166-1.187; at 32768 rows (bf16 x, float32
+    weights) 6656 (7 chunks of 1024) x1.110-1.114, 12800 x1.083, the fused forward x1.132 / x1.096, RMSNorm
+    x1.000-1.014. With fewer chunks (run 364): at 32768 rows LayerNorm at 4608 (5 chunks) x1.065, 5632 (6) x1.104,
+    10752 (6 of 2048) x1.020, the fused forward x1.112-1.135, RMSNorm (3 chunks of 2048) x1.000-1.028; at 16384 x 5632
+    fp16 x1.088, fused x1.118. But at 4096 rows LayerNorm at 10752 (6 chunks) x0.894 (the inference call x1.031) and
+    8704 (5, ``ahead``) x0.979, RMSNorm at 4608 and 12800 (3-4) x1.003-1.005 (run 361)."""
     ragged = n % cfg.block_n != 0 and cdiv(n, cfg.block_n) == cfg.num_chunks
-    return n // cfg.block_n if ragged and cfg.num_chunks >= 7 and not cfg.ahead else 0
+    taken = ragged and not cfg.ahead and (cfg.num_chunks >= 7 or m > 4096)
+    return n // cfg.block_n if taken else 0
 
 
 def _tiles_3d(cfg, x_dtype: torch.dtype, w_dtype: torch.dtype) -> bool:
