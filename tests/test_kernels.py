@@ -44,6 +44,17 @@ def tile_layout(layout):
     return mock.patch.object(ops, "_tiles_3d", lambda cfg, x, weight: layout == "3d")
 
 
+def forward_constexprs(op, x, w):
+    """The constexprs by name of the training forward launch that ``op`` makes of x (with bias but for RMSNorm,
+    zero-centered gamma), under the rules, limits and forced configs in effect."""
+    from normkit.triton import config, ops
+
+    clamp = (LOWER, UPPER) if op == "layer_norm_clamped_relu" else None
+    m, n = x.shape
+    plan = ops._forward_plan(m, n, x.dtype, w.dtype, True, op == "rms_norm", True, clamp, True, -1, config.generation)
+    return dict(zip(ops.NORM_FWD.constexpr_names, plan.values))
+
+
 def make_inputs(m, n, x_dtype, w_dtype, *, bias=True, row_pad=0, device=DEVICE):
     """x [m, n] with row stride n + row_pad (a strided view, not a copy), weight and bias [n]."""
     storage = torch.randn(m, n + row_pad, device=device) * 2 + 0.5
@@ -162,16 +173,13 @@ def test_chunked_forward_whole_chunks_then_a_ragged_one(op, dtypes, n, block_n, 
     """Chunked rows of at least 7 chunks that end in a ragged chunk (``WHOLE_CHUNKS``, ``ops._whole_chunks``): the
     whole chunks without column bounds, the last with them, forced: strided rows, a row block past M, a large mean,
     zero-centered gamma, both tile layouts of pass two, training and inference calls."""
-    from normkit.triton import config, ops
+    from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
     x, w, b = make_inputs(7, n, *dtypes, bias=op != "rms_norm", row_pad=24)
     x = x * 10 + 100
     with tile_layout(layout), config.forced(fwd=LaunchConfig(block_m, block_n, -(-n // block_n), 1)):
-        clamp = (LOWER, UPPER) if op == "layer_norm_clamped_relu" else None
-        is_rms = op == "rms_norm"
-        plan = ops._forward_plan(7, n, x.dtype, w.dtype, True, is_rms, True, clamp, True, -1, config.generation)
-        assert dict(zip(ops.NORM_FWD.constexpr_names, plan.values))["WHOLE_CHUNKS"] == n // block_n
+        assert forward_constexprs(op, x, w)["WHOLE_CHUNKS"] == n // block_n
         check_forward("triton", op, x, w, b, zero_centered_gamma=True)
         with torch.no_grad():
             check_forward("triton", op, x, w, b)
@@ -204,15 +212,12 @@ def test_whole_chunks_rule():
 def test_chunked_forward_whole_chunks_of_many_rows(op):
     """A call of more than 4096 rows takes ``WHOLE_CHUNKS`` with fewer than 7 chunks a row: 4 chunks of 32 (3
     whole), 64 rows a tile (the last one past M), forced, against the reference."""
-    from normkit.triton import config, ops
+    from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
     x, w, b = make_inputs(4100, 100, torch.bfloat16, torch.float32, bias=op != "rms_norm", row_pad=8)
     with config.forced(fwd=LaunchConfig(64, 32, 4, 1)):
-        clamp = (LOWER, UPPER) if op == "layer_norm_clamped_relu" else None
-        is_rms = op == "rms_norm"
-        plan = ops._forward_plan(4100, 100, x.dtype, w.dtype, True, is_rms, True, clamp, True, -1, config.generation)
-        assert dict(zip(ops.NORM_FWD.constexpr_names, plan.values))["WHOLE_CHUNKS"] == 3
+        assert forward_constexprs(op, x, w)["WHOLE_CHUNKS"] == 3
         check_forward("triton", op, x, w, b, zero_centered_gamma=True)
 
 
@@ -1015,17 +1020,14 @@ def test_chunked_second_pass_ahead(op, block_m, block_n, num_warps, n):
     """Chunked rows whose second pass loads the next chunk's x before it stores the current one (``ahead``:
     norm_fwd.py's ``X_AHEAD``), forced for every forward: a ragged last chunk, whole chunks, two rows a program, and
     8 elements a thread (3-D tiles with float32 weights over bf16 x), training and inference calls."""
-    from normkit.triton import config, ops
+    from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
     x, w, b = make_inputs(7, n, torch.bfloat16, torch.float32, row_pad=5)
     x = x * 10 + 100  # a large mean
     forced = LaunchConfig(block_m, block_n, -(-n // block_n), num_warps, ahead=True)
     with config.forced(fwd=forced):
-        clamp = (LOWER, UPPER) if op == "layer_norm_clamped_relu" else None
-        is_rms = op == "rms_norm"
-        plan = ops._forward_plan(7, n, x.dtype, w.dtype, True, is_rms, True, clamp, True, -1, config.generation)
-        assert dict(zip(ops.NORM_FWD.constexpr_names, plan.values))["X_AHEAD"]
+        assert forward_constexprs(op, x, w)["X_AHEAD"]
         check_forward("triton", op, x, w, b, zero_centered_gamma=True)
         with torch.no_grad():
             check_forward("triton", op, x, w, b)

@@ -253,14 +253,13 @@ def _sum_chunk(
 
 @triton.jit
 def _normalize_chunk(
-    X, rows, row_ok, rows64, M, col0, N, stride_x, mean, rstd, W, B, Y, MASK, stride_y, stride_mask, lower, upper,
-    keep_from, keep_to, IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr,
-    CLAMP_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN: tl.constexpr,
-    KEEP_BY_BITS: tl.constexpr, TILE_3D: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr,
+    x_tile, rows64, row_ok, col0, N, mean, rstd, W, B, Y, MASK, stride_y, stride_mask, lower, upper, keep_from,
+    keep_to, IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
+    ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
+    TILE_3D: tl.constexpr, TRAINING: tl.constexpr,
 ):  # fmt: skip
-    """Pass two of chunked rows (not ``X_AHEAD``): load the chunk of columns ``col0 ...`` again, normalize it and
-    store it. ``EVEN``: the chunk lies wholly in the row (no column bounds)."""
-    x_tile = _load_rows(X, rows, M, col0, N, stride_x, TILE_3D, BLOCK_N, EVEN_M, EVEN, "evict_first")
+    """Pass two of chunked rows: normalize the chunk x_tile of columns ``col0 ...`` (loaded again, ``_load_rows``)
+    and store it. ``EVEN``: the chunk lies wholly in the row (no column bounds)."""
     if IS_RMS:
         xhat = x_tile.to(ACC) * _per_row(rstd, TILE_3D)
     else:
@@ -438,25 +437,25 @@ def norm_fwd_kernel(
                 x_next = _load_rows(
                     X, rows, M, ahead * BLOCK_N, N, stride_x, TILE_3D, BLOCK_N, EVEN_M, EVEN_N, "evict_first"
                 )
-                if IS_RMS:
-                    xhat = x_tile.to(ACC) * _per_row(rstd, TILE_3D)
-                else:
-                    xhat = (x_tile.to(ACC) - _per_row(mean, TILE_3D)) * _per_row(rstd, TILE_3D)
-                _scale_shift_store(
-                    xhat, rows64, row_ok, chunk * BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper,
-                    keep_from, keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N,
-                    EVEN_N, TRAINING, False,
+                _normalize_chunk(
+                    x_tile, rows64, row_ok, chunk * BLOCK_N, N, mean, rstd, W, B, Y, MASK, stride_y, stride_mask,
+                    lower, upper, keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M,
+                    BLOCK_N, EVEN_N, KEEP_BY_BITS, TILE_3D, TRAINING,
                 )  # fmt: skip
         else:
             for chunk in tl.range(0, HEAD_CHUNKS, loop_unroll_factor=PASS_TWO_UNROLL):
+                col0 = chunk * BLOCK_N
+                x_tile = _load_rows(X, rows, M, col0, N, stride_x, TILE_3D, BLOCK_N, EVEN_M, HEAD_EVEN, "evict_first")
                 _normalize_chunk(
-                    X, rows, row_ok, rows64, M, chunk * BLOCK_N, N, stride_x, mean, rstd, W, B, Y, MASK, stride_y,
-                    stride_mask, lower, upper, keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC,
-                    BLOCK_M, BLOCK_N, HEAD_EVEN, KEEP_BY_BITS, TILE_3D, EVEN_M, TRAINING,
+                    x_tile, rows64, row_ok, col0, N, mean, rstd, W, B, Y, MASK, stride_y, stride_mask, lower, upper,
+                    keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M, BLOCK_N,
+                    HEAD_EVEN, KEEP_BY_BITS, TILE_3D, TRAINING,
                 )  # fmt: skip
             if HEAD_CHUNKS < NUM_CHUNKS:  # with WHOLE_CHUNKS, the ragged last chunk
+                last = (NUM_CHUNKS - 1) * BLOCK_N
+                x_tile = _load_rows(X, rows, M, last, N, stride_x, TILE_3D, BLOCK_N, EVEN_M, False, "evict_first")
                 _normalize_chunk(
-                    X, rows, row_ok, rows64, M, (NUM_CHUNKS - 1) * BLOCK_N, N, stride_x, mean, rstd, W, B, Y, MASK,
-                    stride_y, stride_mask, lower, upper, keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED,
-                    CLAMP_MASK, ACC, BLOCK_M, BLOCK_N, False, KEEP_BY_BITS, TILE_3D, EVEN_M, TRAINING,
+                    x_tile, rows64, row_ok, last, N, mean, rstd, W, B, Y, MASK, stride_y, stride_mask, lower, upper,
+                    keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M, BLOCK_N, False,
+                    KEEP_BY_BITS, TILE_3D, TRAINING,
                 )  # fmt: skip
