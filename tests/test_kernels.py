@@ -221,6 +221,101 @@ def test_chunked_forward_whole_chunks_of_many_rows(op):
         check_forward("triton", op, x, w, b, zero_centered_gamma=True)
 
 
+def test_row_align_rule():
+    """``ALIGN`` (``ops._row_align(itemsize, n, *strides)``): 1 where N and the row strides are multiples of 16
+    (Triton's own specialization), else the largest power of two that divides them all, up to 16 bytes of x."""
+    from normkit.triton import ops
+
+    assert ops._row_align(2, 9000, 9000) == 8 and ops._row_align(4, 9000, 9000) == 4
+    assert ops._row_align(2, 4500, 4500) == ops._row_align(2, 1300, 1300) == ops._row_align(4, 100, 100) == 4
+    assert ops._row_align(2, 1024, 1032) == ops._row_align(2, 1000, 1024) == 8 and ops._row_align(8, 264, 264) == 2
+    assert ops._row_align(2, 1000, 1000, 1004) == 4  # dy's stride 1000, x's 1004
+    assert ops._row_align(2, 1024, 1024) == ops._row_align(4, 4096, 8192, 4096) == 1  # multiples of 16
+    assert ops._row_align(2, 7, 7) == ops._row_align(2, 1, 1) == ops._row_align(2, 4097, 4097) == 1  # odd
+
+
+@pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize(
+    "n, row_pad, dtypes, align",
+    [
+        (264, 0, DTYPES[3], 8),  # bf16 x, float32 weights: 16-byte rows
+        (100, 0, DTYPES[0], 4),  # float32: 16-byte rows
+        (1000, 4, DTYPES[1], 4),  # fp16, a row stride of 1004: 8-byte rows
+        (1024, 8, DTYPES[2], 8),  # N a multiple of 16, the stride not
+        (4100, 0, DTYPES[3], 4),  # chunked rows under the rules (3 chunks of 2048)
+        (7, 0, DTYPES[1], 1),
+    ],
+)
+def test_forward_in_units_of_row_alignment(monkeypatch, op, n, row_pad, dtypes, align):
+    """The forwards take N and the row strides in units of ``ALIGN`` elements where N or x's row stride is not a
+    multiple of 16 (``ops._row_align``): launched so, and against the reference (training and inference calls)."""
+    from normkit.triton import ops
+
+    x, w, b = make_inputs(9, n, *dtypes, bias=op != "rms_norm", row_pad=row_pad)
+    check_forward("triton", op, x, w, b, zero_centered_gamma=True)
+    with torch.no_grad():
+        check_forward("triton", op, x, w, b)
+    launched = _record_launches(monkeypatch, "NORM_FWD")
+    getattr(ops, FORWARDS[op])(x, w, b, 1e-5, **({"lower": LOWER, "upper": UPPER} if "clamped" in op else {}))
+    assert launched[0]["ALIGN"] == align
+
+
+@pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize(
+    "n, row_pad, dtypes, align, forced",
+    [
+        (264, 0, DTYPES[3], 8, None),  # whole rows under the rules
+        (100, 0, DTYPES[0], 4, None),
+        (1000, 4, DTYPES[1], 4, None),
+        (1000, 4, DTYPES[1], 4, (1, 128, 8, 1, 2)),  # chunked rows
+        (1000, 8, DTYPES[2], 8, (1, 256, 1, 1, 1, 4)),  # split rows: 4 parts of 256
+        (
+            1000,
+            24,
+            DTYPES[3],
+            8,
+            dict(block_m=1, block_n=512, num_chunks=1, num_warps=1, programs_per_sm=1, tail_n=512, tma=True),
+        ),  # dy and x by the TMA, dx by each thread
+        (7, 0, DTYPES[1], 1, None),
+    ],
+    ids=["264", "100-fp32", "1000-stride-1004", "1000-chunked", "1000-split", "1000-tma", "7"],
+)
+def test_backward_in_units_of_row_alignment(monkeypatch, op, n, row_pad, dtypes, align, forced):
+    """The backwards (whole, chunked and split rows; by the TMA, N and dx's row stride) take N and the row strides in
+    units of ``ALIGN`` elements where N or a row stride of dy or x is not a multiple of 16: against the reference,
+    and launched so."""
+    import contextlib
+
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(9, n, *dtypes, bias=op != "rms_norm", row_pad=row_pad)
+    if forced is None:
+        forcing = contextlib.nullcontext()
+    else:
+        forcing = config.forced(bwd=LaunchConfig(**forced) if isinstance(forced, dict) else LaunchConfig(*forced))
+    with forcing:
+        check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=op != "rms_norm")
+        launched = _record_launches(monkeypatch, "NORM_BWD", "SPLIT_ROWS", "NORM_BWD_TMA")
+        check_backward_launch = backward_launch_args(op, x, w)
+        getattr(ops, check_backward_launch[0])(*check_backward_launch[1])
+    kernel = "TMA_STORE" if isinstance(forced, dict) else "PARTS" if forced and len(forced) > 5 else "NUM_CHUNKS"
+    assert launched[0]["ALIGN"] == align and kernel in launched[0]
+
+
+def backward_launch_args(op, x, w):
+    """``(name of the ops function, its arguments)`` of a backward of op on x (dy random, statistics the
+    reference's)."""
+    dy = torch.randn_like(x)
+    if op == "rms_norm":
+        return "rms_norm_bwd", (dy, x, w, reference.rms_norm_fwd(x, w, None, 1e-5)[1])
+    if op == "layer_norm":
+        _, mean, rstd = reference.layer_norm_fwd(x, w, None, 1e-5)
+        return "layer_norm_bwd", (dy, x, w, mean, rstd)
+    _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, None, 1e-5, LOWER, UPPER)
+    return "layer_norm_clamped_relu_bwd", (dy, mask, x, w, mean, rstd)
+
+
 def _record_launches(monkeypatch, *names: str) -> list[dict]:
     """Make the launchers ``names`` of ``normkit.triton.ops`` (``NORM_FWD``, ``SPLIT_ROWS``, ...) record each launch
     instead of launching: its constexprs by name, ``num_warps`` and ``grid``, added to the list returned. Their

@@ -86,6 +86,15 @@ def _trigger_dependents(PDL_TRIGGER: tl.constexpr):
 
 
 @triton.jit
+def _in_elements(N, stride_dy, stride_x, stride_dx, ALIGN: tl.constexpr):
+    """N and the row strides in elements, from units of ALIGN elements (``ops._row_align``): so passed, the compiler
+    knows them multiples of ALIGN where Triton's specialization (multiples of 16) does not."""
+    if ALIGN > 1:
+        return N * ALIGN, stride_dy * ALIGN, stride_x * ALIGN, stride_dx * ALIGN
+    return N, stride_dy, stride_x, stride_dx
+
+
+@triton.jit
 def _add_pairs(a1, a2, b1, b2):
     """The combine of a reduction of two sums at once (``tl.reduce`` over a pair of tensors)."""
     return a1 + b1, a2 + b2
@@ -403,13 +412,16 @@ def norm_bwd_kernel(
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr,
     CHUNKS_P2: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr, PDL_TRIGGER: tl.constexpr,
+    ALIGN: tl.constexpr,
 ):  # fmt: skip
     """PARTIAL is float32 ``[1 or 2, num_programs, N]``: dW partials, then dB partials when HAS_DBIAS.
     CHUNKS_P2 is NUM_CHUNKS rounded up to a power of two (the rows of a chunked row's partial tiles). TAIL_N: a
     one-tile row is a head tile of BLOCK_N columns and a tail tile of TAIL_N after it (EVEN_N: the head wholly in
     the row), each with its own weights, loads in flight and partials. PDL_TRIGGER: ``sum_partials_kernel`` after
-    it may launch (``_trigger_dependents``)."""
+    it may launch (``_trigger_dependents``). ALIGN (not 1): N and the row strides come in units of ALIGN elements
+    (``ops._row_align``)."""
     _trigger_dependents(PDL_TRIGGER)
+    N, stride_dy, stride_x, stride_dx = _in_elements(N, stride_dy, stride_x, stride_dx, ALIGN)
     pid = tl.program_id(0)
     dw_row = PARTIAL + pid.to(tl.int64) * N
     db_row = dw_row + num_programs.to(tl.int64) * N
@@ -533,7 +545,7 @@ def norm_bwd_tma_kernel(
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr,
     TMA_STORE: tl.constexpr, STAGES: tl.constexpr, MASK_AHEAD: tl.constexpr, MASK_TMA: tl.constexpr,
-    WIDEN_W: tl.constexpr, PDL_TRIGGER: tl.constexpr,
+    WIDEN_W: tl.constexpr, PDL_TRIGGER: tl.constexpr, ALIGN: tl.constexpr,
 ):  # fmt: skip
     """``norm_bwd_kernel``'s whole rows (one tile, or a head tile and a tail tile) with dy and x loaded by the
     Tensor Memory Accelerator: ``*_HEAD`` and ``*_TAIL`` are tensor descriptors of blocks ``[BLOCK_M, BLOCK_N]`` and
@@ -590,9 +602,12 @@ def norm_bwd_tma_kernel(
 
     Measured on an H200 (GPU runs 142-143, ``benchmarks/README.md`` round 18): 1.05-1.14x ``norm_bwd_kernel``'s
     time where its registers leave room for two 8-warp programs a SM (``config._tma_bwd``); with more registers
-    than that (LayerNorm's rows with a tail, rows of 7168 and 8192 at 4096 rows) slower. PDL_TRIGGER as
-    ``norm_bwd_kernel``'s."""
+    than that (LayerNorm's rows with a tail, rows of 7168 and 8192 at 4096 rows) slower. PDL_TRIGGER and ALIGN (N
+    and dx's row stride) as ``norm_bwd_kernel``'s."""
     _trigger_dependents(PDL_TRIGGER)
+    if ALIGN > 1:  # N and dx's row stride in units of ALIGN elements (dy and x come by their descriptors)
+        N = N * ALIGN
+        stride_dx = stride_dx * ALIGN
     pid = tl.program_id(0)
     dw_row = PARTIAL + pid.to(tl.int64) * N
     db_row = dw_row + num_programs.to(tl.int64) * N
@@ -764,7 +779,7 @@ def split_rows_kernel(
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, PARTS: tl.constexpr, PARTS_P2: tl.constexpr,
     MAX_POLLS: tl.constexpr, STAND_IN: tl.constexpr, EVEN_N: tl.constexpr, AHEAD: tl.constexpr,
-    PDL_WAIT: tl.constexpr, PDL_TRIGGER: tl.constexpr,
+    PDL_WAIT: tl.constexpr, PDL_TRIGGER: tl.constexpr, ALIGN: tl.constexpr,
 ):  # fmt: skip
     """Long rows in one pass: each row is split into ``PARTS`` parts of BLOCK_N columns, and program ``p`` holds part
     ``p % PARTS`` of the row blocks of group ``p // PARTS`` (blocks ``group, group + num_groups, ...``), so the
@@ -812,10 +827,11 @@ def split_rows_kernel(
     bounds (``ops._backward`` sets it for LayerNorm only: module docstring).
 
     PDL_WAIT: launched as a programmatic dependent launch after the fill of SUMS, so it waits for that first
-    (``_wait_for_prior``); PDL_TRIGGER as ``norm_bwd_kernel``'s.
+    (``_wait_for_prior``); PDL_TRIGGER and ALIGN as ``norm_bwd_kernel``'s.
     """
     _wait_for_prior(PDL_WAIT)
     _trigger_dependents(PDL_TRIGGER)
+    N, stride_dy, stride_x, stride_dx = _in_elements(N, stride_dy, stride_x, stride_dx, ALIGN)
     pid = tl.program_id(0)
     part = pid % PARTS
     group = pid // PARTS

@@ -338,14 +338,20 @@ def norm_fwd_kernel(
     EVEN_N: tl.constexpr, PASS_TWO_UNROLL: tl.constexpr, KEEP_BY_BITS: tl.constexpr, TILE_3D: tl.constexpr,
     TAIL_N: tl.constexpr, PERSISTENT: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr,
     W_IN_TILE: tl.constexpr, X_AHEAD: tl.constexpr, STATS_AS_HELD: tl.constexpr, WHOLE_CHUNKS: tl.constexpr,
+    ALIGN: tl.constexpr,
 ):  # fmt: skip
     """TRAINING: store the statistics (and with CLAMP_MASK the mask) for the backward; otherwise y alone (an
     inference call: MEAN, RSTD and MASK are not touched). PERSISTENT (one-tile rows): ``num_programs`` programs,
     program p normalizes row blocks p, p + num_programs, ... (``blocks_per_program`` steps), the next block's loads
     issued before the current one is worked on. Chunked rows with ``WHOLE_CHUNKS`` (not 0): the first so many chunks
     lie wholly in the row and go without column bounds (``UNROLL`` of them a step in pass one), the ragged last chunk
-    after them with its bounds; with 0, every chunk with them (none where ``EVEN_N``)."""
+    after them with its bounds; with 0, every chunk with them (none where ``EVEN_N``). ``ALIGN`` (not 1): N,
+    ``stride_x`` and ``stride_y`` come in units of ALIGN elements (``ops._row_align``)."""
     tl.static_assert(not (PERSISTENT and EVEN_M), "a persistent grid's last steps pass the last row")
+    if ALIGN > 1:  # N and the row strides in units of ALIGN elements: the compiler then knows them multiples of it
+        N = N * ALIGN
+        stride_x = stride_x * ALIGN
+        stride_y = stride_y * ALIGN
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = in_bounds(rows, M, EVEN_M)
     rows64 = rows.to(tl.int64)  # 64-bit offsets: M * N may pass 2**31

@@ -48,12 +48,13 @@ class _ForwardPlan(NamedTuple):
 
 @functools.lru_cache(maxsize=1024)
 def _forward_plan(
-    m, n, x_dtype, w_dtype, has_bias, is_rms, zero_centered_gamma, clamp, training, device, _generation
+    m, n, x_dtype, w_dtype, has_bias, is_rms, zero_centered_gamma, clamp, training, device, _generation, row_align=1
 ):  # fmt: skip
     """The forward's launch of ``m x n`` (``device``: x's, -1 on the CPU), worked out once: a small call's host time
     is most of its time (benchmarks/README.md, round 16). ``_generation`` is ``config.generation``, which
     ``config.limits`` and ``config.forced`` change, so a plan never outlives the rules it came from. Not
-    ``training`` (an inference call, y alone): ``config.infer_config``'s launch."""
+    ``training`` (an inference call, y alone): ``config.infer_config``'s launch. ``row_align``: the kernel's
+    ``ALIGN`` (``_row_align``)."""
     acc_tl, stat_dtype = _acc_of(x_dtype)
     has_mask = clamp is not None and training
     w_bytes = w_dtype.itemsize
@@ -81,7 +82,7 @@ def _forward_plan(
         TILE_3D=tiles_3d, TAIL_N=cfg.tail_n, PERSISTENT=persistent, EVEN_M=not persistent and m % cfg.block_m == 0,
         TRAINING=training, W_IN_TILE=not tiles_3d and _weights_in_tile(cfg, x_dtype, w_dtype, is_rms, has_mask),
         X_AHEAD=cfg.ahead and cfg.num_chunks > 1, STATS_AS_HELD=training and _stats_as_held(cfg, has_mask, stat_dtype),
-        WHOLE_CHUNKS=whole_chunks,
+        WHOLE_CHUNKS=whole_chunks, ALIGN=row_align,
     )  # fmt: skip
     thresholds = (float(lower), float(upper), keep_from, keep_to)
     return _ForwardPlan(programs, cdiv(row_blocks, programs), cfg.num_warps, values, thresholds, stat_dtype)
@@ -109,9 +110,11 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None, t
     m, n = x.shape
     if m == 0:
         return _forward_outputs(x, _acc_of(x.dtype)[1], is_rms, clamp, training)
+    stride_x = x.stride(0)
+    row_align = 1 if not (n | stride_x) & 15 else _row_align(x.element_size(), n, stride_x)
     plan = _forward_plan(
         m, n, x.dtype, weight.dtype, bias is not None, is_rms, zero_centered_gamma, clamp, training, x.get_device(),
-        config.generation,
+        config.generation, row_align,
     )  # fmt: skip
     y, mean, rstd, mask = _forward_outputs(x, plan.stat_dtype, is_rms, clamp, training)
     # the kernel takes a pointer for every argument: RMSNorm passes rstd for the mean, what is not written passes y
@@ -120,11 +123,26 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None, t
         (plan.programs,),
         (x, y, weight, bias if bias is not None else weight, mean if mean is not None else rstd_or_y, rstd_or_y,
          mask if mask is not None else y,
-         m, n, x.stride(0), y.stride(0), mask.stride(0) if mask is not None else 0, float(eps),
+         m, n // row_align, stride_x // row_align, y.stride(0) // row_align, mask.stride(0) if mask is not None else 0,
+         float(eps),
          *plan.thresholds, plan.programs, plan.blocks_per_program),
         plan.num_warps, plan.values,
     )  # fmt: skip
     return y, mean, rstd, mask
+
+
+def _row_align(itemsize: int, *lengths: int) -> int:
+    """The pointer kernels' ``ALIGN``: where N or a row stride (``lengths``) is not a multiple of 16 elements, the
+    largest power of two (up to 16 bytes of x) that divides them all, else 1. The kernels then take N and the row
+    strides in units of it, which tells the compiler that every row starts on a multiple of it. Triton specializes
+    an integer argument on its divisibility by 16 alone: at a row stride of 9000 (bf16, 16-byte rows) the sm_90 code
+    of the forward loaded x 2 bytes at a time, in units of 8 16 bytes at a time."""
+    every = 0
+    for length in lengths:
+        every |= length
+    if not every & 15:
+        return 1  # Triton's own specialization says as much
+    return min(every & -every, max(1, 16 // itemsize))
 
 
 def _even_n(n: int, cfg) -> bool:
@@ -337,11 +355,14 @@ def _tma_rows(t: torch.Tensor) -> tuple[list, list] | None:
 
 
 @functools.lru_cache(maxsize=1024)
-def _backward_plan(m, n, x_dtype, w_dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, device, tma, _generation):
+def _backward_plan(
+    m, n, x_dtype, w_dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, device, tma, _generation, row_align=1
+):  # fmt: skip
     """The backward's launch of ``m x n``, worked out once (as ``_forward_plan``). ``tma``: whether the device and
     the call's rows let the TMA load them (``_tma_capable``; after a plan that takes it, ``_tma_rows`` of dy and
     x); dx's rows (new, contiguous, starting on 512 bytes) need n elements to fill a multiple of 16 bytes. Where
-    the TMA cannot, a config that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``."""
+    the TMA cannot, a config that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``.
+    ``row_align``: the kernels' ``ALIGN`` (``_row_align``; ``split_rows_kernel`` takes it at its launch)."""
     tma = tma and not n * x_dtype.itemsize & 15
     x_bytes, w_bytes = x_dtype.itemsize, w_dtype.itemsize
     cfg = config.bwd_config(m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes)
@@ -359,12 +380,13 @@ def _backward_plan(m, n, x_dtype, w_dtype, has_dbias, has_mask, is_rms, zero_cen
         mask_tma = has_mask and _mask_tma(n, cfg)
         values = NORM_BWD_TMA.values(
             TMA_STORE=cfg.tma_store, STAGES=TMA_STAGES, HAS_MASK=has_mask, MASK_AHEAD=cfg.ahead and not mask_tma,
-            MASK_TMA=mask_tma, WIDEN_W=cfg.widen_w, **common,
+            MASK_TMA=mask_tma, WIDEN_W=cfg.widen_w, ALIGN=row_align, **common,
         )  # fmt: skip
     else:
         values = NORM_BWD.values(
-            NUM_CHUNKS=cfg.num_chunks, CHUNKS_P2=next_power_of_2(cfg.num_chunks), HAS_MASK=has_mask, **common
-        )
+            NUM_CHUNKS=cfg.num_chunks, CHUNKS_P2=next_power_of_2(cfg.num_chunks), HAS_MASK=has_mask, ALIGN=row_align,
+            **common,
+        )  # fmt: skip
     return _BackwardPlan(cfg, programs, cdiv(row_blocks, programs), values)
 
 
@@ -432,12 +454,14 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     has_mask = mask is not None
     index = x.get_device()
     key = (m, n, x.dtype, weight.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, index)
-    plan = _backward_plan(*key, _tma_capable(index), config.generation)
+    strides = (dy.stride(0), x.stride(0))
+    row_align = 1 if not (n | strides[0] | strides[1]) & 15 else _row_align(x.element_size(), n, *strides)
+    plan = _backward_plan(*key, _tma_capable(index), config.generation, row_align)
     descriptors = None  # made only where the plan takes the TMA
     if plan.cfg.tma:
         descriptors = _descriptors(plan.cfg, dy, x, dx, mask, plan.values[_MASK_TMA_AT])
     if plan.cfg.tma and descriptors is None:  # rows the TMA cannot load: the plan without it
-        plan = _backward_plan(*key, False, config.generation)
+        plan = _backward_plan(*key, False, config.generation, row_align)
     acc_tl, acc_torch = _acc_of(x.dtype)
     # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean, no mask passes dx for it
     mean = mean if mean is not None else rstd
@@ -450,14 +474,15 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
             NORM_BWD_TMA.launch(
                 (plan.programs,),
                 (*descriptors, weight, mean, rstd, mask, dx, partial,
-                 m, n, mask_stride, dx.stride(0), plan.programs, plan.blocks_per_program),
+                 m, n // row_align, mask_stride, dx.stride(0) // row_align, plan.programs, plan.blocks_per_program),
                 plan.cfg.num_warps, plan.values,
             )  # fmt: skip
         else:
             NORM_BWD.launch(
                 (plan.programs,),
-                (dy, x, weight, mean, rstd, mask, dx, partial,
-                 m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, plan.programs, plan.blocks_per_program),
+                (dy, x, weight, mean, rstd, mask, dx, partial, m, n // row_align, strides[0] // row_align,
+                 strides[1] // row_align, dx.stride(0) // row_align, mask_stride, plan.programs,
+                 plan.blocks_per_program),
                 plan.cfg.num_warps, plan.values,
             )  # fmt: skip
     else:  # long rows, each split over cfg.parts programs that exchange their row sums; RMSNorm's keep their
@@ -469,11 +494,12 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
         partial = x.new_empty((which, groups, n), dtype=acc_torch)
         SPLIT_ROWS[(cfg.parts * groups,)](
             dy, x, weight, mean, rstd, mask, dx, partial, sums,
-            m, n, dy.stride(0), x.stride(0), dx.stride(0), mask_stride, groups, cdiv(row_blocks, groups),
+            m, n // row_align, strides[0] // row_align, strides[1] // row_align, dx.stride(0) // row_align, mask_stride,
+            groups, cdiv(row_blocks, groups),
             HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, PARTS=cfg.parts,
             PARTS_P2=next_power_of_2(cfg.parts), MAX_POLLS=config.max_polls(x), STAND_IN=config.stands_in(x),
             EVEN_N=_even_n(n, cfg) and not is_rms, AHEAD=cfg.ahead, IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma,
-            HAS_MASK=has_mask, ACC=acc_tl, PDL_WAIT=pdl, PDL_TRIGGER=pdl, num_warps=cfg.num_warps,
+            HAS_MASK=has_mask, ACC=acc_tl, PDL_WAIT=pdl, PDL_TRIGGER=pdl, ALIGN=row_align, num_warps=cfg.num_warps,
         )  # fmt: skip
     dw, db = _sum_partials(partial, weight.dtype, pdl)
     return dx, dw, db
