@@ -657,6 +657,12 @@ def test_few_waves_rules():
         assert fwd(m, 6656) == fwd(m, 8192) == (8192, 1, 8, 0)  # one tile, 32 a thread
         assert fwd(m, 8704) == (2048, 5, 8, 0)
         assert fwd(m, 12288) == (2048, 6, 16, 0) and fwd(m, 14337) == (2048, 8, 8, 0)
+        # 12289-14336 at 8 a thread for fp16 x with fp16 weights only (GPU runs 374-375)
+        assert fwd(m, 12800) == fwd(m, 14336) == (2048, 7, 16, 0)  # bf16 x (fwd_config's default)
+        fp16 = config.fwd_config(m, 12800, x_fp16=True), config.infer_config(m, 14336, x_fp16=True)
+        assert [(c.block_n, c.num_chunks, c.num_warps) for c in fp16] == [(2048, 7, 8), (2048, 7, 8)]
+        assert config.fwd_config(m, 12288, x_fp16=True).num_warps == 16
+        assert config.fwd_config(m, 12800, w_bytes=4, x_fp16=True).num_warps == 16
         assert fwd(m, 4608, True) == (2048, 3, 8, 0)
         assert fwd(m, 8704, True) == (4096, 3, 16, 0)
         assert fwd(m, 4096) == fwd(32768, 4096)  # one-tile rows as before

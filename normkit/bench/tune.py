@@ -99,10 +99,11 @@ def heuristic_config(case: Case) -> LaunchConfig:
     is_rms = case.kind == "rms_norm"
     has_mask = case.kind == "layer_norm_clamped_relu"
     x_bytes, w_bytes = _DTYPES[case.x_dtype].itemsize, _DTYPES[case.w_dtype].itemsize
+    x_fp16 = _DTYPES[case.x_dtype] == torch.float16
     if case.direction == "infer":
-        return config.infer_config(case.m, case.n, is_rms, w_bytes=w_bytes)
+        return config.infer_config(case.m, case.n, is_rms, w_bytes=w_bytes, x_fp16=x_fp16)
     if case.direction != "bwd":
-        return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask, w_bytes=w_bytes)
+        return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask, w_bytes=w_bytes, x_fp16=x_fp16)
     return config.bwd_config(case.m, case.n, not is_rms, has_mask, is_rms, x_bytes=x_bytes, w_bytes=w_bytes)
 
 

@@ -131,7 +131,9 @@ def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
     return max(1, min(tile // block_n, next_power_of_2(max(m, 1))))
 
 
-def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False, w_bytes: int = 2) -> LaunchConfig:
+def fwd_config(
+    m: int, n: int, is_rms: bool = False, has_mask: bool = False, w_bytes: int = 2, x_fp16: bool = False
+) -> LaunchConfig:
     """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns), 32
     elements a thread (RMSNorm's tiles of 2 rows of 1024: 16). Above 4096 columns, when there are more than 2048 rows, 4
     elements a thread (as Inductor's looped reductions): chunks of 2048 at 16 warps, or for LayerNorm up to 8192 columns
@@ -175,10 +177,10 @@ def fwd_config(m: int, n: int, is_rms: bool = False, has_mask: bool = False, w_b
 
     ``w_bytes``: the size of an element of the weights (``ops`` passes the weight's), which some rules of calls of a
     few waves follow (``_few_waves_persistent_fwd``, ``_few_waves_fwd``): their launches that gain with 16-bit
-    weights lose with float32 ones."""
+    weights lose with float32 ones. ``x_fp16``: x is float16 (``_few_waves_fwd``'s rows of 12289-14336 columns)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, w_bytes, tuple(LIMITS.values()))
+    return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, w_bytes, x_fp16, tuple(LIMITS.values()))
 
 
 def bwd_config(
@@ -218,7 +220,7 @@ def bwd_config(
     return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, w_bytes, limits)
 
 
-def infer_config(m: int, n: int, is_rms: bool = False, w_bytes: int = 2) -> LaunchConfig:
+def infer_config(m: int, n: int, is_rms: bool = False, w_bytes: int = 2, x_fp16: bool = False) -> LaunchConfig:
     """The inference forward's launch (y alone, no statistics or mask stored: ``ops.infer_unchecked``): for many rows
     (more than 8192) of 256 columns, four rows (RMSNorm eight) a program of 2 warps, one program a row block; RMSNorm's
     rows of 257-1024 columns in tiles of 1024 elements at one warp (Inductor's tile for these rows); elsewhere the
@@ -230,22 +232,22 @@ def infer_config(m: int, n: int, is_rms: bool = False, w_bytes: int = 2) -> Laun
     (12.90); RMSNorm at 512 22.02 -> 20.99 (20.93), 1024 37.89 -> 36.83 (36.86), 16384 x 512 13.73 -> 13.09 (13.02),
     8200 x 1024 13.92 -> 13.50 (13.60). LayerNorm's rows of 512 and 1024 kept the training forward's tiles (every
     other tile within 1.6% or slower; level with torch.compile at 32768 rows), as did calls of 4096 rows (tiles of 1024
-    at one warp 0.91-0.97x there). ``w_bytes``: as ``fwd_config``'s."""
+    at one warp 0.91-0.97x there). ``w_bytes``, ``x_fp16``: as ``fwd_config``'s."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    return _infer_heuristic(_rows_key(m), n, is_rms, w_bytes, tuple(LIMITS.values()))
+    return _infer_heuristic(_rows_key(m), n, is_rms, w_bytes, x_fp16, tuple(LIMITS.values()))
 
 
 # The launchers ask on every call; a few microseconds of Python each time is worth caching for small calls.
 # LIMITS is part of the key, so limits() still takes effect.
 @functools.lru_cache(maxsize=1024)
-def _infer_heuristic(m: int, n: int, is_rms: bool, w_bytes: int, _limits: tuple) -> LaunchConfig:
+def _infer_heuristic(m: int, n: int, is_rms: bool, w_bytes: int, x_fp16: bool, _limits: tuple) -> LaunchConfig:
     block_n = row_block_n(n)
     if m > 8192 and block_n == 256:
         return LaunchConfig(8 if is_rms else 4, 256, 1, 2)
     if m > 8192 and is_rms and block_n in (512, 1024):
         return LaunchConfig(1024 // block_n, block_n, 1, 1)
-    return _fwd_heuristic(m, n, is_rms, False, w_bytes, _limits)
+    return _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, _limits)
 
 
 def _rows_key(m: int) -> int:
@@ -255,7 +257,9 @@ def _rows_key(m: int) -> int:
 
 
 @functools.lru_cache(maxsize=4096)
-def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, w_bytes: int, _limits: tuple) -> LaunchConfig:
+def _fwd_heuristic(
+    m: int, n: int, is_rms: bool, has_mask: bool, w_bytes: int, x_fp16: bool, _limits: tuple
+) -> LaunchConfig:
     widest, one_tile = LIMITS["fwd_max_block_n"], LIMITS["fwd_one_tile_max_n"]
     if 2048 < m <= 4096 and not has_mask:
         persistent = _few_waves_persistent_fwd(n, is_rms, w_bytes)
@@ -272,7 +276,7 @@ def _fwd_heuristic(m: int, n: int, is_rms: bool, has_mask: bool, w_bytes: int, _
         # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes)
         chunked = _chunked(n, widest, row_block_n(n) // 8, 8, one_tile)
     elif 2048 < m <= 4096 and row_block_n(n) <= 16384 and row_block_n(n) > one_tile:
-        return _second_pass_ahead(_few_waves_fwd(n, is_rms, w_bytes, widest, one_tile), n, is_rms, has_mask)
+        return _second_pass_ahead(_few_waves_fwd(n, is_rms, w_bytes, x_fp16, widest, one_tile), n, is_rms, has_mask)
     elif m > 2048 and row_block_n(n) > 16384:
         # one program of 32 warps a SM, so that the rows pass two reads again stay in L2: chunks of 4096 (4 elements
         # a thread), above 32768 columns 8192 (8 a thread)
@@ -351,14 +355,14 @@ def _second_pass_ahead(cfg: LaunchConfig, n: int, is_rms: bool, has_mask: bool) 
     return replace(cfg, ahead=True) if ahead else cfg
 
 
-def _few_waves_fwd(n: int, is_rms: bool, w_bytes: int, widest: int, one_tile: int) -> LaunchConfig:
+def _few_waves_fwd(n: int, is_rms: bool, w_bytes: int, x_fp16: bool, widest: int, one_tile: int) -> LaunchConfig:
     """Rows too long for one tile of ``one_tile`` when there are 2049-4096 of them (a call of a few waves of
     programs): 8 elements a thread, where many rows are faster at 4. RMSNorm in chunks of 2048 (4096 above 8192
     columns); LayerNorm up to ``widest`` (8192) columns by the row's length past the half tile ``head`` (4096): up to
     an eighth of it, chunks of head / 4 (with 16-bit weights, ``w_bytes`` 2, past a sixteenth of it the head and a
     tail of 512 at 2 warps); up to a half, the head and a tail tile after it (``tail_n``, 8 elements a thread: 5120 =
     4096 + 1024 at 4 warps, 6144 = 4096 + 2048 at 8); longer, one tile of 32 a thread; above, chunks of 2048, 8 a
-    thread but at 10241-14336 columns 4 (16 warps), where 8 ran 2-4% slower.
+    thread but at 10241-14336 columns 4 (16 warps), where 8 ran 2-4% slower (fp16 x with fp16 weights: 10241-12288).
 
     Measured on an H200 (4096 rows, fp16; the tuner, GPU run 107, then runs 109-110 in turns in one process,
     ``benchmarks/results/logs/run1{07,09,10}*``), the rules for many rows (4 elements a thread) -> these (cuDNN):
@@ -372,12 +376,19 @@ def _few_waves_fwd(n: int, is_rms: bool, w_bytes: int, widest: int, one_tile: in
     GB/s for 4096 + 512 at 2 warps, a head of 64 elements a thread; in turns, ``bench.ab``, run 358): LayerNorm's
     4353-4608 columns with 16-bit weights x1.026-1.038 at 4608 (fp16, training and inference) and x1.195 at 4096 x
     4400 bf16 (whose chunks of 1024 end in a ragged one), but 3000 x 4608 bf16 x with float32 weights x0.92, and
-    4224 / 4352 (a tail of 256 at 2 warps) x0.80-0.82."""
+    4224 / 4352 (a tail of 256 at 2 warps) x0.80-0.82. Round 43 (the tuner, GPU runs 373-374: at 4096 x 12800
+    fp16 chunks of 2048 at 8 warps 3652 GB/s against the rule's 16 warps 3396, since round 42's whole chunks; in
+    turns, ``bench.ab``, runs 374-375): 12289-14336 columns at 8 a thread, 4096 x 12800 / 13312 / 13824 / 14336 fp16
+    x1.073 / x1.060 / x1.056 / x1.032 (the inference call x1.029-1.049), but bf16 x1.001 at 4096 x 12800, x1.002 /
+    x0.971 at 3000 x 12800 / 14336 (the inference call x0.982 / x0.965), and with float32 weights x0.983 / x0.946:
+    those keep 4 a thread (``x_fp16``, ``w_bytes``)."""
     full = row_block_n(n)
     if is_rms:
         return _chunked(n, widest, 2048 if full <= 8192 else 4096, 8, one_tile)
-    if full > widest:  # 8 a thread, but 4 (the rule of many rows) at 10241-14336 columns
-        return _chunked(n, widest, 2048, 4 if 10240 < n <= 14336 else 8, one_tile)
+    if full > widest:  # 8 a thread, but 4 (the rule of many rows) at 10241-12288 columns (14336 but for fp16)
+        return _chunked(
+            n, widest, 2048, 4 if 10240 < n <= (12288 if x_fp16 and w_bytes == 2 else 14336) else 8, one_tile
+        )
     head = full // 2
     if n <= head + head // 8:
         if w_bytes == 2 and n > head + head // 16:

@@ -59,9 +59,9 @@ def _forward_plan(
     has_mask = clamp is not None and training
     w_bytes = w_dtype.itemsize
     if training:
-        cfg = config.fwd_config(m, n, is_rms, has_mask=has_mask, w_bytes=w_bytes)
+        cfg = config.fwd_config(m, n, is_rms, has_mask=has_mask, w_bytes=w_bytes, x_fp16=x_dtype == torch.float16)
     else:
-        cfg = config.infer_config(m, n, is_rms, w_bytes=w_bytes)
+        cfg = config.infer_config(m, n, is_rms, w_bytes=w_bytes, x_fp16=x_dtype == torch.float16)
     lower, upper = clamp or (0.0, 0.0)
     # the fused forward unrolls its second pass where a thread holds at most 4 elements of a chunk (norm_fwd.py)
     small_chunks = cfg.num_chunks > 1 and cfg.per_thread <= 4
