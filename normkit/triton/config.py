@@ -362,7 +362,7 @@ def _few_waves_fwd(n: int, is_rms: bool, w_bytes: int, x_fp16: bool, widest: int
     an eighth of it, chunks of head / 4 (with 16-bit weights, ``w_bytes`` 2, past a sixteenth of it the head and a
     tail of 512 at 2 warps); up to a half, the head and a tail tile after it (``tail_n``, 8 elements a thread: 5120 =
     4096 + 1024 at 4 warps, 6144 = 4096 + 2048 at 8); longer, one tile of 32 a thread; above, chunks of 2048, 8 a
-    thread but at 10241-14336 columns 4 (16 warps), where 8 ran 2-4% slower (fp16 x with fp16 weights: 10241-12288).
+    thread but at 10241-14336 columns 4 (16 warps), where 8 ran 2-4% slower (fp16 x with 16-bit weights: 10241-12288).
 
     Measured on an H200 (4096 rows, fp16; the tuner, GPU run 107, then runs 109-110 in turns in one process,
     ``benchmarks/results/logs/run1{07,09,10}*``), the rules for many rows (4 elements a thread) -> these (cuDNN):
