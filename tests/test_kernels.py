@@ -92,17 +92,22 @@ def check_forward(backend, op, x, w, b, zero_centered_gamma=False, eps=1e-5):
     return want
 
 
-def check_backward(backend, op, x, w, b, zero_centered_gamma=False, has_dbias=True, eps=1e-5):
+def backward_call(op, x, w, b, zero_centered_gamma=False, eps=1e-5):
+    """``(name of the backward function, its arguments but the flags)`` of op on x: dy random, the statistics (and
+    the mask) the reference's."""
     dy = torch.randn(x.shape, device=x.device).to(x.dtype)
     if op == "rms_norm":
         _, rstd = reference.rms_norm_fwd(x, w, b, eps, zero_centered_gamma)
-        args, fn = (dy, x, w, rstd), "rms_norm_bwd"
-    elif op == "layer_norm":
+        return "rms_norm_bwd", (dy, x, w, rstd)
+    if op == "layer_norm":
         _, mean, rstd = reference.layer_norm_fwd(x, w, b, eps, zero_centered_gamma)
-        args, fn = (dy, x, w, mean, rstd), "layer_norm_bwd"
-    else:
-        _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, b, eps, LOWER, UPPER, zero_centered_gamma)
-        args, fn = (dy, mask, x, w, mean, rstd), "layer_norm_clamped_relu_bwd"
+        return "layer_norm_bwd", (dy, x, w, mean, rstd)
+    _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, b, eps, LOWER, UPPER, zero_centered_gamma)
+    return "layer_norm_clamped_relu_bwd", (dy, mask, x, w, mean, rstd)
+
+
+def check_backward(backend, op, x, w, b, zero_centered_gamma=False, has_dbias=True, eps=1e-5):
+    fn, args = backward_call(op, x, w, b, zero_centered_gamma, eps)
     got = getattr(backend_ops(backend), fn)(*args, zero_centered_gamma, has_dbias)
     want = getattr(reference, fn)(*args, zero_centered_gamma, has_dbias)
     for name, g, e in zip(["dx", "dw", "db"], got, want):
@@ -297,23 +302,10 @@ def test_backward_in_units_of_row_alignment(monkeypatch, op, n, row_pad, dtypes,
     with forcing:
         check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=op != "rms_norm")
         launched = _record_launches(monkeypatch, "NORM_BWD", "SPLIT_ROWS", "NORM_BWD_TMA")
-        check_backward_launch = backward_launch_args(op, x, w)
-        getattr(ops, check_backward_launch[0])(*check_backward_launch[1])
+        fn, args = backward_call(op, x, w, b, zero_centered_gamma=True)
+        getattr(ops, fn)(*args, True, op != "rms_norm")
     kernel = "TMA_STORE" if isinstance(forced, dict) else "PARTS" if forced and len(forced) > 5 else "NUM_CHUNKS"
     assert launched[0]["ALIGN"] == align and kernel in launched[0]
-
-
-def backward_launch_args(op, x, w):
-    """``(name of the ops function, its arguments)`` of a backward of op on x (dy random, statistics the
-    reference's)."""
-    dy = torch.randn_like(x)
-    if op == "rms_norm":
-        return "rms_norm_bwd", (dy, x, w, reference.rms_norm_fwd(x, w, None, 1e-5)[1])
-    if op == "layer_norm":
-        _, mean, rstd = reference.layer_norm_fwd(x, w, None, 1e-5)
-        return "layer_norm_bwd", (dy, x, w, mean, rstd)
-    _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, None, 1e-5, LOWER, UPPER)
-    return "layer_norm_clamped_relu_bwd", (dy, mask, x, w, mean, rstd)
 
 
 def _record_launches(monkeypatch, *names: str) -> list[dict]:
