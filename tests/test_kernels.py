@@ -1702,6 +1702,25 @@ def test_split_rows_on_the_gpu(op, part_n, per_thread, block_m, ahead):
         assert all(torch.equal(a, f) for a, f in zip(again, runs[0]))
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("warps_per_sm", [8, 16])
+@pytest.mark.parametrize("ahead", [False, True])
+def test_split_rows_of_two_row_blocks_read_every_copy_of_the_sums(warps_per_sm, ahead):
+    """Blocks of 2 rows in parts of 1024 at 16 elements a thread (4 warps): warps 2-3 hold the [2, 32] tile of the
+    other parts' sums again, and the wait's test sees warps 0-1's copy only. A copy that still held SENTINEL where its
+    wait ended left NaN in that warp's columns (GPU run 381: every launch at 128 x 32768, 3072-6144 NaN of dx) until
+    ``_row_means`` read such slots once more after its wait (run 383). Three launches each, against the reference."""
+    from normkit.triton import config
+
+    n = 32768
+    x, w, b = make_inputs(128, n, torch.bfloat16, torch.float32)
+    cfg = config.split_rows_config(n, part_n=1024, per_thread=16, block_m=2, warps_per_sm=warps_per_sm, ahead=ahead)
+    assert (cfg.block_m, cfg.num_warps, cfg.parts) == (2, 4, 32)
+    with config.forced(bwd=cfg):
+        for _ in range(3):
+            check_backward("triton", "layer_norm", x, w, b)
+
+
 def test_tuner_grid_contains_the_heuristics_choice():
     """`python -m normkit.bench.tune` times the heuristic next to its grid; every shape of the benchmark sweeps must
     find the heuristic's config in that grid, or the tuner could not show that it is the fastest one."""

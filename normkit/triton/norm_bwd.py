@@ -760,6 +760,18 @@ def _row_means(
         sums = tl.where(missing, tl.load(slots, mask=missing, other=_SENTINEL, volatile=True), sums)
         missing = others & (sums == _SENTINEL)
         polls += 1
+    if BLOCK_M > 1:
+        # The loop's test is the tile's max, and Triton takes a max over one copy of a tile that warps hold copies of
+        # (a tile of several rows, [2, 32] at 4 warps: warps 2-3 hold rows 0-1 again, and only warps 0-1's values
+        # enter the max). A copy whose own load came just before a partner published still held SENTINEL there when
+        # the loop ended: NaN in that warp's columns (GPU run 381: 2 rows a block at 4 warps, parts of 1024). So each
+        # thread reads the slots it still misses once more, after the loop: it ended once they were seen published.
+        # Not at one row a block (the rules' launches): there every warp holds the whole [1, PARTS_P2] tile and takes
+        # its max within itself (sm_90 PTX, read on the CPU), so each warp's loop ends on its own loads; and this read
+        # made those launches slower (GPU run 382: RMSNorm at 32768 x 65536 x0.950, the masked backward at 4096 x
+        # 16384 fp16 x0.760).
+        sums = tl.where(missing, tl.load(slots, mask=missing, other=_SENTINEL, volatile=True), sums)
+        missing = others & (sums == _SENTINEL)
     if STAND_IN:
         if tl.max(missing.to(tl.int32)) > 0:  # a part still missing: reduce it here, from memory
             _stand_in(
