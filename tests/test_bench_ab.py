@@ -63,6 +63,15 @@ def test_load_revision_names_a_bad_revision():
         load_revision("no-such-revision")
 
 
+def test_ab_names_the_package_it_times_as_now():
+    """ "now" is the normkit package Python imported (under ``python -m`` the current folder's), and the command names
+    its folder: the one holding this normkit's modules."""
+    import normkit
+    from normkit.bench.ab import _now_package
+
+    assert _now_package() == os.path.dirname(os.path.abspath(normkit.__file__))
+
+
 @pytest.mark.skipif(HAS_GPU, reason="the message of a machine without a GPU")
 def test_ab_says_it_needs_a_gpu():
     from normkit.bench.ab import main

@@ -56,6 +56,13 @@ def load_revision(rev: str, repo: str = "."):
     return importlib.import_module(f"{name}.triton")
 
 
+def _now_package() -> str:
+    """The folder of the ``normkit`` package this command runs ("now"): the one Python imported, which under ``python
+    -m`` is the current folder's before any on PYTHONPATH (GPU runs 378-379 timed the working tree against itself,
+    their variants on PYTHONPATH unread)."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _identifier(path: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in path.strip("/"))[-60:]
 
@@ -134,6 +141,7 @@ def main(argv=None) -> None:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
     require_gpu("normkit.bench.ab")  # before the copy's import, which needs a GPU (or Triton's interpreter)
     before = load_revision(args.rev)
+    print(f"before: {args.rev}; now: {_now_package()}", flush=True)
     os.makedirs(args.out, exist_ok=True)
     done = []
 
@@ -149,7 +157,7 @@ def main(argv=None) -> None:
 
     cases = cases_from_args(args)
     measure(before, cases, rounds=args.rounds, warmup=args.warmup, rep=args.rep, timer=args.timer, on_row=on_row)
-    print(f"wrote {args.out}/{args.tag}.csv (GB/s of {args.rev} and of the working tree)")
+    print(f"wrote {args.out}/{args.tag}.csv (GB/s of {args.rev} and of {_now_package()})")
 
 
 if __name__ == "__main__":
