@@ -64,8 +64,8 @@ def test_load_revision_names_a_bad_revision():
 
 
 def test_ab_names_the_package_it_times_as_now():
-    """ "now" is the normkit package Python imported (under ``python -m`` the current folder's), and the command names
-    its folder: the one holding this normkit's modules."""
+    """The command's "now" is the normkit package Python imported (under ``python -m`` the current folder's), and it
+    names that package's folder: the one holding this normkit's modules."""
     import normkit
     from normkit.bench.ab import _now_package
 

@@ -1708,8 +1708,9 @@ def test_split_rows_on_the_gpu(op, part_n, per_thread, block_m, ahead):
 def test_split_rows_of_two_row_blocks_read_every_copy_of_the_sums(warps_per_sm, ahead):
     """Blocks of 2 rows in parts of 1024 at 16 elements a thread (4 warps): warps 2-3 hold the [2, 32] tile of the
     other parts' sums again, and the wait's test sees warps 0-1's copy only. A copy that still held SENTINEL where its
-    wait ended left NaN in that warp's columns (GPU run 381: every launch at 128 x 32768, 3072-6144 NaN of dx) until
-    ``_row_means`` read such slots once more after its wait (run 383). Three launches each, against the reference."""
+    wait ended left NaN in that warp's columns (GPU run 381: 3072 and 6144 NaN of dx at 128 x 32768 in step) until
+    ``_row_means`` read such slots once more after its wait. Three launches each, against the reference: all 4 cases
+    failed with the code before (4ca98d5) and passed with the fix (GPU run 385)."""
     from normkit.triton import config
 
     n = 32768

@@ -765,7 +765,8 @@ def _row_means(
         # (a tile of several rows, [2, 32] at 4 warps: warps 2-3 hold rows 0-1 again, and only warps 0-1's values
         # enter the max). A copy whose own load came just before a partner published still held SENTINEL there when
         # the loop ended: NaN in that warp's columns (GPU run 381: 2 rows a block at 4 warps, parts of 1024). So each
-        # thread reads the slots it still misses once more, after the loop: it ended once they were seen published.
+        # thread reads the slots it still misses once more, after the loop: it ended once some copy saw them all
+        # published (or after MAX_POLLS, where a part never published is meant to leave NaN).
         # Not at one row a block (the rules' launches): there every warp holds the whole [1, PARTS_P2] tile and takes
         # its max within itself (sm_90 PTX, read on the CPU), so each warp's loop ends on its own loads; and this read
         # made those launches slower (GPU run 382: RMSNorm at 32768 x 65536 x0.950, the masked backward at 4096 x
