@@ -1126,6 +1126,36 @@ def test_chunked_second_pass_ahead(op, block_m, block_n, num_warps, n):
             check_forward("triton", op, x, w, b)
 
 
+def test_fused_forward_pass_two_unrolled_rule():
+    """``PASS_TWO_UNROLL`` (``ops._pass_two_unrolled``, GPU runs 390-393): the fused forward's chunked rows of at most 4
+    elements a thread unroll their second pass over the whole chunks, and those of 5-8 where a row has 6 chunks or more
+    or there are 16384 rows or more, in programs of fewer than 32 warps; not its rows of 16-32 elements a thread (few
+    rows), its 32-warp chunks of 8192, its one-tile rows, nor the plain forwards."""
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    def unroll(m, n, op="layer_norm_clamped_relu", x_dtype=torch.bfloat16, w_dtype=torch.float32):
+        shape = torch.empty(m, n, device="meta", dtype=x_dtype)
+        return forward_constexprs(op, shape, torch.empty(n, device="meta", dtype=w_dtype))["PASS_TWO_UNROLL"]
+
+    assert unroll(32768, 6656) == 6 and unroll(32768, 8192) == 8 and unroll(32768, 32768) == 8  # 7 chunks, 6 whole
+    assert unroll(32768, 4608) == 4  # 5 chunks of 1024, 4 whole, many rows
+    fp16 = {"x_dtype": torch.float16, "w_dtype": torch.float16}
+    assert unroll(4096, 12800, **fp16) == 6  # 7 chunks of 2048
+    assert unroll(4096, 8704, **fp16) is None and unroll(4096, 4608, **fp16) is None  # 5 chunks, few rows
+    assert config.fwd_config(32768, 65536, has_mask=True).num_warps == 32 and unroll(32768, 65536) is None
+    assert config.fwd_config(1024, 12288, has_mask=True).per_thread > 8 and unroll(1024, 12288) is None
+    assert unroll(32768, 4096) is None and unroll(32768, 256) is None  # one-tile rows
+    for op in ("layer_norm", "rms_norm"):
+        assert unroll(32768, 6656, op) is None
+    assert ops._pass_two_unrolled(1024, LaunchConfig(1, 1024, 2, 8))  # 4 elements a thread: any rows, 2 chunks
+    assert not ops._pass_two_unrolled(1024, LaunchConfig(1, 2048, 5, 8))  # 8 a thread: few rows of 5 chunks
+    assert ops._pass_two_unrolled(1024, LaunchConfig(1, 2048, 6, 8))  # 6 chunks
+    assert ops._pass_two_unrolled(16384, LaunchConfig(1, 2048, 2, 8))  # many rows
+    assert not ops._pass_two_unrolled(32768, LaunchConfig(1, 4096, 8, 8))  # 16 a thread
+    assert not ops._pass_two_unrolled(32768, LaunchConfig(1, 2048, 1, 8))  # one chunk
+
+
 def test_second_pass_ahead_rule():
     """``ahead`` in chunked forwards where it was measured faster (GPU runs 337-340): LayerNorm's rows of 16384 in 8
     chunks of 2048 at 4 elements a thread and its few waves' rows of 5 chunks at 8 a thread, RMSNorm's chunks of 8192;
@@ -1597,7 +1627,7 @@ def test_mask_thresholds_give_the_references_bits(out_dtype, bounds):
 @pytest.mark.parametrize("bounds", CLAMP_BOUNDS, ids=str)
 def test_forward_mask_bits_at_the_thresholds(x_dtype, bounds, layout):
     """The kernel's comparison itself: a zero weight makes y the float32 bias exactly, so the bias sets y on and
-    around each threshold; every bit must be the reference's."""
+    around each threshold (and at +-inf, NaN and +-0); every bit and every stored value must be the reference's."""
     from normkit import triton as nt
 
     lower, upper = bounds
@@ -1605,9 +1635,12 @@ def test_forward_mask_bits_at_the_thresholds(x_dtype, bounds, layout):
     x = torch.randn(3, b.numel(), device=DEVICE).to(x_dtype)
     w = torch.zeros_like(b)
     with tile_layout(layout):
-        _, _, _, mask = nt.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, lower, upper)
-    want = reference.clamp_and_mask(b.expand(3, -1), lower, upper, x_dtype)[1]
+        out, _, _, mask = nt.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, lower, upper)
+    want_out, want = reference.clamp_and_mask(b.expand(3, -1), lower, upper, x_dtype)
     assert torch.equal(bitmask.unpack(mask, b.numel()), want)
+    if HAS_GPU or x_dtype != torch.bfloat16:  # the interpreter truncates float32 to bfloat16 (a GPU rounds)
+        # 16-bit out is clamped as stored, with the bounds rounded (norm_fwd._clamp_16): the reference's values
+        torch.testing.assert_close(out, want_out, rtol=0, atol=0, equal_nan=True)
 
 
 @pytest.mark.parametrize("layout", ["2d", "3d"])

@@ -154,6 +154,28 @@ def _load_columns(P, cols, col_ok, IN_TILE: tl.constexpr):
 
 
 @triton.jit
+def _clamp_16(v, lower, upper):
+    """``clamp(v, lower, upper)`` of a float16 or bfloat16 tile ``v`` (y as stored), NaN kept, with the bounds rounded
+    to v's dtype: two elements an instruction (``max.NaN`` / ``min.NaN`` on ``.bf16x2`` or ``.f16x2``).
+
+    The same values as clamping the float32 y and rounding after: rounding to nearest is monotonic, so a y below lower
+    rounds to at most round(lower), one above upper to at least round(upper), and one between them to a value between
+    the rounded bounds; NaN stays NaN. ``tl.maximum`` on 16-bit tensors widens them to float32 and back (sm_90 code
+    read on the CPU), so the pairs go through inline assembly; the interpreter, which has none, uses ``tl.maximum``.
+    The fused forward at 32768 x 6656 (bf16 x, float32 weights, pass two unrolled): 1216 -> 1160 instructions a
+    program."""
+    lo = tl.full(v.shape, lower, tl.float32).to(v.dtype)  # (a Python float when interpreted)
+    hi = tl.full(v.shape, upper, tl.float32).to(v.dtype)
+    if INTERPRETED:
+        return tl.minimum(tl.maximum(v, lo, propagate_nan=tl.PropagateNan.ALL), hi, propagate_nan=tl.PropagateNan.ALL)
+    if v.dtype == tl.bfloat16:
+        asm: tl.constexpr = "max.NaN.bf16x2 $0, $1, $2; min.NaN.bf16x2 $0, $0, $3;"
+    else:
+        asm: tl.constexpr = "max.NaN.f16x2 $0, $1, $2; min.NaN.f16x2 $0, $0, $3;"
+    return tl.inline_asm_elementwise(asm, "=r,r,r,r", [v, lo, hi], dtype=v.dtype, is_pure=True, pack=2)
+
+
+@triton.jit
 def _scale_shift_store(
     xhat, rows64, row_ok, col0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
     HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
@@ -199,10 +221,14 @@ def _scale_shift_store(
             keep = (y.to(tl.uint32, bitcast=True) - first) <= span
         else:
             keep = (y >= keep_from) & (y <= keep_to)
-    if CLAMP_MASK:
-        y = tl.maximum(y, lower, propagate_nan=tl.PropagateNan.ALL)
-        y = tl.minimum(y, upper, propagate_nan=tl.PropagateNan.ALL)
-    y_out = y.to(Y.dtype.element_ty)
+    out_ty: tl.constexpr = Y.dtype.element_ty
+    if CLAMP_MASK and out_ty.primitive_bitwidth == 16:  # clamped as stored, two a instruction (_clamp_16)
+        y_out = _clamp_16(y.to(out_ty), lower, upper)
+    else:
+        if CLAMP_MASK:
+            y = tl.maximum(y, lower, propagate_nan=tl.PropagateNan.ALL)
+            y = tl.minimum(y, upper, propagate_nan=tl.PropagateNan.ALL)
+        y_out = y.to(out_ty)
     if CLAMP_MASK and TRAINING:
         if not EVEN_N:  # padding bits are 0
             keep &= ok
@@ -427,11 +453,12 @@ def norm_fwd_kernel(
             tl.store(RSTD + rows, rstd, mask=row_ok)
             if not IS_RMS:
                 tl.store(MEAN + rows, mean, mask=row_ok)
-        # Pass two. PASS_TWO_UNROLL, the clamped ReLU's small chunks only (None: the compiler's choice): the bytes
-        # of the mask are assembled across threads through shared memory, and the barrier that takes kept the
-        # compiler from unrolling the loop; unrolled, the fused forward ran 8-20% faster at 32768 x 6144-16384 (GPU
-        # runs 55-56), but 6.5% slower at 1024 x 12288 (chunks of 32 elements a thread). The plain forward, which
-        # the compiler unrolls anyway, ran 19% slower at 8192 and 16384 with the hint.
+        # Pass two. PASS_TWO_UNROLL, the clamped ReLU's chunks of at most 8 elements a thread (None: the compiler's
+        # choice; ops._pass_two_unrolled says where): the compiler left that loop rolled (at 4 a thread the barrier
+        # of the mask's bytes assembled through shared memory, at 8 the size of its body), and unrolled the fused
+        # forward ran 8-20% faster at 4 a thread (GPU runs 55-56) and 1.5-8.6% at 8 (run 390), but 6.5% slower at
+        # 1024 x 12288 (chunks of 32 elements a thread). The plain forward, which the compiler unrolls anyway, ran
+        # 19% slower at 8192 and 16384 with the hint.
         # X_AHEAD: each step loads the next chunk's x before it stores the current chunk's y (the last step loads
         # its own again, never read), which the compiler would not do by itself: y might alias x.
         # Not X_AHEAD, with WHOLE_CHUNKS: the whole chunks without column bounds, then the last one with them.

@@ -46,6 +46,29 @@ class _ForwardPlan(NamedTuple):
     stat_dtype: torch.dtype
 
 
+def _pass_two_unrolled(m, cfg) -> bool:
+    """The fused forward's chunked rows whose second pass is unrolled (``PASS_TWO_UNROLL``; the plain forwards' the
+    compiler unrolls by itself), in programs of fewer than 32 warps: where a thread holds at most 4 elements of a chunk;
+    at 5-8, where a row has 6 chunks or more or there are 16384 rows or more.
+
+    At 4 elements a thread (round 8, GPU runs 55-56) the mask's bytes pass through shared memory, whose barrier kept
+    the compiler from unrolling: unrolled, 8-20% faster at 32768 x 6144-16384. At 8 a thread (3-D tiles, each thread
+    its own bytes; round 45) the compiler kept the loop too, its body about 118 instructions a chunk of 8 elements,
+    the loop's own (addresses, the eviction policy's operand) about 20 of them; unrolled (sm_90, read on the CPU: 32768
+    x 6656, 824 -> 1216 instructions a program, 56 -> 72 registers, no stack) it ran x1.015-1.086 against the loop on
+    an H200 (GPU run 390, ``bench.ab`` in turns: 32768 rows of 4608-32768 columns, bf16 x, float32 weights; 4096 rows
+    of 12800-14848, fp16), loading the next chunk's x ahead as well (``X_AHEAD``) x1.009-1.053, not taken. On an H100
+    (GPU runs 392-393) it gained where a row has 7-8 chunks (32768 x 6656 x1.037, 4096 x 12800 fp16 x1.008) but lost
+    in the few waves of 4096 rows of 5 chunks (4608 x0.973, 8704 x0.951; the H200 x1.03 there): its 72 registers fit
+    fewer programs on an SM, and 4096 rows are 3-10 waves of them. At 32768 rows of 5 chunks (4608) the H100 ran
+    x0.995, the H200 x1.08: unrolled. Not at 16-32 elements a thread (at most 2048 rows of 8193-16384 columns: 2048 x
+    12288 x0.984, 1024 x 12288 x1.006, run 391; round 8: 0.935 at 1024 x 12288), nor in the 32-warp programs of rows
+    above 32768 columns, which spill unrolled (8 bytes, not timed)."""
+    if cfg.num_chunks == 1 or cfg.num_warps >= 32:
+        return False
+    return cfg.per_thread <= 4 or (cfg.per_thread <= 8 and (cfg.num_chunks >= 6 or m >= 16384))
+
+
 @functools.lru_cache(maxsize=1024)
 def _forward_plan(
     m, n, x_dtype, w_dtype, has_bias, is_rms, zero_centered_gamma, clamp, training, device, _generation, row_align=1
@@ -63,11 +86,9 @@ def _forward_plan(
     else:
         cfg = config.infer_config(m, n, is_rms, w_bytes=w_bytes, x_fp16=x_dtype == torch.float16)
     lower, upper = clamp or (0.0, 0.0)
-    # the fused forward unrolls its second pass where a thread holds at most 4 elements of a chunk (norm_fwd.py)
-    small_chunks = cfg.num_chunks > 1 and cfg.per_thread <= 4
     whole_chunks = _whole_chunks(m, n, cfg)
     unrolled = min(whole_chunks or cfg.num_chunks, 8)
-    pass_two_unroll = unrolled if has_mask and small_chunks else None
+    pass_two_unroll = unrolled if has_mask and _pass_two_unrolled(m, cfg) else None
     keep_from, keep_to = (0.0, 0.0)  # float64 kernels compare y itself
     if has_mask and x_dtype != torch.float64:
         keep_from, keep_to = mask_thresholds(float(lower), float(upper), x_dtype)
