@@ -666,7 +666,18 @@ def test_few_waves_rules():
     assert config.fwd_config(4096, 4096, True).block_m == 2
     assert fwd(1024, 12288) == (8192, 1, 8, 4096)  # few rows: LayerNorm's head + tail
     assert fwd(1024, 12288, True)[3] == fwd(1024, 12289)[3] == 0
-    assert config.fwd_config(4096, 5120, has_mask=True).tail_n == 0
+
+    # the fused forward of a few waves of fp16 rows of 4353-5120 takes the plain one's head + tail tiles (GPU run 396)
+    def fused(m, n, w_bytes=2, x_fp16=True):
+        return config.fwd_config(m, n, has_mask=True, w_bytes=w_bytes, x_fp16=x_fp16)
+
+    for m in (3000, 4096):
+        head_512 = config.LaunchConfig(1, 4096, 1, 2, tail_n=512)
+        assert fused(m, 4608) == fused(m, 4353) == config.fwd_config(m, 4608, w_bytes=2, x_fp16=True) == head_512
+        assert fused(m, 5120) == config.LaunchConfig(1, 4096, 1, 4, tail_n=1024)
+        assert fused(m, 4352).tail_n == fused(m, 5121).tail_n == fused(m, 6144).tail_n == 0  # not timed: chunks
+        assert fused(m, 4608, x_fp16=False).tail_n == fused(m, 5120, w_bytes=4).tail_n == 0
+    assert fused(8192, 5120).tail_n == fused(2048, 5120).tail_n == 0  # many rows, few rows: their own rules
     # the fused forward of more than 4096 rows of 512-4096 columns: two rows a tile, one of 4096 (32 a thread)
     for n, block_m, warps in ((512, 2, 1), (1024, 2, 2), (2048, 2, 4), (4096, 1, 4)):
         assert config.fwd_config(4097, n, has_mask=True) == config.LaunchConfig(block_m, n, 1, warps)

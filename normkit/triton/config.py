@@ -146,9 +146,9 @@ def fwd_config(
     programs a SM. Calls of 2049-4096 rows (a few waves of programs) of 1153-3072 columns: most on a persistent grid
     (``_few_waves_persistent_fwd``; the masked forward's rows of 1793-2048 two a step); RMSNorm's of 3073-4095 columns
     one row a tile of 8 warps; of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of
-    4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``); LayerNorm's few rows (at most 2048) of
-    8193-12288 columns: a head tile of 8192 and a tail tile. Some chunked rows' second pass loads a chunk ahead
-    (``_second_pass_ahead``).
+    4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``; the masked forward's too at 4353-5120, fp16);
+    LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile. Some chunked rows'
+    second pass loads a chunk ahead (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -272,6 +272,15 @@ def _fwd_heuristic(
         # the rule below in turns (``bench.ab``, run 201): 4096 x 2048 fp16 x1.081, bf16 x with fp32 weights
         # x1.032, 3000 x 2048 x1.044; rows of 1600 x0.983 (4096) and x1.003 (3000), so not there
         return LaunchConfig(2, 2048, 1, 4, 4)
+    if 2048 < m <= 4096 and has_mask and x_fp16 and w_bytes == 2 and one_tile < n <= 5120:
+        # the clamped ReLU's forward of a few waves of fp16 rows of 4353-5120: the plain forward's head and tail
+        # tiles (_few_waves_fwd: 4096 + 512 at 2 warps, 4096 + 1024 at 4). Forced in turns against 5 chunks of 1024
+        # (GPU run 396, H100, outputs checked against the chunks'): 4096 x 4608 / 5120 fp16 x1.096 / x1.052, the
+        # fused forward's time over the plain one's 1.150 -> 1.049 / 1.107 -> 1.053. Not timed: bf16, float32
+        # weights, 5121-6144 columns (a tail of 2048 at 8 warps), other row counts than 4096.
+        head_tail = _few_waves_fwd(n, is_rms, w_bytes, x_fp16, widest, one_tile)
+        if head_tail.tail_n:
+            return head_tail
     if m > 2048 and has_mask:
         # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes)
         chunked = _chunked(n, widest, row_block_n(n) // 8, 8, one_tile)
