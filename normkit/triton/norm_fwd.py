@@ -222,7 +222,7 @@ def _scale_shift_store(
         else:
             keep = (y >= keep_from) & (y <= keep_to)
     out_ty: tl.constexpr = Y.dtype.element_ty
-    if CLAMP_MASK and out_ty.primitive_bitwidth == 16:  # clamped as stored, two a instruction (_clamp_16)
+    if CLAMP_MASK and out_ty.primitive_bitwidth == 16:  # clamped as stored, two an instruction (_clamp_16)
         y_out = _clamp_16(y.to(out_ty), lower, upper)
     else:
         if CLAMP_MASK:
