@@ -161,13 +161,11 @@ def _clamp_16(v, lower, upper):
     The same values as clamping the float32 y and rounding after: rounding to nearest is monotonic, so a y below lower
     rounds to at most round(lower), one above upper to at least round(upper), and one between them to a value between
     the rounded bounds; NaN stays NaN. ``tl.maximum`` on 16-bit tensors widens them to float32 and back (sm_90 code
-    read on the CPU), so the pairs go through inline assembly; the interpreter, which has none, uses ``tl.maximum``.
-    The fused forward at 32768 x 6656 (bf16 x, float32 weights, pass two unrolled): 1216 -> 1160 instructions a
-    program."""
-    lo = tl.full(v.shape, lower, tl.float32).to(v.dtype)  # (a Python float when interpreted)
+    read on the CPU), so the pairs go through inline assembly, which the interpreter has not: there
+    ``_scale_shift_store`` clamps the float32 y (the same values, by the argument above). The fused forward at 32768 x
+    6656 (bf16 x, float32 weights, pass two unrolled): 1216 -> 1160 instructions a program."""
+    lo = tl.full(v.shape, lower, tl.float32).to(v.dtype)
     hi = tl.full(v.shape, upper, tl.float32).to(v.dtype)
-    if INTERPRETED:
-        return tl.minimum(tl.maximum(v, lo, propagate_nan=tl.PropagateNan.ALL), hi, propagate_nan=tl.PropagateNan.ALL)
     if v.dtype == tl.bfloat16:
         asm: tl.constexpr = "max.NaN.bf16x2 $0, $1, $2; min.NaN.bf16x2 $0, $0, $3;"
     else:
@@ -222,7 +220,7 @@ def _scale_shift_store(
         else:
             keep = (y >= keep_from) & (y <= keep_to)
     out_ty: tl.constexpr = Y.dtype.element_ty
-    if CLAMP_MASK and out_ty.primitive_bitwidth == 16:  # clamped as stored, two an instruction (_clamp_16)
+    if CLAMP_MASK and out_ty.primitive_bitwidth == 16 and not INTERPRETED:  # as stored, two an instruction
         y_out = _clamp_16(y.to(out_ty), lower, upper)
     else:
         if CLAMP_MASK:
