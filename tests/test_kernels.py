@@ -667,17 +667,43 @@ def test_few_waves_rules():
     assert fwd(1024, 12288) == (8192, 1, 8, 4096)  # few rows: LayerNorm's head + tail
     assert fwd(1024, 12288, True)[3] == fwd(1024, 12289)[3] == 0
 
-    # the fused forward of a few waves of fp16 rows of 4353-5120 takes the plain one's head + tail tiles (GPU run 396)
+    # the fused forward of a few waves of rows of 4353-5888 with 16-bit weights takes the plain one's head + tail
+    # tiles, the tail of 2048 at 4 warps (GPU runs 396-398)
     def fused(m, n, w_bytes=2, x_fp16=True):
         return config.fwd_config(m, n, has_mask=True, w_bytes=w_bytes, x_fp16=x_fp16)
 
     for m in (3000, 4096):
         head_512 = config.LaunchConfig(1, 4096, 1, 2, tail_n=512)
-        assert fused(m, 4608) == fused(m, 4353) == config.fwd_config(m, 4608, w_bytes=2, x_fp16=True) == head_512
-        assert fused(m, 5120) == config.LaunchConfig(1, 4096, 1, 4, tail_n=1024)
-        assert fused(m, 4352).tail_n == fused(m, 5121).tail_n == fused(m, 6144).tail_n == 0  # not timed: chunks
-        assert fused(m, 4608, x_fp16=False).tail_n == fused(m, 5120, w_bytes=4).tail_n == 0
+        for x_fp16 in (True, False):
+            assert fused(m, 4608, x_fp16=x_fp16) == fused(m, 4353, x_fp16=x_fp16) == head_512
+            assert fused(m, 5120, x_fp16=x_fp16) == config.LaunchConfig(1, 4096, 1, 4, tail_n=1024)
+            assert (
+                fused(m, 5121, x_fp16=x_fp16)
+                == fused(m, 5888, x_fp16=x_fp16)
+                == config.LaunchConfig(1, 4096, 1, 4, tail_n=2048)
+            )
+        assert config.fwd_config(m, 4608, w_bytes=2, x_fp16=True) == head_512
+        assert config.fwd_config(m, 5888, w_bytes=2, x_fp16=True).num_warps == 8  # the plain forward's tail
+        assert fused(m, 4352).tail_n == fused(m, 5889).tail_n == fused(m, 6144).tail_n == 0  # 6144 level: chunks
+        assert fused(m, 4608, w_bytes=4).tail_n == fused(m, 5120, w_bytes=4).tail_n == 0  # float32 weights
     assert fused(8192, 5120).tail_n == fused(2048, 5120).tail_n == 0  # many rows, few rows: their own rules
+    # the fused forward of few rows (at most 2048) up to 16384 columns: 8 chunks of 8 elements a thread, as many rows
+    # (GPU runs 398-399), but not at most 512 rows of at most 8192 columns; above 16384, chunks of 4096 at 4 warps
+    for m in (1, 512, 2048):
+        assert fused(m, 12288) == fused(4097, 12288) == config.LaunchConfig(1, 2048, 6, 8)
+        assert fused(m, 16384) == config.LaunchConfig(1, 2048, 8, 8)
+        assert fused(m, 16385) == config.LaunchConfig(1, 4096, 5, 4)
+        assert fused(m, 4096).num_chunks == 1
+    assert fused(1024, 8192) == fused(2048, 8192) == fused(4097, 8192) == config.LaunchConfig(1, 1024, 8, 4)
+    assert fused(512, 8192) == fused(128, 8192) == config.LaunchConfig(1, 2048, 4, 4)
+    assert fused(513, 8192) == config.LaunchConfig(1, 1024, 8, 4)
+    # the plain forwards of few rows: LayerNorm's 12289-16384 columns and RMSNorm's 8192-16384 in chunks of 4096 at
+    # 8 / 16 warps (GPU run 399); elsewhere chunks of 2048-4096 at 4 warps, LayerNorm's 8193-12288 head + tail
+    for m in (1, 2048):
+        assert fwd(m, 12289) == fwd(m, 16384) == (4096, 4, 8, 0)
+        assert fwd(m, 8192, True) == (4096, 2, 16, 0) and fwd(m, 16384, True) == (4096, 4, 16, 0)
+        assert fwd(m, 8191, True) == (2048, 4, 4, 0) and fwd(m, 16385, True) == fwd(m, 16385) == (4096, 5, 4, 0)
+        assert fwd(m, 8192) == (2048, 4, 4, 0) and fwd(m, 12288)[3] == 4096
     # the fused forward of more than 4096 rows of 512-4096 columns: two rows a tile, one of 4096 (32 a thread)
     for n, block_m, warps in ((512, 2, 1), (1024, 2, 2), (2048, 2, 4), (4096, 1, 4)):
         assert config.fwd_config(4097, n, has_mask=True) == config.LaunchConfig(block_m, n, 1, warps)
@@ -924,7 +950,8 @@ def test_few_waves_on_the_gpu(op):
     shapes += [(3000, 4112), (3000, 8208), (3000, 10240), (1500, 4608), (1500, 9216)]  # RMSNorm's head + tail
     shapes += [(3000, 1200), (3000, 1536), (3000, 2000), (3000, 3072), (3000, 5500)]  # persistent, head + tail
     shapes += [(3000, 4400), (3000, 1300)]  # 16-bit weights: LayerNorm's 4096 + 512 at 2 warps, RMSNorm's 1024 + 512
-    for m, n in shapes + [(1024, 12288)]:
+    shapes += [(3000, 5888)]  # the fused forward's head + tail of 4096 + 2048 at 4 warps
+    for m, n in shapes + [(1024, 12288), (700, 10240), (700, 14000), (300, 20480)]:  # few rows (the fused: 8 a thread)
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")
             check_forward("triton", op, x, w, b)
@@ -1155,7 +1182,8 @@ def test_fused_forward_pass_two_unrolled_rule():
     assert unroll(4096, 12800, **fp16) == 6  # 7 chunks of 2048
     assert unroll(4096, 8704, **fp16) is None and unroll(4096, 4608, **fp16) is None  # 5 chunks, few rows
     assert config.fwd_config(32768, 65536, has_mask=True).num_warps == 32 and unroll(32768, 65536) is None
-    assert config.fwd_config(1024, 12288, has_mask=True).per_thread > 8 and unroll(1024, 12288) is None
+    assert unroll(1024, 12288) == 6  # few rows: 6 chunks of 2048, 8 a thread
+    assert config.fwd_config(1024, 20480, has_mask=True).per_thread > 8 and unroll(1024, 20480) is None
     assert unroll(32768, 4096) is None and unroll(32768, 256) is None  # one-tile rows
     for op in ("layer_norm", "rms_norm"):
         assert unroll(32768, 6656, op) is None

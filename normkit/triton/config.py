@@ -140,13 +140,14 @@ def fwd_config(
     1024 at 8 warps; with fewer rows, chunks of 2048 (4096 above N = 8192) at 4 warps, so that every program runs in the
     first wave. Many rows above 16384 columns: one program of 32 warps a SM, chunks of 4096 (above 32768 columns 8192, 8
     elements a thread). The clamped ReLU's forward of more than 4096 rows of 512-4096 columns: two rows a tile (one of
-    4096); of many rows above 4096 columns: 8 chunks a row (N rounded up to a power of two, / 8), 8 elements a thread
-    (1024 at 4 warps up to 8192 columns, 2048 at 8 up to 16384, 4096 at 16, 8192 at 32). The forwards (the fused one
-    too) of more than 4096 rows of 256 columns: eight rows a tile of 2 warps, above 8192 rows on a persistent grid, 8
-    programs a SM. Calls of 2049-4096 rows (a few waves of programs) of 1153-3072 columns: most on a persistent grid
-    (``_few_waves_persistent_fwd``; the masked forward's rows of 1793-2048 two a step); RMSNorm's of 3073-4095 columns
-    one row a tile of 8 warps; of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of
-    4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``; the masked forward's too at 4353-5120, fp16);
+    4096); of many rows above 4096 columns, and of few rows (at most 2048) of 4097-16384: 8 chunks a row (N rounded
+    up to a power of two, / 8), 8 elements a thread (1024 at 4 warps up to 8192 columns, 2048 at 8 up to 16384, 4096
+    at 16, 8192 at 32). The forwards (the fused one too) of more than 4096 rows of 256 columns: eight rows a tile of
+    2 warps, above 8192 rows on a persistent grid, 8 programs a SM. Calls of 2049-4096 rows (a few waves of programs)
+    of 1153-3072 columns: most on a persistent grid (``_few_waves_persistent_fwd``; the masked forward's rows of
+    1793-2048 two a step); RMSNorm's of 3073-4095 columns one row a tile of 8 warps; of 4097-16384 columns:
+    ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of 4609-6144 columns as a head tile of 4096 and a
+    tail tile (``tail_n``; the masked forward's too at 4353-5888 with 16-bit weights, its tail of 2048 at 4 warps);
     LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile. Some chunked rows'
     second pass loads a chunk ahead (``_second_pass_ahead``).
 
@@ -272,17 +273,23 @@ def _fwd_heuristic(
         # the rule below in turns (``bench.ab``, run 201): 4096 x 2048 fp16 x1.081, bf16 x with fp32 weights
         # x1.032, 3000 x 2048 x1.044; rows of 1600 x0.983 (4096) and x1.003 (3000), so not there
         return LaunchConfig(2, 2048, 1, 4, 4)
-    if 2048 < m <= 4096 and has_mask and x_fp16 and w_bytes == 2 and one_tile < n <= 5120:
-        # the clamped ReLU's forward of a few waves of fp16 rows of 4353-5120: the plain forward's head and tail
-        # tiles (_few_waves_fwd: 4096 + 512 at 2 warps, 4096 + 1024 at 4). Forced in turns against 5 chunks of 1024
-        # (GPU run 396, H100, outputs checked against the chunks'): 4096 x 4608 / 5120 fp16 x1.096 / x1.052, the
-        # fused forward's time over the plain one's 1.150 -> 1.049 / 1.107 -> 1.053. Not timed: bf16, float32
-        # weights, 5121-6144 columns (a tail of 2048 at 8 warps), other row counts than 4096.
+    if 2048 < m <= 4096 and has_mask and w_bytes == 2 and one_tile < n <= 5888:
+        # the clamped ReLU's forward of a few waves of rows of 4353-5888 with 16-bit weights: the plain forward's
+        # head and tail tiles (_few_waves_fwd: 4096 + 512 at 2 warps, 4096 + 1024 at 4), but the tail of 2048 at 4
+        # warps (the plain forward's at 8). Forced in turns against 5-6 chunks of 1024 (outputs checked against the
+        # chunks'): 4096 x 4608 / 5120 fp16 x1.096 / x1.052 on an H100 (GPU run 396; on an H200 x1.187 / x0.989 in
+        # turns, run 397); on an H200 (runs 397-398) bf16 4096 x 4400 / 4608 / 5120 x1.291 / x1.307 / x1.054, 3000 x
+        # 4608 / 5120 x1.236 / x1.036, 4096 x 5376-5888 x1.078-1.108 (fp16 and bf16; the tail at 8 warps x1.03-1.08),
+        # but 6144 x0.997, and float32 weights x0.949-1.008 (4608-6144): those keep their chunks
         head_tail = _few_waves_fwd(n, is_rms, w_bytes, x_fp16, widest, one_tile)
         if head_tail.tail_n:
-            return head_tail
-    if m > 2048 and has_mask:
-        # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes)
+            return replace(head_tail, num_warps=min(4, head_tail.num_warps))
+    if has_mask and (m > 2048 or (row_block_n(n) <= 16384 and (m > 512 or n > 8192))):
+        # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes),
+        # few rows (at most 2048) too up to 16384 columns, where chunks of 2048-4096 at 4 warps (16-32 a thread) ran
+        # 1.03-1.44x slower (forced in turns on an H200, GPU run 398: 512-2048 rows of 6144-16384 columns; bench.ab
+        # in turns, run 399: 1024-2048 rows x1.049-1.406, 128-256 rows of 12288-16384 x1.029-1.040), but not at most
+        # 512 rows of at most 8192 (128 x 8192 fp16 x0.916; M as _rows_key rounds it up to a power of two)
         chunked = _chunked(n, widest, row_block_n(n) // 8, 8, one_tile)
     elif 2048 < m <= 4096 and row_block_n(n) <= 16384 and row_block_n(n) > one_tile:
         return _second_pass_ahead(_few_waves_fwd(n, is_rms, w_bytes, x_fp16, widest, one_tile), n, is_rms, has_mask)
@@ -297,6 +304,12 @@ def _fwd_heuristic(
         # few rows of 8193-12288 columns: a head tile of 8192 and a tail tile, 8 warps (1024 x 12288 bf16: 2148 ->
         # 2419 GB/s, one tile of 16384 at 16 warps 2234; cuDNN 2868; GPU run 110)
         return LaunchConfig(1, widest, 1, 8, tail_n=row_block_n(n - widest))
+    elif not has_mask and (12288 < n <= 16384 or (is_rms and 8192 <= n <= 12288)):
+        # few rows of 12289-16384 columns (RMSNorm's of 8192-16384): chunks of 4096 at 8 warps, 16 elements a thread
+        # (RMSNorm's at 16, 8 a thread). Forced in turns against the rule below (4 warps, 32 a thread; GPU run 399,
+        # H200, bf16): LayerNorm 2048 / 1024 x 16384 x1.093 / x1.097; RMSNorm 2048 x 8192 / 12288 x1.104 / x1.132,
+        # 1024 x 16384 x1.156
+        chunked = _chunked(n, widest, 4096, 8 if is_rms else 16, one_tile)
     else:  # few rows: small programs (at most 4 warps), so that all of them run in the first wave
         chunked = _chunked(n, widest, 2048 if n <= 8192 else 4096, 16, one_tile)
         if chunked:

@@ -61,9 +61,10 @@ def _pass_two_unrolled(m, cfg) -> bool:
     (GPU runs 392-393) it gained where a row has 7-8 chunks (32768 x 6656 x1.037, 4096 x 12800 fp16 x1.008) but lost
     in the few waves of 4096 rows of 5 chunks (4608 x0.973, 8704 x0.951; the H200 x1.03 there): its 72 registers fit
     fewer programs on an SM, and 4096 rows are 3-10 waves of them. At 32768 rows of 5 chunks (4608) the H100 ran
-    x0.995, the H200 x1.08: unrolled. Not at 16-32 elements a thread (at most 2048 rows of 8193-16384 columns: 2048 x
-    12288 x0.984, 1024 x 12288 x1.006, run 391; round 8: 0.935 at 1024 x 12288), nor in the 32-warp programs of rows
-    above 32768 columns, which spill unrolled (8 bytes, not timed)."""
+    x0.995, the H200 x1.08: unrolled. Not at 16-32 elements a thread (at most 2048 rows of more than 16384 columns;
+    before round 46 also those of 8193-16384: 2048 x 12288 x0.984, 1024 x 12288 x1.006, run 391; round 8: 0.935 at
+    1024 x 12288), nor in the 32-warp programs of rows above 32768 columns, which spill unrolled (8 bytes, not
+    timed)."""
     if cfg.num_chunks == 1 or cfg.num_warps >= 32:
         return False
     return cfg.per_thread <= 4 or (cfg.per_thread <= 8 and (cfg.num_chunks >= 6 or m >= 16384))
