@@ -703,7 +703,14 @@ def test_few_waves_rules():
         assert fwd(m, 12289) == fwd(m, 16384) == (4096, 4, 8, 0)
         assert fwd(m, 8192, True) == (4096, 2, 16, 0) and fwd(m, 16384, True) == (4096, 4, 16, 0)
         assert fwd(m, 8191, True) == (2048, 4, 4, 0) and fwd(m, 16385, True) == fwd(m, 16385) == (4096, 5, 4, 0)
-        assert fwd(m, 8192) == (2048, 4, 4, 0) and fwd(m, 12288)[3] == 4096
+    for m in (1, 256, 512, 2048):
+        assert fwd(m, 8192) == (2048, 4, 4, 0)
+    for m in (1, 256, 1024, 2048):
+        assert fwd(m, 12288)[3] == 4096
+    # LayerNorm's 257-512 rows of 8193-12288 columns and 513-1024 rows of 4097-8192: chunks of 8 a thread (run 402)
+    assert fwd(512, 12288) == (2048, 6, 8, 0) and fwd(257, 8193) == (2048, 5, 8, 0)
+    assert fwd(1024, 8192) == fwd(513, 8192) == (1024, 8, 4, 0) and fwd(1024, 4608)[:3] == (1024, 5, 4)
+    assert fwd(1024, 8192, True) == (4096, 2, 16, 0)  # RMSNorm keeps its own
     # the fused forward of more than 4096 rows of 512-4096 columns: two rows a tile, one of 4096 (32 a thread)
     for n, block_m, warps in ((512, 2, 1), (1024, 2, 2), (2048, 2, 4), (4096, 1, 4)):
         assert config.fwd_config(4097, n, has_mask=True) == config.LaunchConfig(block_m, n, 1, warps)

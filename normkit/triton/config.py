@@ -148,8 +148,10 @@ def fwd_config(
     1793-2048 two a step); RMSNorm's of 3073-4095 columns one row a tile of 8 warps; of 4097-16384 columns:
     ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of 4609-6144 columns as a head tile of 4096 and a
     tail tile (``tail_n``; the masked forward's too at 4353-5888 with 16-bit weights, its tail of 2048 at 4 warps);
-    LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile. Some chunked rows'
-    second pass loads a chunk ahead (``_second_pass_ahead``).
+    LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile (257-512 rows:
+    chunks of 2048 at 8 warps; 513-1024 rows of 4097-8192: chunks of 1024 at 4); of 12289-16384 (RMSNorm's
+    8192-16384): chunks of 4096 at 8 warps (RMSNorm 16). Some chunked rows' second pass loads a chunk ahead
+    (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -300,6 +302,12 @@ def _fwd_heuristic(
         chunked = _chunked(n, widest, chunk, per_thread, one_tile)
     elif m > 2048:  # 4 elements a thread; rows enough to fill the GPU many times over
         chunked = _chunked(n, widest, 1024 if n <= 8192 and not is_rms else 2048, 4, one_tile)
+    elif not is_rms and not has_mask and (m == 512 and widest < n <= widest + widest // 2 or m == 1024 and n <= widest):
+        # LayerNorm's 257-512 rows of 8193-12288 columns and 513-1024 rows of 4097-8192 (M as _rows_key rounds it):
+        # chunks of 8 elements a thread (2048 at 8 warps, 1024 at 4). Against the rules of few rows in turns
+        # (``bench.ab``, H200, GPU run 402, bf16): 512 x 10240 / 12288 x1.187 / x1.163, 1024 x 4608 / 6144 / 8192
+        # x1.142 / x1.109 / x1.079; but 512 x 6144 / 8192 x0.895 / x0.840, 256 x 8192 / 12288 fp16 x0.837 / x0.972
+        chunked = _chunked(n, widest, 2048 if n > 8192 else 1024, 8, one_tile)
     elif not is_rms and not has_mask and widest < n <= widest + widest // 2:
         # few rows of 8193-12288 columns: a head tile of 8192 and a tail tile, 8 warps (1024 x 12288 bf16: 2148 ->
         # 2419 GB/s, one tile of 16384 at 16 warps 2234; cuDNN 2868; GPU run 110)
