@@ -958,7 +958,8 @@ def test_few_waves_on_the_gpu(op):
     shapes += [(3000, 1200), (3000, 1536), (3000, 2000), (3000, 3072), (3000, 5500)]  # persistent, head + tail
     shapes += [(3000, 4400), (3000, 1300)]  # 16-bit weights: LayerNorm's 4096 + 512 at 2 warps, RMSNorm's 1024 + 512
     shapes += [(3000, 5888)]  # the fused forward's head + tail of 4096 + 2048 at 4 warps
-    for m, n in shapes + [(1024, 12288), (700, 10240), (700, 14000), (300, 20480)]:  # few rows (the fused: 8 a thread)
+    few_rows = [(1024, 12288), (700, 10240), (700, 14000), (300, 20480), (300, 10240), (700, 6144)]
+    for m, n in shapes + few_rows:  # few rows: 8 a thread (the fused forward; LayerNorm at 257-1024 rows)
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")
             check_forward("triton", op, x, w, b)
