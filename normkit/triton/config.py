@@ -302,7 +302,11 @@ def _fwd_heuristic(
         chunked = _chunked(n, widest, chunk, per_thread, one_tile)
     elif m > 2048:  # 4 elements a thread; rows enough to fill the GPU many times over
         chunked = _chunked(n, widest, 1024 if n <= 8192 and not is_rms else 2048, 4, one_tile)
-    elif not is_rms and not has_mask and (m == 512 and widest < n <= widest + widest // 2 or m == 1024 and n <= widest):
+    elif (
+        not is_rms
+        and not has_mask
+        and ((m == 512 and widest < n <= widest + widest // 2) or (m == 1024 and n <= widest))
+    ):
         # LayerNorm's 257-512 rows of 8193-12288 columns and 513-1024 rows of 4097-8192 (M as _rows_key rounds it):
         # chunks of 8 elements a thread (2048 at 8 warps, 1024 at 4). Against the rules of few rows in turns
         # (``bench.ab``, H200, GPU run 402, bf16): 512 x 10240 / 12288 x1.187 / x1.163, 1024 x 4608 / 6144 / 8192
