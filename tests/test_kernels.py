@@ -702,7 +702,8 @@ def test_few_waves_rules():
     for m in (1, 2048):
         assert fwd(m, 12289) == fwd(m, 16384) == (4096, 4, 8, 0)
         assert fwd(m, 8192, True) == (4096, 2, 16, 0) and fwd(m, 16384, True) == (4096, 4, 16, 0)
-        assert fwd(m, 8191, True) == (2048, 4, 4, 0) and fwd(m, 16385, True) == fwd(m, 16385) == (4096, 5, 4, 0)
+        assert fwd(m, 8191, True) == ((8192, 1, 16, 0) if m == 2048 else (2048, 4, 4, 0))  # round 47 below
+        assert fwd(m, 16385, True) == fwd(m, 16385) == (4096, 5, 4, 0)
     for m in (1, 256, 512, 2048):
         assert fwd(m, 8192) == (2048, 4, 4, 0)
     for m in (1, 256, 1024, 2048):
@@ -711,6 +712,19 @@ def test_few_waves_rules():
     assert fwd(512, 12288) == (2048, 6, 8, 0) and fwd(257, 8193) == (2048, 5, 8, 0)
     assert fwd(1024, 8192) == fwd(513, 8192) == (1024, 8, 4, 0) and fwd(1024, 4608)[:3] == (1024, 5, 4)
     assert fwd(1024, 8192, True) == (4096, 2, 16, 0)  # RMSNorm keeps its own
+    # 1025-2048 rows of 4353-8191 columns (RMSNorm's of 6145-8191): one program a row without chunks, LayerNorm's
+    # as a few waves' (head + tail tiles, one tile of 8192 above 6144), RMSNorm's one tile of 8192 at 16 warps (runs
+    # 403-404); not float32 weights at 4353-4608, not 513-1024 rows, not 4352 or 8192 columns
+    for m in (1025, 2048):
+        assert fwd(m, 4353) == fwd(m, 4608) == (4096, 1, 2, 512) and fwd(m, 5120) == (4096, 1, 4, 1024)
+        assert fwd(m, 6144) == fwd(m, 6144, w_bytes=4) == (4096, 1, 8, 2048)
+        assert fwd(m, 6145) == fwd(m, 8191) == (8192, 1, 8, 0)
+        assert fwd(m, 6145, True) == fwd(m, 8191, True, w_bytes=4) == (8192, 1, 16, 0)
+        assert config.infer_config(m, 5120) == config.fwd_config(m, 5120)
+        assert fwd(m, 4608, w_bytes=4) == fwd(m, 4352) == (2048, 3, 4, 0)
+        assert fwd(m, 4608, True) == fwd(m, 6144, True) == (2048, 3, 4, 0)
+        assert fwd(m, 8192) == (2048, 4, 4, 0) and config.fwd_config(m, 5120, has_mask=True).tail_n == 0
+    assert fwd(1024, 5120) == (1024, 5, 4, 0) and fwd(1024, 7168, True) == (2048, 4, 4, 0)
     # the fused forward of more than 4096 rows of 512-4096 columns: two rows a tile, one of 4096 (32 a thread)
     for n, block_m, warps in ((512, 2, 1), (1024, 2, 2), (2048, 2, 4), (4096, 1, 4)):
         assert config.fwd_config(4097, n, has_mask=True) == config.LaunchConfig(block_m, n, 1, warps)
@@ -959,6 +973,7 @@ def test_few_waves_on_the_gpu(op):
     shapes += [(3000, 4400), (3000, 1300)]  # 16-bit weights: LayerNorm's 4096 + 512 at 2 warps, RMSNorm's 1024 + 512
     shapes += [(3000, 5888)]  # the fused forward's head + tail of 4096 + 2048 at 4 warps
     few_rows = [(1024, 12288), (700, 10240), (700, 14000), (300, 20480), (300, 10240), (700, 6144)]
+    few_rows += [(1500, 4500), (2000, 5200), (1100, 7000)]  # 1025-2048 rows: head + tail tiles, one tile of 8192
     for m, n in shapes + few_rows:  # few rows: 8 a thread (the fused forward; LayerNorm at 257-1024 rows)
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")

@@ -148,7 +148,9 @@ def fwd_config(
     1793-2048 two a step); RMSNorm's of 3073-4095 columns one row a tile of 8 warps; of 4097-16384 columns:
     ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of 4609-6144 columns as a head tile of 4096 and a
     tail tile (``tail_n``; the masked forward's too at 4353-5888 with 16-bit weights, its tail of 2048 at 4 warps);
-    LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile (257-512 rows:
+    1025-2048 rows of 4353-8191 columns: LayerNorm's as a few waves' (a head tile of 4096 and a tail up to 6144, one
+    tile of 8192 above), RMSNorm's of 6145-8191 one tile of 8192 at 16 warps. LayerNorm's few rows (at most 2048) of
+    8193-12288 columns: a head tile of 8192 and a tail tile (257-512 rows:
     chunks of 2048 at 8 warps; 513-1024 rows of 4097-8192: chunks of 1024 at 4); of 12289-16384 (RMSNorm's
     8192-16384): chunks of 4096 at 8 warps (RMSNorm 16). Some chunked rows' second pass loads a chunk ahead
     (``_second_pass_ahead``).
@@ -286,6 +288,22 @@ def _fwd_heuristic(
         head_tail = _few_waves_fwd(n, is_rms, w_bytes, x_fp16, widest, one_tile)
         if head_tail.tail_n:
             return replace(head_tail, num_warps=min(4, head_tail.num_warps))
+    if m == 2048 and not has_mask and one_tile + one_tile // 16 < n < widest and (n > 6144 or not is_rms):
+        # the plain forwards of 1025-2048 rows of 4353-8191 columns (RMSNorm's of 6145-8191) in one program a row
+        # without chunks, where chunks of 2048 at 4 warps (16 a thread) ran 1.05-1.29x slower (forced in turns, GPU
+        # runs 403 on an H100 and 404 on an H200, 1536-2048 rows): LayerNorm's as a call of a few waves
+        # (_few_waves_fwd: a head tile of 4096 and a tail tile up to 6144 columns, so not float32 weights at 4353-4608;
+        # one tile of 8192 at 8 warps above), RMSNorm's one tile of 8192 at 16 warps. In turns against the chunks
+        # (``bench.ab``, H200, runs 404-405, the training forward and the inference call): LayerNorm x1.05-1.34 at
+        # 1100-2048 rows of 4400-7680 (bf16, fp16, bf16 x float32 weights), x1.63 at 2048 x 8191; RMSNorm x1.04-1.23
+        # at 1100-2048 rows of 6200-8000, but x0.979-1.000 at 1100 x 7168 and 2048 x 8191. Below 6145 columns
+        # RMSNorm's head + tail tiles ran x1.04-1.15 at 2048 rows but x0.945-0.990 at 1100-1536 rows, and one tile of
+        # 8192 x0.97-0.99 there (run 407), so RMSNorm keeps its chunks there
+        whole_row = (
+            LaunchConfig(1, widest, 1, 16) if is_rms else _few_waves_fwd(n, is_rms, w_bytes, x_fp16, widest, one_tile)
+        )
+        if whole_row.num_chunks == 1:
+            return whole_row
     if has_mask and (m > 2048 or (row_block_n(n) <= 16384 and (m > 512 or n > 8192))):
         # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes),
         # few rows (at most 2048) too up to 16384 columns, where chunks of 2048-4096 at 4 warps (16-32 a thread) ran
