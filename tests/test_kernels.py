@@ -700,7 +700,7 @@ def test_few_waves_rules():
     # the plain forwards of few rows: LayerNorm's 12289-16384 columns and RMSNorm's 8192-16384 in chunks of 4096 at
     # 8 / 16 warps (GPU run 399); elsewhere chunks of 2048-4096 at 4 warps, LayerNorm's 8193-12288 head + tail
     for m in (1, 2048):
-        assert fwd(m, 12289) == fwd(m, 16384) == (4096, 4, 8, 0)
+        assert fwd(m, 12289) == ((2048, 7, 8, 0) if m == 2048 else (4096, 4, 8, 0)) and fwd(m, 16384) == (4096, 4, 8, 0)
         assert fwd(m, 8192, True) == (4096, 2, 16, 0) and fwd(m, 16384, True) == (4096, 4, 16, 0)
         assert fwd(m, 8191, True) == ((8192, 1, 16, 0) if m == 2048 else (2048, 4, 4, 0))  # round 47 below
         assert fwd(m, 16385, True) == fwd(m, 16385) == (4096, 5, 4, 0)
@@ -725,6 +725,9 @@ def test_few_waves_rules():
         assert fwd(m, 4608, True) == fwd(m, 6144, True) == (2048, 3, 4, 0)
         assert fwd(m, 8192) == (2048, 4, 4, 0) and config.fwd_config(m, 5120, has_mask=True).tail_n == 0
     assert fwd(1024, 5120) == (1024, 5, 4, 0) and fwd(1024, 7168, True) == (2048, 4, 4, 0)
+    # LayerNorm's 1025-2048 rows of 12289-14336: chunks of 2048 at 8 warps (run 408); 14337 and 1024 rows as before
+    assert fwd(1025, 12289) == fwd(2048, 14336) == (2048, 7, 8, 0)
+    assert fwd(2048, 14337) == fwd(1024, 13312) == (4096, 4, 8, 0) and fwd(2048, 13312, True)[:3] == (4096, 4, 16)
     # the fused forward of more than 4096 rows of 512-4096 columns: two rows a tile, one of 4096 (32 a thread)
     for n, block_m, warps in ((512, 2, 1), (1024, 2, 2), (2048, 2, 4), (4096, 1, 4)):
         assert config.fwd_config(4097, n, has_mask=True) == config.LaunchConfig(block_m, n, 1, warps)
@@ -973,7 +976,7 @@ def test_few_waves_on_the_gpu(op):
     shapes += [(3000, 4400), (3000, 1300)]  # 16-bit weights: LayerNorm's 4096 + 512 at 2 warps, RMSNorm's 1024 + 512
     shapes += [(3000, 5888)]  # the fused forward's head + tail of 4096 + 2048 at 4 warps
     few_rows = [(1024, 12288), (700, 10240), (700, 14000), (300, 20480), (300, 10240), (700, 6144)]
-    few_rows += [(1500, 4500), (2000, 5200), (1100, 7000)]  # 1025-2048 rows: head + tail tiles, one tile of 8192
+    few_rows += [(1500, 4500), (2000, 5200), (1100, 7000), (1500, 13000)]  # 1025-2048 rows (round 47)
     for m, n in shapes + few_rows:  # few rows: 8 a thread (the fused forward; LayerNorm at 257-1024 rows)
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")

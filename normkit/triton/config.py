@@ -152,7 +152,8 @@ def fwd_config(
     tile of 8192 above), RMSNorm's of 6145-8191 one tile of 8192 at 16 warps. LayerNorm's few rows (at most 2048) of
     8193-12288 columns: a head tile of 8192 and a tail tile (257-512 rows:
     chunks of 2048 at 8 warps; 513-1024 rows of 4097-8192: chunks of 1024 at 4); of 12289-16384 (RMSNorm's
-    8192-16384): chunks of 4096 at 8 warps (RMSNorm 16). Some chunked rows' second pass loads a chunk ahead
+    8192-16384): chunks of 4096 at 8 warps (RMSNorm 16), LayerNorm's 1025-2048 rows of 12289-14336 chunks of 2048 at
+    8. Some chunked rows' second pass loads a chunk ahead
     (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
@@ -294,7 +295,7 @@ def _fwd_heuristic(
         # runs 403 on an H100 and 404 on an H200, 1536-2048 rows): LayerNorm's as a call of a few waves
         # (_few_waves_fwd: a head tile of 4096 and a tail tile up to 6144 columns, so not float32 weights at 4353-4608;
         # one tile of 8192 at 8 warps above), RMSNorm's one tile of 8192 at 16 warps. In turns against the chunks
-        # (``bench.ab``, H200, runs 404-405, the training forward and the inference call): LayerNorm x1.05-1.34 at
+        # (``bench.ab``, H200, runs 404-405, the training forward and the inference call): LayerNorm x1.04-1.34 at
         # 1100-2048 rows of 4400-7680 (bf16, fp16, bf16 x float32 weights), x1.63 at 2048 x 8191; RMSNorm x1.04-1.23
         # at 1100-2048 rows of 6200-8000, but x0.979-1.000 at 1100 x 7168 and 2048 x 8191. Below 6145 columns
         # RMSNorm's head + tail tiles ran x1.04-1.15 at 2048 rows but x0.945-0.990 at 1100-1536 rows, and one tile of
@@ -334,6 +335,12 @@ def _fwd_heuristic(
         # few rows of 8193-12288 columns: a head tile of 8192 and a tail tile, 8 warps (1024 x 12288 bf16: 2148 ->
         # 2419 GB/s, one tile of 16384 at 16 warps 2234; cuDNN 2868; GPU run 110)
         return LaunchConfig(1, widest, 1, 8, tail_n=row_block_n(n - widest))
+    elif not is_rms and not has_mask and m == 2048 and 12288 < n <= 14336:
+        # LayerNorm's 1025-2048 rows of 12289-14336 columns: chunks of 2048 at 8 warps (8 a thread), not 4096 (16).
+        # Forced at 2048 x 13312 bf16 (GPU run 407, H200): x1.068. In turns (``bench.ab``, run 408, H200): 2048 x
+        # 12800 / 13312 / 14336 x1.040-1.076 (training forward and inference call), 1100 x 13312 / 14000 fp16
+        # x1.005-1.018
+        chunked = _chunked(n, widest, 2048, 8, one_tile)
     elif not has_mask and (12288 < n <= 16384 or (is_rms and 8192 <= n <= 12288)):
         # few rows of 12289-16384 columns (RMSNorm's of 8192-16384): chunks of 4096 at 8 warps, 16 elements a thread
         # (RMSNorm's at 16, 8 a thread). Forced in turns against the rule below (4 warps, 32 a thread; GPU run 399,
