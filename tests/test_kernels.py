@@ -714,7 +714,7 @@ def test_few_waves_rules():
     assert fwd(1024, 8192, True) == (4096, 2, 16, 0)  # RMSNorm keeps its own
     # 1025-2048 rows of 4353-8191 columns (RMSNorm's of 6145-8191): one program a row without chunks, LayerNorm's
     # as a few waves' (head + tail tiles, one tile of 8192 above 6144), RMSNorm's one tile of 8192 at 16 warps (runs
-    # 403-404); not float32 weights at 4353-4608, not 513-1024 rows, not 4352 or 8192 columns
+    # 403-405); not float32 weights at 4353-4608, not 513-1024 rows, not 4352 or 8192 columns
     for m in (1025, 2048):
         assert fwd(m, 4353) == fwd(m, 4608) == (4096, 1, 2, 512) and fwd(m, 5120) == (4096, 1, 4, 1024)
         assert fwd(m, 6144) == fwd(m, 6144, w_bytes=4) == (4096, 1, 8, 2048)
