@@ -150,11 +150,10 @@ def fwd_config(
     tail tile (``tail_n``; the masked forward's too at 4353-5888 with 16-bit weights, its tail of 2048 at 4 warps);
     1025-2048 rows of 4353-8191 columns: LayerNorm's as a few waves' (a head tile of 4096 and a tail up to 6144, one
     tile of 8192 above), RMSNorm's of 6145-8191 one tile of 8192 at 16 warps. LayerNorm's few rows (at most 2048) of
-    8193-12288 columns: a head tile of 8192 and a tail tile (257-512 rows:
-    chunks of 2048 at 8 warps; 513-1024 rows of 4097-8192: chunks of 1024 at 4); of 12289-16384 (RMSNorm's
-    8192-16384): chunks of 4096 at 8 warps (RMSNorm 16), LayerNorm's 1025-2048 rows of 12289-14336 chunks of 2048 at
-    8. Some chunked rows' second pass loads a chunk ahead
-    (``_second_pass_ahead``).
+    8193-12288 columns: a head tile of 8192 and a tail tile (257-512 rows: chunks of 2048 at 8 warps; 513-1024 rows
+    of 4097-8192: chunks of 1024 at 4); of 12289-16384 (RMSNorm's 8192-16384): chunks of 4096 at 8 warps (RMSNorm
+    16), but LayerNorm's 1025-2048 rows of 12289-14336 chunks of 2048 at 8 warps. Some chunked rows' second pass
+    loads a chunk ahead (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -289,7 +288,7 @@ def _fwd_heuristic(
         head_tail = _few_waves_fwd(n, is_rms, w_bytes, x_fp16, widest, one_tile)
         if head_tail.tail_n:
             return replace(head_tail, num_warps=min(4, head_tail.num_warps))
-    if m == 2048 and not has_mask and one_tile + one_tile // 16 < n < widest and (n > 6144 or not is_rms):
+    if m == 2048 and not has_mask and one_tile + one_tile // 16 < n < widest and (not is_rms or n > one_tile * 3 // 2):
         # the plain forwards of 1025-2048 rows of 4353-8191 columns (RMSNorm's of 6145-8191) in one program a row
         # without chunks, where chunks of 2048 at 4 warps (16 a thread) ran 1.05-1.29x slower (forced in turns, GPU
         # runs 403 on an H100 and 404 on an H200, 1536-2048 rows): LayerNorm's as a call of a few waves
