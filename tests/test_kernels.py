@@ -665,7 +665,7 @@ def test_few_waves_rules():
     assert config.fwd_config(2048, 3584, True).block_m == config.fwd_config(32768, 3584, True).block_m == 2
     assert config.fwd_config(4096, 4096, True).block_m == 2
     assert fwd(1024, 12288) == (8192, 1, 8, 4096)  # few rows: LayerNorm's head + tail
-    assert fwd(1024, 12288, True)[3] == fwd(1024, 12289)[3] == 0
+    assert fwd(1024, 12289, True)[3] == fwd(1024, 12289)[3] == fwd(512, 12288, True)[3] == 0
 
     # the fused forward of a few waves of rows of 4353-5888 with 16-bit weights takes the plain one's head + tail
     # tiles, the tail of 2048 at 4 warps (GPU runs 396-398)
@@ -725,6 +725,23 @@ def test_few_waves_rules():
         assert fwd(m, 4608, True) == fwd(m, 6144, True) == (2048, 3, 4, 0)
         assert fwd(m, 8192) == (2048, 4, 4, 0) and config.fwd_config(m, 5120, has_mask=True).tail_n == 0
     assert fwd(1024, 5120) == (1024, 5, 4, 0) and fwd(1024, 7168, True) == (2048, 4, 4, 0)
+    # LayerNorm's 513-2048 rows of 8193-9216 (a tail of at most an eighth of the head): chunks of 4 a thread, 1024 at
+    # 8 warps, 2048 at 16 above 1024 rows (runs 411-412); 9217, 512 rows, 2049 rows and the fused forward as before
+    for m in (513, 1024):
+        assert fwd(m, 8193) == fwd(m, 9216) == fwd(m, 9216, w_bytes=4) == (1024, 9, 8, 0)
+    assert fwd(1025, 8193) == fwd(2048, 9216) == (2048, 5, 16, 0)
+    assert config.infer_config(1024, 9216) == config.fwd_config(1024, 9216)
+    assert fwd(1024, 9217) == (8192, 1, 8, 2048) and fwd(1, 9216) == (8192, 1, 8, 1024)
+    assert fwd(512, 9216) == fwd(3000, 9216) == (2048, 5, 8, 0)
+    assert fused(1024, 9216) == fused(3000, 9216) == config.LaunchConfig(1, 2048, 5, 8)
+    # RMSNorm's 513-2048 rows of 8193-12288: a head tile of 8192 and a tail at 16 warps (runs 411-412); 8192, 12289,
+    # 512 rows and 2049 rows as before
+    for m in (513, 1024, 2048):
+        assert fwd(m, 8193, True) == (8192, 1, 16, 16) and fwd(m, 8704, True) == (8192, 1, 16, 512)
+        assert fwd(m, 12288, True) == fwd(m, 12288, True, w_bytes=4) == (8192, 1, 16, 4096)
+        assert fwd(m, 8192, True) == (4096, 2, 16, 0) and fwd(m, 12289, True) == (4096, 4, 16, 0)
+    assert fwd(512, 10240, True) == fwd(3000, 10240, True) == (4096, 3, 16, 0)
+    assert config.infer_config(2048, 10240, True) == config.fwd_config(2048, 10240, True)
     # LayerNorm's 1025-2048 rows of 12289-14336: chunks of 2048 at 8 warps (run 408); 14337 and 1024 rows as before
     assert fwd(1025, 12289) == fwd(2048, 14336) == (2048, 7, 8, 0)
     assert fwd(2048, 14337) == fwd(1024, 13312) == (4096, 4, 8, 0) and fwd(2048, 13312, True)[:3] == (4096, 4, 16)
@@ -977,6 +994,7 @@ def test_few_waves_on_the_gpu(op):
     shapes += [(3000, 5888)]  # the fused forward's head + tail of 4096 + 2048 at 4 warps
     few_rows = [(1024, 12288), (700, 10240), (700, 14000), (300, 20480), (300, 10240), (700, 6144)]
     few_rows += [(1500, 4500), (2000, 5200), (1100, 7000), (1500, 13000)]  # 1025-2048 rows (round 47)
+    few_rows += [(1000, 9216), (1800, 8800), (700, 8200), (600, 12000)]  # 513-2048 rows of 8193-12288 (round 48)
     for m, n in shapes + few_rows:  # few rows: 8 a thread (the fused forward; LayerNorm at 257-1024 rows)
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")
