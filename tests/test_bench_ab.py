@@ -167,3 +167,28 @@ def test_peers_forward_is_their_training_forward(op, training):
     assert seen and all(s == training for s in seen)
     if case.direction == "fwd":
         assert out.grad_fn is None  # the graph is not kept beyond the call
+
+
+def test_a_backward_that_writes_into_its_gradient_leaves_the_shared_dy_alone():
+    """Liger's RMSNorm backward stores dx into the gradient it is handed (``in_place``); each provider's backward gets
+    its own copy of dy, so the providers timed after it read the dy the reference used."""
+    from normkit.bench import cases, providers
+
+    class WritesIntoItsGradient(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            return x * w
+
+        @staticmethod
+        def backward(ctx, dy):
+            dw = dy.sum(0)
+            dy.mul_(2)  # as an in-place backward reuses dy's memory for dx
+            return dy, dw
+
+    case = cases.Case("rms_bwd", 3, 16, "fp32", "fp32")
+    inputs = cases.make_inputs(case, device=DEVICE)
+    dy = inputs.dy.clone()
+    backward = providers._autograd(lambda x, w, b: WritesIntoItsGradient.apply(x, w), case, inputs)
+    first, second = backward()[0].clone(), backward()[0]
+    assert torch.equal(inputs.dy, dy)  # the shared dy is unchanged
+    assert torch.equal(first, 2 * dy) and torch.equal(second, 4 * dy)  # the copy did change: the test can fail

@@ -95,7 +95,10 @@ def _autograd(fn, case: Case, t: Inputs):
     normkit's, cuDNN's and Liger's forwards store them (run on inputs that need no gradient, torch.compile's forward
     stored none and was 1-5% faster at 32768 x 256-1024: benchmarks/README.md, round 25). An inference call runs on
     inputs that need no gradient. A backward: the forward once outside the timed region; the timed callable runs
-    only the backward."""
+    only the backward, on its own copy of dy: Liger's RMSNorm backward writes dx into the gradient it is handed (its
+    ``in_place``, on by default), which left the shared dy changed for every provider timed after it (torch.compile's
+    RMSNorm backward came out wrong, NaN in dx, at every shape where it ran after Liger: benchmarks/README.md, round
+    48)."""
     if case.direction == "infer":
         return lambda: fn(t.x, t.weight, t.bias)
     x = t.x.detach().requires_grad_(True)
@@ -106,7 +109,8 @@ def _autograd(fn, case: Case, t: Inputs):
     y = fn(x, w, b)
     y = y[0] if isinstance(y, tuple) else y
     leaves = [x, w] + ([b] if b is not None else [])
-    return lambda: torch.autograd.grad(y, leaves, t.dy, retain_graph=True)
+    dy = t.dy.clone()
+    return lambda: torch.autograd.grad(y, leaves, dy, retain_graph=True)
 
 
 def _detached(out):
