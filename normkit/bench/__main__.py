@@ -13,6 +13,7 @@ import csv
 import datetime
 import os
 import platform
+import sys
 
 import torch
 
@@ -104,7 +105,8 @@ def measure(cases, providers, *, warmup=25, rep=100, timer="backlog", on_row=Non
     copy = copy_bandwidth_gbs(do_bench)
     print(f"{meta['gpu']}: device-to-device copy {copy:.0f} GB/s", flush=True)
     rows = []
-    for case in tqdm(cases, desc="cases"):
+    # the bar only on a terminal: piped into a log, its carriage returns put each case's first row on the bar's line
+    for case in tqdm(cases, desc="cases", disable=not sys.stderr.isatty()):
         inputs = make_inputs(case)
         nbytes = bytes_moved(case)
         results = {}
