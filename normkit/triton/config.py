@@ -337,16 +337,16 @@ def _fwd_heuristic(
         # thread in the head + tail launch below): chunks of 4 elements a thread, 1024 at 8 warps (513-1024 rows) or
         # 2048 at 16 (1025-2048). Forced in turns (GPU run 411, H100): 1024 x 9216 x1.18-1.21 (bf16, fp16, bf16 x
         # float32 weights), 600 x 9216 x1.34, 2048 x 9216 x1.24 (chunks of 2048 at 16), 1536 x 9216 fp16 x1.23; at
-        # 9728-12288 and at 512 rows the launches before stayed the fastest. In turns (``bench.ab``, runs 412-413,
-        # H100, training forward and inference call): x1.090-1.306 at 600-2048 rows of 8448-9216 (bf16, fp16, bf16 x
-        # float32 weights), level at 8200 (a last chunk of 8 columns: x1.002-1.007). Not timed on an H200
+        # 9728-12288 and at 512 rows the launches before stayed the fastest. In turns (``bench.ab``, runs 412-413 and
+        # 416, H100, training forward and inference call): x1.090-1.332 at 600-2048 rows of 8448-9216 (bf16, fp16,
+        # bf16 x float32 weights), level at 8200 (a last chunk of 8 columns: x1.002-1.007). Not timed on an H200
         chunked = _chunked(n, widest, 1024 if m == 1024 else 2048, 4, one_tile)
     elif is_rms and not has_mask and m in (1024, 2048) and widest < n <= widest + widest // 2:
         # RMSNorm's 513-2048 rows of 8193-12288 columns: a head tile of 8192 and a tail tile at 16 warps, not chunks
         # of 4096 (below). Forced in turns (GPU run 411, H100, 1024 rows): x1.026-1.088 (9216-12288). In turns
-        # (``bench.ab``, runs 412-413, H100): x1.026-1.111 at 600-2048 rows of 8200-12288 (bf16, fp16; the inference
-        # call x1.035-1.079), with float32 weights x1.010 / x1.044 (1024 x 9216 / 12288), but 2048 x 11000 fp16 level
-        # (x0.997). Not timed on an H200
+        # (``bench.ab``, runs 412-413, 416, H100): x1.024-1.111 at 600-2048 rows of 8200-12288 (bf16, fp16; the
+        # inference call x1.035-1.079), with float32 weights x1.010-1.044 (1024 x 9216 / 12288, 1536 x 10240), but
+        # 2048 x 11000 fp16 level (x0.997). Not timed on an H200
         return LaunchConfig(1, widest, 1, 16, tail_n=row_block_n(n - widest))
     elif not is_rms and not has_mask and widest < n <= widest + widest // 2:
         # few rows of 8193-12288 columns: a head tile of 8192 and a tail tile, 8 warps (1024 x 12288 bf16: 2148 ->
