@@ -153,9 +153,8 @@ def fwd_config(
     8193-12288 columns: a head tile of 8192 and a tail tile (257-512 rows: chunks of 2048 at 8 warps; 513-1024 rows
     of 4097-8192: chunks of 1024 at 4; 513-2048 rows of 8193-9216: chunks of 4 a thread, 1024 at 8 warps or, above
     1024 rows, 2048 at 16); of 12289-16384 (RMSNorm's 8192-16384): chunks of 4096 at 8 warps (RMSNorm 16), but
-    LayerNorm's 1025-2048 rows of 12289-14336 chunks of 2048 at 8 warps, and RMSNorm's 513-2048 rows of 8193-12288 a
-    head tile of 8192 and a tail tile at 16 warps. Some chunked rows' second pass loads a chunk ahead
-    (``_second_pass_ahead``).
+    LayerNorm's 1025-2048 rows of 12289-14336 chunks of 2048 at 8 warps. Some chunked rows' second pass loads a chunk
+    ahead (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -337,17 +336,11 @@ def _fwd_heuristic(
         # thread in the head + tail launch below): chunks of 4 elements a thread, 1024 at 8 warps (513-1024 rows) or
         # 2048 at 16 (1025-2048). Forced in turns (GPU run 411, H100): 1024 x 9216 x1.18-1.21 (bf16, fp16, bf16 x
         # float32 weights), 600 x 9216 x1.34, 2048 x 9216 x1.24 (chunks of 2048 at 16), 1536 x 9216 fp16 x1.23; at
-        # 9728-12288 and at 512 rows the launches before stayed the fastest. In turns (``bench.ab``, runs 412-413 and
-        # 416, H100, training forward and inference call): x1.090-1.332 at 600-2048 rows of 8448-9216 (bf16, fp16,
-        # bf16 x float32 weights), level at 8200 (a last chunk of 8 columns: x1.002-1.007). Not timed on an H200
+        # 9728-12288 and at 512 rows the launches before stayed the fastest. In turns (``bench.ab``, training forward
+        # and inference call): on an H100 (runs 412-413 and 416) x1.090-1.332 at 600-2048 rows of 8448-9216 (bf16,
+        # fp16, bf16 x float32 weights), level at 8200 (a last chunk of 8 columns: x1.002-1.007); on an H200 (run 420)
+        # x1.277-1.415 at 600-2048 rows of 8704 / 9216
         chunked = _chunked(n, widest, 1024 if m == 1024 else 2048, 4, one_tile)
-    elif is_rms and not has_mask and m in (1024, 2048) and widest < n <= widest + widest // 2:
-        # RMSNorm's 513-2048 rows of 8193-12288 columns: a head tile of 8192 and a tail tile at 16 warps, not chunks
-        # of 4096 (below). Forced in turns (GPU run 411, H100, 1024 rows): x1.026-1.088 (9216-12288). In turns
-        # (``bench.ab``, runs 412-413, 416, H100): x1.024-1.111 at 600-2048 rows of 8200-12288 (bf16, fp16; the
-        # inference call x1.035-1.079), with float32 weights x1.010-1.044 (1024 x 9216 / 12288, 1536 x 10240), but
-        # 2048 x 11000 fp16 level (x0.997). Not timed on an H200
-        return LaunchConfig(1, widest, 1, 16, tail_n=row_block_n(n - widest))
     elif not is_rms and not has_mask and widest < n <= widest + widest // 2:
         # few rows of 8193-12288 columns: a head tile of 8192 and a tail tile, 8 warps (1024 x 12288 bf16: 2148 ->
         # 2419 GB/s, one tile of 16384 at 16 warps 2234; cuDNN 2868; GPU run 110)
@@ -362,7 +355,10 @@ def _fwd_heuristic(
         # few rows of 12289-16384 columns (RMSNorm's of 8192-16384): chunks of 4096 at 8 warps, 16 elements a thread
         # (RMSNorm's at 16, 8 a thread). Forced in turns against the rule below (4 warps, 32 a thread; GPU run 399,
         # H200, bf16): LayerNorm 2048 / 1024 x 16384 x1.093 / x1.097; RMSNorm 2048 x 8192 / 12288 x1.104 / x1.132,
-        # 1024 x 16384 x1.156
+        # 1024 x 16384 x1.156. RMSNorm's 513-2048 rows of 8193-12288 as a head tile of 8192 and a tail at 16 warps
+        # (round 48, ``bench.ab``): x1.02-1.11 on an H100 (runs 412-416), but on an H200 (run 420) x0.954-0.984 at 6
+        # of 9 shapes (1024 x 8704 / 10240 / 12288, 2048 x 12288, 1536 x 10240 with float32 weights) and x1.007-1.067
+        # at the other 3: not taken
         chunked = _chunked(n, widest, 4096, 8 if is_rms else 16, one_tile)
     else:  # few rows: small programs (at most 4 warps), so that all of them run in the first wave
         chunked = _chunked(n, widest, 2048 if n <= 8192 else 4096, 16, one_tile)
