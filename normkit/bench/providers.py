@@ -97,8 +97,7 @@ def _autograd(fn, case: Case, t: Inputs):
     inputs that need no gradient. A backward: the forward once outside the timed region; the timed callable runs
     only the backward, on its own copy of dy: Liger's RMSNorm backward writes dx into the gradient it is handed (its
     ``in_place``, on by default), which left the shared dy changed for every provider timed after it (torch.compile's
-    RMSNorm backward came out wrong, NaN in dx, at every shape where it ran after Liger: benchmarks/README.md, round
-    48)."""
+    RMSNorm backward, timed after Liger's, failed its check: benchmarks/README.md, round 48)."""
     if case.direction == "infer":
         return lambda: fn(t.x, t.weight, t.bias)
     x = t.x.detach().requires_grad_(True)
