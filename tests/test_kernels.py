@@ -627,6 +627,40 @@ def test_backward_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, has_db
         check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=has_dbias)
 
 
+@pytest.mark.parametrize(
+    "props, slower",
+    [
+        ({"memory_clock_rate": 2619000, "memory_bus_width": 5120}, True),  # an H100 SXM: 3.35 TB/s
+        ({"memory_clock_rate": 3201000, "memory_bus_width": 6144}, False),  # an H200: 4.9 TB/s
+        ({}, False),  # a torch whose device properties do not say
+    ],
+)
+def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
+    """``config.slower_dram``: a GPU whose peak DRAM bandwidth (memory clock x bus width x 2) is below
+    ``SLOWER_DRAM_BELOW`` takes the rules of ``slower_dram``; the CPU never does. The forward's plan passes it on:
+    RMSNorm's 600 x 9216 then launches as a head tile of 8192 and a tail of 1024."""
+    import types
+
+    from normkit.triton import config, ops
+
+    bandwidth = config.dram_bytes_per_s(types.SimpleNamespace(**props))
+    assert (0 < bandwidth < config.SLOWER_DRAM_BELOW) is slower and config.slower_dram(-1) is False
+    if HAS_GPU:  # this GPU's own answer, as its properties say
+        real = config.dram_bytes_per_s(torch.cuda.get_device_properties(0))
+        assert config.slower_dram(0) is (0 < real < config.SLOWER_DRAM_BELOW)
+    monkeypatch.setattr(config, "slower_dram", lambda index: slower)
+    ops._forward_plan.cache_clear()
+    try:
+        launched = _record_launches(monkeypatch, "NORM_FWD")
+        x = torch.randn(600, 9216, device=DEVICE, dtype=torch.bfloat16)
+        w = torch.ones(9216, device=DEVICE, dtype=torch.bfloat16)
+        ops.rms_norm_fwd(x, w, None, 1e-5)
+        assert (launched[0]["TAIL_N"], launched[0]["BLOCK_N"]) == ((1024, 8192) if slower else (0, 4096))
+    finally:
+        monkeypatch.undo()
+        ops._forward_plan.cache_clear()
+
+
 def test_few_waves_rules():
     """2049-4096 rows (a call of a few waves of programs) take their own rules (``config._few_waves_fwd``,
     ``_few_waves_bwd`` and ``_few_waves_masked_bwd``); many rows and the fused forward keep theirs."""
@@ -731,12 +765,34 @@ def test_few_waves_rules():
         assert fwd(m, 8193) == fwd(m, 9216) == fwd(m, 9216, w_bytes=4) == (1024, 9, 8, 0)
     assert fwd(1025, 8193) == fwd(2048, 9216) == (2048, 5, 16, 0)
     assert config.infer_config(1024, 9216) == config.fwd_config(1024, 9216)
-    assert fwd(1024, 9217) == (8192, 1, 8, 2048) and fwd(1, 9216) == (8192, 1, 8, 1024)
+    assert fwd(1024, 9217) == fwd(1, 9217) == (8192, 1, 8, 2048) and fwd(256, 12288) == (8192, 1, 8, 4096)
     assert fwd(512, 9216) == fwd(3000, 9216) == (2048, 5, 8, 0)
-    assert fused(1024, 9216) == fused(3000, 9216) == config.LaunchConfig(1, 2048, 5, 8)
+    assert fused(1024, 9216) == fused(3000, 9216) == fused(1, 9216) == config.LaunchConfig(1, 2048, 5, 8)
+    # and 1-256 rows of 8193-9216 (run 422): chunks of 2048 at 16 warps, as 1025-2048 rows; RMSNorm as before
+    for m in (1, 200, 256):
+        assert fwd(m, 8193) == fwd(m, 9216) == fwd(m, 9216, w_bytes=4) == (2048, 5, 16, 0)
+        assert config.infer_config(m, 9216) == config.fwd_config(m, 9216)
+        assert fwd(m, 9216, True) == (4096, 3, 16, 0)
     # RMSNorm's few rows of 8193-12288 keep their chunks of 4096 at 16 warps (its head + tail lost on an H200, run 420)
+    # but on slower DRAM (an H100, ``slower_dram``) take a head tile of 8192 and a tail at 16 warps, 513-2048 rows
+    # (runs 411-416); the training forward and the inference call, any weights; not LayerNorm, 512 or 2049 rows
     for m in (1, 512, 513, 1024, 2048):
         assert fwd(m, 8704, True) == fwd(m, 12288, True) == fwd(m, 12288, True, w_bytes=4) == (4096, 3, 16, 0)
+
+        def slower(n, w_bytes=2, m=m):
+            return config.fwd_config(m, n, True, w_bytes=w_bytes, slower_dram=True)
+
+        if m > 512:
+            assert slower(9216) == slower(9216, w_bytes=4) == config.LaunchConfig(1, 8192, 1, 16, tail_n=1024)
+            assert slower(8193) == config.LaunchConfig(1, 8192, 1, 16, tail_n=16)
+            assert slower(12288) == config.infer_config(m, 12288, True, slower_dram=True)
+            assert slower(12288) == config.LaunchConfig(1, 8192, 1, 16, tail_n=4096)
+        else:
+            assert slower(12288) == config.fwd_config(m, 12288, True)
+        assert slower(8192) == config.fwd_config(m, 8192, True) and slower(12289) == config.fwd_config(m, 12289, True)
+        assert config.fwd_config(m, 9216, slower_dram=True) == config.fwd_config(m, 9216)
+        assert config.fwd_config(m, 9216, has_mask=True, slower_dram=True) == config.fwd_config(m, 9216, has_mask=True)
+    assert config.fwd_config(2049, 9216, True, slower_dram=True) == config.fwd_config(2049, 9216, True)
     # LayerNorm's 1025-2048 rows of 12289-14336: chunks of 2048 at 8 warps (run 408); 14337 and 1024 rows as before
     assert fwd(1025, 12289) == fwd(2048, 14336) == (2048, 7, 8, 0)
     assert fwd(2048, 14337) == fwd(1024, 13312) == (4096, 4, 8, 0) and fwd(2048, 13312, True)[:3] == (4096, 4, 16)
@@ -990,6 +1046,7 @@ def test_few_waves_on_the_gpu(op):
     few_rows = [(1024, 12288), (700, 10240), (700, 14000), (300, 20480), (300, 10240), (700, 6144)]
     few_rows += [(1500, 4500), (2000, 5200), (1100, 7000), (1500, 13000)]  # 1025-2048 rows (round 47)
     few_rows += [(1000, 9216), (1800, 8800), (700, 8200), (600, 12000)]  # 513-2048 rows of 8193-12288 (round 48)
+    few_rows += [(200, 9000), (1, 8193)]  # 1-256 rows of 8193-9216 (round 49); on an H100 RMSNorm's head + tail above
     for m, n in shapes + few_rows:  # few rows: 8 a thread (the fused forward; LayerNorm at 257-1024 rows)
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")

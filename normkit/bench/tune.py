@@ -95,15 +95,16 @@ def candidates(case: Case) -> list[LaunchConfig]:
 
 def heuristic_config(case: Case) -> LaunchConfig:
     """The launch config the heuristic gives the case's op (the benchmark's backward ops compute dB for LayerNorm,
-    not for RMSNorm, as the providers call them)."""
+    not for RMSNorm, as the providers call them), on the GPU the tuner runs on (``config.slower_dram``)."""
     is_rms = case.kind == "rms_norm"
     has_mask = case.kind == "layer_norm_clamped_relu"
     x_bytes, w_bytes = _DTYPES[case.x_dtype].itemsize, _DTYPES[case.w_dtype].itemsize
     x_fp16 = _DTYPES[case.x_dtype] == torch.float16
+    slower_dram = torch.cuda.is_available() and config.slower_dram(torch.cuda.current_device())
     if case.direction == "infer":
-        return config.infer_config(case.m, case.n, is_rms, w_bytes=w_bytes, x_fp16=x_fp16)
+        return config.infer_config(case.m, case.n, is_rms, w_bytes, x_fp16, slower_dram)
     if case.direction != "bwd":
-        return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask, w_bytes=w_bytes, x_fp16=x_fp16)
+        return config.fwd_config(case.m, case.n, is_rms, has_mask, w_bytes, x_fp16, slower_dram)
     return config.bwd_config(case.m, case.n, not is_rms, has_mask, is_rms, x_bytes=x_bytes, w_bytes=w_bytes)
 
 

@@ -132,8 +132,9 @@ def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
 
 
 def fwd_config(
-    m: int, n: int, is_rms: bool = False, has_mask: bool = False, w_bytes: int = 2, x_fp16: bool = False
-) -> LaunchConfig:
+    m: int, n: int, is_rms: bool = False, has_mask: bool = False, w_bytes: int = 2, x_fp16: bool = False,
+    slower_dram: bool = False,
+) -> LaunchConfig:  # fmt: skip
     """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns), 32
     elements a thread (RMSNorm's tiles of 2 rows of 1024: 16). Above 4096 columns, when there are more than 2048 rows, 4
     elements a thread (as Inductor's looped reductions): chunks of 2048 at 16 warps, or for LayerNorm up to 8192 columns
@@ -152,9 +153,10 @@ def fwd_config(
     tile of 8192 above), RMSNorm's of 6145-8191 one tile of 8192 at 16 warps. LayerNorm's few rows (at most 2048) of
     8193-12288 columns: a head tile of 8192 and a tail tile (257-512 rows: chunks of 2048 at 8 warps; 513-1024 rows
     of 4097-8192: chunks of 1024 at 4; 513-2048 rows of 8193-9216: chunks of 4 a thread, 1024 at 8 warps or, above
-    1024 rows, 2048 at 16); of 12289-16384 (RMSNorm's 8192-16384): chunks of 4096 at 8 warps (RMSNorm 16), but
-    LayerNorm's 1025-2048 rows of 12289-14336 chunks of 2048 at 8 warps. Some chunked rows' second pass loads a chunk
-    ahead (``_second_pass_ahead``).
+    1024 rows, 2048 at 16; 1-256 rows of 8193-9216: chunks of 2048 at 16); of 12289-16384 (RMSNorm's 8192-16384):
+    chunks of 4096 at 8 warps (RMSNorm 16; on slower DRAM, ``slower_dram``, RMSNorm's 513-2048 rows of 8193-12288 a
+    head tile of 8192 and a tail tile at 16 warps), but LayerNorm's 1025-2048 rows of 12289-14336 chunks of 2048 at 8
+    warps. Some chunked rows' second pass loads a chunk ahead (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -183,10 +185,12 @@ def fwd_config(
 
     ``w_bytes``: the size of an element of the weights (``ops`` passes the weight's), which some rules of calls of a
     few waves follow (``_few_waves_persistent_fwd``, ``_few_waves_fwd``): their launches that gain with 16-bit
-    weights lose with float32 ones. ``x_fp16``: x is float16 (``_few_waves_fwd``'s rows of 12289-14336 columns)."""
+    weights lose with float32 ones. ``x_fp16``: x is float16 (``_few_waves_fwd``'s rows of 12289-14336 columns).
+    ``slower_dram``: the GPU's DRAM is slower than the H200's that the rules were fitted on (``slower_dram``, an
+    H100's): RMSNorm's few rows of 8193-12288 columns then take a head tile and a tail tile."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, w_bytes, x_fp16, tuple(LIMITS.values()))
+    return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, w_bytes, x_fp16, slower_dram, tuple(LIMITS.values()))
 
 
 def bwd_config(
@@ -226,7 +230,9 @@ def bwd_config(
     return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, w_bytes, limits)
 
 
-def infer_config(m: int, n: int, is_rms: bool = False, w_bytes: int = 2, x_fp16: bool = False) -> LaunchConfig:
+def infer_config(
+    m: int, n: int, is_rms: bool = False, w_bytes: int = 2, x_fp16: bool = False, slower_dram: bool = False
+) -> LaunchConfig:
     """The inference forward's launch (y alone, no statistics or mask stored: ``ops.infer_unchecked``): for many rows
     (more than 8192) of 256 columns, four rows (RMSNorm eight) a program of 2 warps, one program a row block; RMSNorm's
     rows of 257-1024 columns in tiles of 1024 elements at one warp (Inductor's tile for these rows); elsewhere the
@@ -238,22 +244,24 @@ def infer_config(m: int, n: int, is_rms: bool = False, w_bytes: int = 2, x_fp16:
     (12.90); RMSNorm at 512 22.02 -> 20.99 (20.93), 1024 37.89 -> 36.83 (36.86), 16384 x 512 13.73 -> 13.09 (13.02),
     8200 x 1024 13.92 -> 13.50 (13.60). LayerNorm's rows of 512 and 1024 kept the training forward's tiles (every
     other tile within 1.6% or slower; level with torch.compile at 32768 rows), as did calls of 4096 rows (tiles of 1024
-    at one warp 0.91-0.97x there). ``w_bytes``, ``x_fp16``: as ``fwd_config``'s."""
+    at one warp 0.91-0.97x there). ``w_bytes``, ``x_fp16``, ``slower_dram``: as ``fwd_config``'s."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    return _infer_heuristic(_rows_key(m), n, is_rms, w_bytes, x_fp16, tuple(LIMITS.values()))
+    return _infer_heuristic(_rows_key(m), n, is_rms, w_bytes, x_fp16, slower_dram, tuple(LIMITS.values()))
 
 
 # The launchers ask on every call; a few microseconds of Python each time is worth caching for small calls.
 # LIMITS is part of the key, so limits() still takes effect.
 @functools.lru_cache(maxsize=1024)
-def _infer_heuristic(m: int, n: int, is_rms: bool, w_bytes: int, x_fp16: bool, _limits: tuple) -> LaunchConfig:
+def _infer_heuristic(
+    m: int, n: int, is_rms: bool, w_bytes: int, x_fp16: bool, slower_dram: bool, _limits: tuple
+) -> LaunchConfig:
     block_n = row_block_n(n)
     if m > 8192 and block_n == 256:
         return LaunchConfig(8 if is_rms else 4, 256, 1, 2)
     if m > 8192 and is_rms and block_n in (512, 1024):
         return LaunchConfig(1024 // block_n, block_n, 1, 1)
-    return _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, _limits)
+    return _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, _limits)
 
 
 def _rows_key(m: int) -> int:
@@ -264,7 +272,7 @@ def _rows_key(m: int) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def _fwd_heuristic(
-    m: int, n: int, is_rms: bool, has_mask: bool, w_bytes: int, x_fp16: bool, _limits: tuple
+    m: int, n: int, is_rms: bool, has_mask: bool, w_bytes: int, x_fp16: bool, slower_dram: bool, _limits: tuple
 ) -> LaunchConfig:
     widest, one_tile = LIMITS["fwd_max_block_n"], LIMITS["fwd_one_tile_max_n"]
     if 2048 < m <= 4096 and not has_mask:
@@ -331,16 +339,26 @@ def _fwd_heuristic(
         # (``bench.ab``, H200, GPU run 402, bf16): 512 x 10240 / 12288 x1.187 / x1.163, 1024 x 4608 / 6144 / 8192
         # x1.142 / x1.109 / x1.079; but 512 x 6144 / 8192 x0.895 / x0.840, 256 x 8192 / 12288 fp16 x0.837 / x0.972
         chunked = _chunked(n, widest, 2048 if n > 8192 else 1024, 8, one_tile)
-    elif not is_rms and not has_mask and m in (1024, 2048) and widest < n <= widest + widest // 8:
-        # LayerNorm's 513-2048 rows of 8193-9216 columns (a tail of at most an eighth of the head, 2-4 elements a
-        # thread in the head + tail launch below): chunks of 4 elements a thread, 1024 at 8 warps (513-1024 rows) or
-        # 2048 at 16 (1025-2048). Forced in turns (GPU run 411, H100): 1024 x 9216 x1.18-1.21 (bf16, fp16, bf16 x
-        # float32 weights), 600 x 9216 x1.34, 2048 x 9216 x1.24 (chunks of 2048 at 16), 1536 x 9216 fp16 x1.23; at
-        # 9728-12288 and at 512 rows the launches before stayed the fastest. In turns (``bench.ab``, training forward
-        # and inference call): on an H100 (runs 412-413 and 416) x1.090-1.332 at 600-2048 rows of 8448-9216 (bf16,
-        # fp16, bf16 x float32 weights), level at 8200 (a last chunk of 8 columns: x1.002-1.007); on an H200 (run 420)
+    elif not is_rms and not has_mask and widest < n <= widest + widest // 8:
+        # LayerNorm's few rows (but 257-512, above) of 8193-9216 columns (a tail of at most an eighth of the head, 2-4
+        # elements a thread in the head + tail launch below): chunks of 4 elements a thread, 1024 at 8 warps (513-1024
+        # rows) or 2048 at 16 (1-256 and 1025-2048 rows). 1-256 rows forced in turns (GPU run 422, H100, 64-256 rows):
+        # x1.051-1.083 (bf16, fp16), x1.125 with float32 weights (256 x 9216); chunks of 2048 at 8 warps x1.000-1.108,
+        # of 1024 x0.86-0.97. 513-2048 rows forced in turns (GPU run 411, H100): 1024 x 9216 x1.18-1.21 (bf16, fp16,
+        # bf16 x float32 weights), 600 x 9216 x1.34, 2048 x 9216 x1.24 (chunks of 2048 at 16), 1536 x 9216 fp16 x1.23;
+        # at 9728-12288 and at 512 rows the launches before stayed the fastest. In turns (``bench.ab``, training forward
+        # and inference call): on an H100 (runs 412-413 and 416) x1.090-1.332 at 600-2048 rows of 8448-9216 (bf16, fp16,
+        # bf16 x float32 weights), level at 8200 (a last chunk of 8 columns: x1.002-1.007); on an H200 (run 420)
         # x1.277-1.415 at 600-2048 rows of 8704 / 9216
         chunked = _chunked(n, widest, 1024 if m == 1024 else 2048, 4, one_tile)
+    elif is_rms and not has_mask and slower_dram and m in (1024, 2048) and widest < n <= widest + widest // 2:
+        # RMSNorm's 513-2048 rows of 8193-12288 columns on a GPU of slower DRAM (an H100): a head tile of 8192 and a
+        # tail tile at 16 warps, not chunks of 4096 (below, fitted on an H200). Forced in turns (GPU run 411, H100,
+        # 1024 rows): x1.026-1.088 (9216-12288). In turns (``bench.ab``, training forward and inference call): on two
+        # H100s (runs 412-413, 416) x1.024-1.111 at 600-2048 rows of 8200-12288 (bf16, fp16), with float32 weights
+        # x1.010-1.044 (1024 x 9216 / 12288, 1536 x 10240), 2048 x 11000 fp16 level (x0.997); on an H200 (run 420)
+        # x0.954-0.984 at 6 of 9 shapes, so not there
+        return LaunchConfig(1, widest, 1, 16, tail_n=row_block_n(n - widest))
     elif not is_rms and not has_mask and widest < n <= widest + widest // 2:
         # few rows of 8193-12288 columns: a head tile of 8192 and a tail tile, 8 warps (1024 x 12288 bf16: 2148 ->
         # 2419 GB/s, one tile of 16384 at 16 warps 2234; cuDNN 2868; GPU run 110)
@@ -358,7 +376,7 @@ def _fwd_heuristic(
         # 1024 x 16384 x1.156. RMSNorm's 513-2048 rows of 8193-12288 as a head tile of 8192 and a tail at 16 warps
         # (round 48, ``bench.ab``): x1.02-1.11 on an H100 (runs 412-416), but on an H200 (run 420) x0.954-0.984 at 6
         # of 9 shapes (1024 x 8704 / 10240 / 12288, 2048 x 12288, 1536 x 10240 with float32 weights) and x1.007-1.067
-        # at the other 3: not taken
+        # at the other 3: taken on slower DRAM alone (above)
         chunked = _chunked(n, widest, 4096, 8 if is_rms else 16, one_tile)
     else:  # few rows: small programs (at most 4 warps), so that all of them run in the first wave
         chunked = _chunked(n, widest, 2048 if n <= 8192 else 4096, 16, one_tile)
@@ -936,6 +954,28 @@ def stands_in(x: torch.Tensor) -> bool:
 @functools.cache
 def multiprocessor_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+# the peak DRAM bandwidth (bytes a second) below which a GPU takes the rules of ``slower_dram``: between an H100's
+# 3.35e12 (HBM3) and an H200's 4.8e12 (HBM3e), which have the same 132 SMs and 50 MB of L2
+SLOWER_DRAM_BELOW = 4.0e12
+
+
+def dram_bytes_per_s(props) -> float:
+    """A GPU's peak DRAM bandwidth by its memory clock and bus width (two transfers a clock), from its
+    ``torch.cuda.get_device_properties``; 0 where they do not say (a torch without the fields)."""
+    clock_khz, bus_bits = getattr(props, "memory_clock_rate", 0), getattr(props, "memory_bus_width", 0)
+    return 2 * clock_khz * 1e3 * bus_bits / 8
+
+
+@functools.cache
+def slower_dram(device_index: int) -> bool:
+    """Whether the rules take their launches for a GPU whose DRAM is slower than the H200's they were fitted on
+    (``fwd_config``'s ``slower_dram``): a peak below ``SLOWER_DRAM_BELOW``. False on the CPU (``device_index`` -1)
+    and where the device does not say."""
+    if device_index < 0:
+        return False
+    return 0 < dram_bytes_per_s(torch.cuda.get_device_properties(device_index)) < SLOWER_DRAM_BELOW
 
 
 def persistent_programs(device: int, row_blocks: int, cfg: LaunchConfig) -> int:
