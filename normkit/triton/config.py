@@ -2,7 +2,8 @@
 
 The heuristic is plain Python (no ``@triton.autotune``), so it behaves the same under the CPU interpreter. Its
 numbers come from a measured sweep (``python -m normkit.bench.tune`` on an H200, see benchmarks/README.md): the
-tuner forces each candidate with ``forced()`` and times it.
+tuner forces each candidate with ``forced()`` and times it. Where a GPU of slower DRAM (an H100) measured another
+launch faster, the forward's rules take it there (``slower_dram``).
 """
 
 from __future__ import annotations
@@ -344,20 +345,23 @@ def _fwd_heuristic(
         # elements a thread in the head + tail launch below): chunks of 4 elements a thread, 1024 at 8 warps (513-1024
         # rows) or 2048 at 16 (1-256 and 1025-2048 rows). 1-256 rows forced in turns (GPU run 422, H100, 64-256 rows):
         # x1.051-1.083 (bf16, fp16), x1.125 with float32 weights (256 x 9216); chunks of 2048 at 8 warps x1.000-1.108,
-        # of 1024 x0.86-0.97. 513-2048 rows forced in turns (GPU run 411, H100): 1024 x 9216 x1.18-1.21 (bf16, fp16,
-        # bf16 x float32 weights), 600 x 9216 x1.34, 2048 x 9216 x1.24 (chunks of 2048 at 16), 1536 x 9216 fp16 x1.23;
-        # at 9728-12288 and at 512 rows the launches before stayed the fastest. In turns (``bench.ab``, training forward
-        # and inference call): on an H100 (runs 412-413 and 416) x1.090-1.332 at 600-2048 rows of 8448-9216 (bf16, fp16,
-        # bf16 x float32 weights), level at 8200 (a last chunk of 8 columns: x1.002-1.007); on an H200 (run 420)
-        # x1.277-1.415 at 600-2048 rows of 8704 / 9216
+        # of 1024 x0.84-0.97; in turns (``bench.ab``, runs 423 and 426, H100) x1.038-1.112 at 128-256 rows of 8448-9216
+        # (the inference call x1.065-1.097), level at 9728. 513-2048 rows forced in turns (GPU run 411, H100): 1024 x
+        # 9216 x1.18-1.21 (bf16, fp16, bf16 x float32 weights), 600 x 9216 x1.34, 2048 x 9216 x1.24 (chunks of 2048 at
+        # 16), 1536 x 9216 fp16 x1.23; at 9728-12288 and at 512 rows the launches before stayed the fastest. In turns
+        # (``bench.ab``, training forward and inference call): on an H100 (runs 412-413 and 416) x1.090-1.332 at
+        # 600-2048 rows of 8448-9216 (bf16, fp16, bf16 x float32 weights), level at 8200 (a last chunk of 8 columns:
+        # x1.002-1.007); on an H200 (run 420) x1.277-1.415 at 600-2048 rows of 8704 / 9216
         chunked = _chunked(n, widest, 1024 if m == 1024 else 2048, 4, one_tile)
     elif is_rms and not has_mask and slower_dram and m in (1024, 2048) and widest < n <= widest + widest // 2:
         # RMSNorm's 513-2048 rows of 8193-12288 columns on a GPU of slower DRAM (an H100): a head tile of 8192 and a
-        # tail tile at 16 warps, not chunks of 4096 (below, fitted on an H200). Forced in turns (GPU run 411, H100,
-        # 1024 rows): x1.026-1.088 (9216-12288). In turns (``bench.ab``, training forward and inference call): on two
-        # H100s (runs 412-413, 416) x1.024-1.111 at 600-2048 rows of 8200-12288 (bf16, fp16), with float32 weights
+        # tail tile at 16 warps, not chunks of 4096 (below, fitted on an H200). Forced in turns (GPU run 411, H100, 1024
+        # rows): x1.026-1.088 (9216-12288). In turns (``bench.ab``, training forward and inference call): on two H100s
+        # (runs 412-413, 416) x1.024-1.111 at 600-2048 rows of 8200-12288 (bf16, fp16), with float32 weights
         # x1.010-1.044 (1024 x 9216 / 12288, 1536 x 10240), 2048 x 11000 fp16 level (x0.997); on an H200 (run 420)
-        # x0.954-0.984 at 6 of 9 shapes, so not there
+        # x0.954-0.984 at 6 of 9 shapes, so not there. Taken (round 49), against chunks of 4096 on an H100
+        # (``bench.ab``, runs 423 and 426): x1.027-1.077 at 1024-2048 rows of 8704-12288 (the inference call
+        # x1.018-1.066), x1.116-1.119 at 600 x 9216 fp16, x1.014 at 1536 x 10240 with float32 weights
         return LaunchConfig(1, widest, 1, 16, tail_n=row_block_n(n - widest))
     elif not is_rms and not has_mask and widest < n <= widest + widest // 2:
         # few rows of 8193-12288 columns: a head tile of 8192 and a tail tile, 8 warps (1024 x 12288 bf16: 2148 ->
