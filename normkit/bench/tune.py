@@ -101,10 +101,11 @@ def heuristic_config(case: Case) -> LaunchConfig:
     x_bytes, w_bytes = _DTYPES[case.x_dtype].itemsize, _DTYPES[case.w_dtype].itemsize
     x_fp16 = _DTYPES[case.x_dtype] == torch.float16
     slower_dram = torch.cuda.is_available() and config.slower_dram(torch.cuda.current_device())
+    rule_inputs = dict(w_bytes=w_bytes, x_fp16=x_fp16, slower_dram=slower_dram)
     if case.direction == "infer":
-        return config.infer_config(case.m, case.n, is_rms, w_bytes, x_fp16, slower_dram)
+        return config.infer_config(case.m, case.n, is_rms, **rule_inputs)
     if case.direction != "bwd":
-        return config.fwd_config(case.m, case.n, is_rms, has_mask, w_bytes, x_fp16, slower_dram)
+        return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask, **rule_inputs)
     return config.bwd_config(case.m, case.n, not is_rms, has_mask, is_rms, x_bytes=x_bytes, w_bytes=w_bytes)
 
 

@@ -82,11 +82,11 @@ def _forward_plan(
     acc_tl, stat_dtype = _acc_of(x_dtype)
     has_mask = clamp is not None and training
     w_bytes = w_dtype.itemsize
-    x_fp16, slower_dram = x_dtype == torch.float16, config.slower_dram(device)
+    rule_inputs = dict(w_bytes=w_bytes, x_fp16=x_dtype == torch.float16, slower_dram=config.slower_dram(device))
     if training:
-        cfg = config.fwd_config(m, n, is_rms, has_mask, w_bytes, x_fp16, slower_dram)
+        cfg = config.fwd_config(m, n, is_rms, has_mask=has_mask, **rule_inputs)
     else:
-        cfg = config.infer_config(m, n, is_rms, w_bytes, x_fp16, slower_dram)
+        cfg = config.infer_config(m, n, is_rms, **rule_inputs)
     lower, upper = clamp or (0.0, 0.0)
     whole_chunks = _whole_chunks(m, n, cfg)
     unrolled = min(whole_chunks or cfg.num_chunks, 8)
