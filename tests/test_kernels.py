@@ -506,6 +506,41 @@ def test_forward_weights_in_tile(op, case):
     assert values["W_IN_TILE"] and not values["TILE_3D"] and values["PERSISTENT"] == (case == "persistent")
 
 
+@pytest.mark.parametrize("dtypes", DTYPES, ids=DTYPE_IDS)
+@pytest.mark.parametrize(
+    "m, n, block_n, warps, row_pad",
+    [
+        (7, 9216, 1024, 8, 0),  # whole chunks
+        (3, 8704, 1024, 8, 0),  # a ragged last chunk
+        (5, 4096, 512, 4, 0),
+        (2, 2000, 128, 1, 0),  # 16 chunks, the last one ragged
+        (3, 2048, 256, 2, 16),  # strided rows, 16-element aligned
+        (3, 2048, 256, 2, 8),  # strided rows, not aligned: the reshape's path
+    ],
+)
+def test_fused_forward_mask_by_nibbles(m, n, block_n, warps, row_pad, dtypes):
+    """The fused forward's chunked rows at 4 elements a thread, one row a tile: on a GPU, where the rows are
+    16-element aligned, each lane makes its 4 bits' nibble and the two lanes of a byte swap them by a shuffle
+    (``PAIR_NIBBLES``, ``norm_fwd._store_mask_by_nibbles``); in the interpreter, and for rows not so aligned, the
+    reshape's path. y, the statistics and every mask bit against the reference, zero-centered gamma too."""
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(m, n, *dtypes, row_pad=row_pad)
+    cfg = LaunchConfig(1, block_n, -(-n // block_n), warps)
+    assert cfg.per_thread == 4
+    with config.forced(fwd=cfg):
+        check_forward("triton", "layer_norm_clamped_relu", x, w, b)
+        check_forward("triton", "layer_norm_clamped_relu", x, w, b, zero_centered_gamma=True)
+        row_align = ops._row_align(x.element_size(), n, x.stride(0)) if (n | x.stride(0)) & 15 else 1
+        plan = ops._forward_plan(
+            m, n, x.dtype, w.dtype, True, False, False, (LOWER, UPPER), True, x.get_device(), config.generation,
+            row_align,
+        )  # fmt: skip
+    values = dict(zip(ops.NORM_FWD.constexpr_names, plan.values))
+    assert values["PAIR_NIBBLES"] == (x.is_cuda and row_align == 1 and not values["TILE_3D"])
+
+
 def test_weights_in_tile_rule():
     """``W_IN_TILE`` where measured faster (GPU runs 328-330) and safe: one-tile rows of 256-1024 columns in 2-D
     tiles, 16-bit x and float32 weights, at least 4 columns a thread (``block_n >= 128 * num_warps``: tiles of 16 rows
@@ -767,7 +802,15 @@ def test_few_waves_rules():
     assert config.infer_config(1024, 9216) == config.fwd_config(1024, 9216)
     assert fwd(1024, 9217) == fwd(1, 9217) == (8192, 1, 8, 2048) and fwd(256, 12288) == (8192, 1, 8, 4096)
     assert fwd(512, 9216) == fwd(3000, 9216) == (2048, 5, 8, 0)
-    assert fused(1024, 9216) == fused(3000, 9216) == fused(1, 9216) == config.LaunchConfig(1, 2048, 5, 8)
+    assert fused(3000, 9216) == fused(512, 9216) == config.LaunchConfig(1, 2048, 5, 8)
+    # the fused forward of 129-256 and 513-1024 rows of 8193-9216 (16-element aligned): the plain forward's chunks of 4
+    # a thread, its mask bytes by nibbles on a GPU (run 430); not at 9208 columns, 9217, 1-128, 257-512 or 1025+ rows
+    assert fused(1024, 9216) == fused(513, 8208) == fused(1024, 9216, w_bytes=4) == config.LaunchConfig(1, 1024, 9, 8)
+    assert fwd(1024, 9216)[:3] == (1024, 9, 8) and fused(129, 9216) == fused(256, 8704) == config.LaunchConfig(
+        1, 2048, 5, 16
+    )
+    for m, n in ((1024, 9208), (1024, 9217), (128, 9216), (512, 9216), (1025, 9216), (2048, 8704), (2049, 9216)):
+        assert fused(m, n) == config.LaunchConfig(1, 2048, 5, 8), (m, n)
     # and 1-256 rows of 8193-9216 (run 422): chunks of 2048 at 16 warps, as 1025-2048 rows; RMSNorm as before
     for m in (1, 200, 256):
         assert fwd(m, 8193) == fwd(m, 9216) == fwd(m, 9216, w_bytes=4) == (2048, 5, 16, 0)
@@ -1047,6 +1090,7 @@ def test_few_waves_on_the_gpu(op):
     few_rows += [(1500, 4500), (2000, 5200), (1100, 7000), (1500, 13000)]  # 1025-2048 rows (round 47)
     few_rows += [(1000, 9216), (1800, 8800), (700, 8200), (600, 12000)]  # 513-2048 rows of 8193-12288 (round 48)
     few_rows += [(200, 9000), (1, 8193)]  # 1-256 rows of 8193-9216 (round 49); on an H100 RMSNorm's head + tail above
+    few_rows += [(200, 9216)]  # the fused forward's mask by nibbles (round 49; 1000 x 9216 above too)
     for m, n in shapes + few_rows:  # few rows: 8 a thread (the fused forward; LayerNorm at 257-1024 rows)
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")

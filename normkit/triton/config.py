@@ -142,22 +142,24 @@ def fwd_config(
     1024 at 8 warps; with fewer rows, chunks of 2048 (4096 above N = 8192) at 4 warps, so that every program runs in the
     first wave. Many rows above 16384 columns: one program of 32 warps a SM, chunks of 4096 (above 32768 columns 8192, 8
     elements a thread). The clamped ReLU's forward of more than 4096 rows of 512-4096 columns: two rows a tile (one of
-    4096); of many rows above 4096 columns, and of few rows (at most 2048) of 4097-16384: 8 chunks a row (N rounded
-    up to a power of two, / 8), 8 elements a thread (1024 at 4 warps up to 8192 columns, 2048 at 8 up to 16384, 4096
-    at 16, 8192 at 32). The forwards (the fused one too) of more than 4096 rows of 256 columns: eight rows a tile of
-    2 warps, above 8192 rows on a persistent grid, 8 programs a SM. Calls of 2049-4096 rows (a few waves of programs)
-    of 1153-3072 columns: most on a persistent grid (``_few_waves_persistent_fwd``; the masked forward's rows of
-    1793-2048 two a step); RMSNorm's of 3073-4095 columns one row a tile of 8 warps; of 4097-16384 columns:
-    ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of 4609-6144 columns as a head tile of 4096 and a
-    tail tile (``tail_n``; the masked forward's too at 4353-5888 with 16-bit weights, its tail of 2048 at 4 warps);
-    1025-2048 rows of 4353-8191 columns: LayerNorm's as a few waves' (a head tile of 4096 and a tail up to 6144, one
-    tile of 8192 above), RMSNorm's of 6145-8191 one tile of 8192 at 16 warps. LayerNorm's few rows (at most 2048) of
-    8193-12288 columns: a head tile of 8192 and a tail tile (257-512 rows: chunks of 2048 at 8 warps; 513-1024 rows
-    of 4097-8192: chunks of 1024 at 4; 513-2048 rows of 8193-9216: chunks of 4 a thread, 1024 at 8 warps or, above
-    1024 rows, 2048 at 16; 1-256 rows of 8193-9216: chunks of 2048 at 16); of 12289-16384 (RMSNorm's 8192-16384):
-    chunks of 4096 at 8 warps (RMSNorm 16; on slower DRAM, ``slower_dram``, RMSNorm's 513-2048 rows of 8193-12288 a
-    head tile of 8192 and a tail tile at 16 warps), but LayerNorm's 1025-2048 rows of 12289-14336 chunks of 2048 at 8
-    warps. Some chunked rows' second pass loads a chunk ahead (``_second_pass_ahead``).
+    4096); of many rows above 4096 columns, and of few rows (at most 2048) of 4097-16384: 8 chunks a row (N rounded up
+    to a power of two, / 8), 8 elements a thread (1024 at 4 warps up to 8192 columns, 2048 at 8 up to 16384, 4096 at 16,
+    8192 at 32), but 129-256 and 513-1024 rows of 8193-9216 columns (16-element aligned) the plain forward's chunks of 4
+    a thread, their mask bytes by nibbles (``ops._pair_nibbles``). The forwards (the fused one too) of more than 4096
+    rows of 256 columns: eight rows a tile of 2 warps, above 8192 rows on a persistent grid, 8 programs a SM. Calls of
+    2049-4096 rows (a few waves of programs) of 1153-3072 columns: most on a persistent grid
+    (``_few_waves_persistent_fwd``; the masked forward's rows of 1793-2048 two a step); RMSNorm's of 3073-4095 columns
+    one row a tile of 8 warps; of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of
+    4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``; the masked forward's too at 4353-5888 with
+    16-bit weights, its tail of 2048 at 4 warps); 1025-2048 rows of 4353-8191 columns: LayerNorm's as a few waves' (a
+    head tile of 4096 and a tail up to 6144, one tile of 8192 above), RMSNorm's of 6145-8191 one tile of 8192 at 16
+    warps. LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile (257-512 rows:
+    chunks of 2048 at 8 warps; 513-1024 rows of 4097-8192: chunks of 1024 at 4; 513-2048 rows of 8193-9216: chunks of 4
+    a thread, 1024 at 8 warps or, above 1024 rows, 2048 at 16; 1-256 rows of 8193-9216: chunks of 2048 at 16); of
+    12289-16384 (RMSNorm's 8192-16384): chunks of 4096 at 8 warps (RMSNorm 16; on slower DRAM, ``slower_dram``,
+    RMSNorm's 513-2048 rows of 8193-12288 a head tile of 8192 and a tail tile at 16 warps), but LayerNorm's 1025-2048
+    rows of 12289-14336 chunks of 2048 at 8 warps. Some chunked rows' second pass loads a chunk ahead
+    (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -314,7 +316,15 @@ def _fwd_heuristic(
         )
         if whole_row.num_chunks == 1:
             return whole_row
-    if has_mask and (m > 2048 or (row_block_n(n) <= 16384 and (m > 512 or n > 8192))):
+    if has_mask and m in (256, 1024) and widest < n <= widest + widest // 8 and n % 16 == 0:
+        # the clamped ReLU's forward of 129-256 and 513-1024 rows of 8193-9216 columns, 16-element aligned: the plain
+        # forward's chunks of 4 elements a thread (below: 2048 at 16 warps, 1024 at 8), whose mask bytes span two
+        # lanes; on a GPU the two lanes swap nibbles by a shuffle (``ops._pair_nibbles``; 16-element aligned rows let
+        # them). Against 8 chunks of 8 a thread in turns (``bench.ab``, GPU run 430, H100): 1024 x 8704 / 9216
+        # x1.097 / x1.080, with float32 weights x1.107, 600 x 9216 x1.132, 256 x 9216 x1.029; but 2048 x 8704 / 9216
+        # (chunks of 2048 at 16) x0.988 / x0.987 and 1536 x 9216 fp16 x0.924, so not 1025-2048 rows
+        chunked = _chunked(n, widest, 1024 if m == 1024 else 2048, 4, one_tile)
+    elif has_mask and (m > 2048 or (row_block_n(n) <= 16384 and (m > 512 or n > 8192))):
         # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes),
         # few rows (at most 2048) too up to 16384 columns, where chunks of 2048-4096 at 4 warps (16-32 a thread) ran
         # 1.03-1.44x slower (forced in turns on an H200, GPU run 398: 512-2048 rows of 6144-16384 columns; bench.ab

@@ -174,16 +174,40 @@ def _clamp_16(v, lower, upper):
 
 
 @triton.jit
+def _store_mask_by_nibbles(
+    keep, rows64, row_ok, col0, MASK, N, stride_mask, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr
+):
+    """The mask bytes of one row of ``BLOCK_N`` columns held 4 a lane, column j in lane j / 4 (``ops._pair_nibbles``
+    says where that holds): each lane ORs its 4 bits into a nibble, takes its neighbour's (lane ^ 1, the other half
+    of the byte) by a shuffle, and the lane of the byte's low nibble stores it. The reshape of the 8 bits of a byte
+    and their OR across the two lanes cost no barrier, but the bytes would come out held by two lanes each, and the
+    store's layout (one a lane) then goes through shared memory, two barriers a chunk (sm_90 code, round 49)."""
+    nib = tl.reduce(
+        tl.where(tl.reshape(keep, (1, BLOCK_N // 4, 4)), 1 << tl.arange(0, 4)[None, None, :], 0), 2, _bit_or
+    )
+    other = tl.inline_asm_elementwise(
+        "shfl.sync.bfly.b32 $0, $1, 1, 0x1f, 0xffffffff;", "=r,r", [nib], dtype=tl.int32, is_pure=True, pack=1
+    )
+    quad = tl.arange(0, BLOCK_N // 4)[None, :]
+    high = (quad & 1) == 1  # this lane holds the byte's high nibble
+    packed = tl.where(high, other | (nib << 4), nib | (other << 4))
+    byte_cols = col0 // 8 + quad // 2
+    byte_ok = row_ok[:, None] & ~high & in_bounds(byte_cols, (N + 7) // 8, EVEN_N)
+    tl.store(MASK + rows64[:, None] * stride_mask + byte_cols, packed.to(tl.uint8), mask=byte_ok)
+
+
+@triton.jit
 def _scale_shift_store(
     xhat, rows64, row_ok, col0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
     HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
     TILE_3D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TRAINING: tl.constexpr,
-    W_IN_TILE: tl.constexpr,
+    W_IN_TILE: tl.constexpr, PAIR_NIBBLES: tl.constexpr,
 ):  # fmt: skip
     """Apply weight/bias (and the clamp + mask) to one tile starting at column col0: ``[BLOCK_M, BLOCK_N]``, or
     with ``TILE_3D`` ``[BLOCK_M, BLOCK_N // 8, 8]`` (``_tile_cols``), whose weights load straight into the tile's
     layout and whose mask bytes gather along the last axis with no reshape. Not ``TRAINING``: the clamp without
-    the mask."""
+    the mask. ``PAIR_NIBBLES`` (``ops._pair_nibbles``: one row of 4 elements a thread, lane by lane): each lane
+    makes the 4 bits of its own columns, and the two lanes of a byte swap them by a shuffle."""
     if TILE_3D:
         cols = _tile_cols(col0, BLOCK_N, True)
         col_ok = in_bounds(cols, N, EVEN_N)
@@ -230,12 +254,15 @@ def _scale_shift_store(
     if CLAMP_MASK and TRAINING:
         if not EVEN_N:  # padding bits are 0
             keep &= ok
-        if not TILE_3D:
-            keep = tl.reshape(keep, (BLOCK_M, BLOCK_N // 8, 8))
-        packed = tl.reduce(tl.where(keep, 1 << tl.arange(0, 8)[None, None, :], 0), 2, _bit_or)  # 3-input ORs
-        byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
-        byte_ok = row_ok[:, None] & in_bounds(byte_cols, (N + 7) // 8, EVEN_N)[None, :]
-        tl.store(MASK + rows64[:, None] * stride_mask + byte_cols[None, :], packed.to(tl.uint8), mask=byte_ok)
+        if PAIR_NIBBLES:
+            _store_mask_by_nibbles(keep, rows64, row_ok, col0, MASK, N, stride_mask, BLOCK_N, EVEN_N)
+        else:
+            if not TILE_3D:
+                keep = tl.reshape(keep, (BLOCK_M, BLOCK_N // 8, 8))
+            packed = tl.reduce(tl.where(keep, 1 << tl.arange(0, 8)[None, None, :], 0), 2, _bit_or)  # 3-input ORs
+            byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
+            byte_ok = row_ok[:, None] & in_bounds(byte_cols, (N + 7) // 8, EVEN_N)[None, :]
+            tl.store(MASK + rows64[:, None] * stride_mask + byte_cols[None, :], packed.to(tl.uint8), mask=byte_ok)
     tl.store(y_ptrs, y_out, mask=ok)
 
 
@@ -280,7 +307,7 @@ def _normalize_chunk(
     x_tile, rows64, row_ok, col0, N, mean, rstd, W, B, Y, MASK, stride_y, stride_mask, lower, upper, keep_from,
     keep_to, IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
-    TILE_3D: tl.constexpr, TRAINING: tl.constexpr,
+    TILE_3D: tl.constexpr, TRAINING: tl.constexpr, PAIR_NIBBLES: tl.constexpr,
 ):  # fmt: skip
     """Pass two of chunked rows: normalize the chunk x_tile of columns ``col0 ...`` (loaded again, ``_load_rows``)
     and store it. ``EVEN``: the chunk lies wholly in the row (no column bounds)."""
@@ -291,6 +318,7 @@ def _normalize_chunk(
     _scale_shift_store(
         xhat, rows64, row_ok, col0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
         HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N, EVEN, TRAINING, False,
+        PAIR_NIBBLES,
     )  # fmt: skip
 
 
@@ -344,12 +372,13 @@ def _normalize_one_tile(
     _scale_shift_store(
         xhat, rows64, row_ok, 0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
         HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N, EVEN_N, TRAINING, W_IN_TILE,
+        False,
     )  # fmt: skip
     if TAIL_N:
         _scale_shift_store(
             xhat_tail, rows64, row_ok, BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from,
             keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, TAIL_N, False, TRAINING,
-            False,
+            False, False,
         )  # fmt: skip
 
 
@@ -362,7 +391,7 @@ def norm_fwd_kernel(
     EVEN_N: tl.constexpr, PASS_TWO_UNROLL: tl.constexpr, KEEP_BY_BITS: tl.constexpr, TILE_3D: tl.constexpr,
     TAIL_N: tl.constexpr, PERSISTENT: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr,
     W_IN_TILE: tl.constexpr, X_AHEAD: tl.constexpr, STATS_AS_HELD: tl.constexpr, WHOLE_CHUNKS: tl.constexpr,
-    ALIGN: tl.constexpr,
+    ALIGN: tl.constexpr, PAIR_NIBBLES: tl.constexpr,
 ):  # fmt: skip
     """TRAINING: store the statistics (and with CLAMP_MASK the mask) for the backward; otherwise y alone (an
     inference call: MEAN, RSTD and MASK are not touched). PERSISTENT (one-tile rows): ``num_programs`` programs,
@@ -471,7 +500,7 @@ def norm_fwd_kernel(
                 _normalize_chunk(
                     x_tile, rows64, row_ok, chunk * BLOCK_N, N, mean, rstd, W, B, Y, MASK, stride_y, stride_mask,
                     lower, upper, keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M,
-                    BLOCK_N, EVEN_N, KEEP_BY_BITS, TILE_3D, TRAINING,
+                    BLOCK_N, EVEN_N, KEEP_BY_BITS, TILE_3D, TRAINING, PAIR_NIBBLES,
                 )  # fmt: skip
         else:
             for chunk in tl.range(0, HEAD_CHUNKS, loop_unroll_factor=PASS_TWO_UNROLL):
@@ -480,7 +509,7 @@ def norm_fwd_kernel(
                 _normalize_chunk(
                     x_tile, rows64, row_ok, col0, N, mean, rstd, W, B, Y, MASK, stride_y, stride_mask, lower, upper,
                     keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M, BLOCK_N,
-                    HEAD_EVEN, KEEP_BY_BITS, TILE_3D, TRAINING,
+                    HEAD_EVEN, KEEP_BY_BITS, TILE_3D, TRAINING, PAIR_NIBBLES,
                 )  # fmt: skip
             if HEAD_CHUNKS < NUM_CHUNKS:  # with WHOLE_CHUNKS, the ragged last chunk
                 last = (NUM_CHUNKS - 1) * BLOCK_N
@@ -488,5 +517,5 @@ def norm_fwd_kernel(
                 _normalize_chunk(
                     x_tile, rows64, row_ok, last, N, mean, rstd, W, B, Y, MASK, stride_y, stride_mask, lower, upper,
                     keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M, BLOCK_N, False,
-                    KEEP_BY_BITS, TILE_3D, TRAINING,
+                    KEEP_BY_BITS, TILE_3D, TRAINING, PAIR_NIBBLES,
                 )  # fmt: skip

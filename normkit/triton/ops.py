@@ -106,6 +106,7 @@ def _forward_plan(
         TRAINING=training, W_IN_TILE=not tiles_3d and _weights_in_tile(cfg, x_dtype, w_dtype, is_rms, has_mask),
         X_AHEAD=cfg.ahead and cfg.num_chunks > 1, STATS_AS_HELD=training and _stats_as_held(cfg, has_mask, stat_dtype),
         WHOLE_CHUNKS=whole_chunks, ALIGN=row_align,
+        PAIR_NIBBLES=_pair_nibbles(cfg, has_mask, tiles_3d, row_align, x_dtype, device),
     )  # fmt: skip
     thresholds = (float(lower), float(upper), keep_from, keep_to)
     return _ForwardPlan(programs, cdiv(row_blocks, programs), cfg.num_warps, values, thresholds, stat_dtype)
@@ -190,6 +191,21 @@ def _whole_chunks(m: int, n: int, cfg) -> int:
     ragged = n % cfg.block_n != 0 and cdiv(n, cfg.block_n) == cfg.num_chunks
     taken = ragged and not cfg.ahead and (cfg.num_chunks >= 7 or m > 4096)
     return n // cfg.block_n if taken else 0
+
+
+def _pair_nibbles(cfg, has_mask: bool, tiles_3d: bool, row_align: int, x_dtype: torch.dtype, device: int) -> bool:
+    """The fused forward's ``PAIR_NIBBLES`` (``norm_fwd._store_mask_by_nibbles``): chunked rows of one row a tile at 4
+    elements a thread, whose mask bytes each span two lanes, make them by a shuffle between the two, on a GPU (the
+    interpreter has no shuffle; it keeps the reshape). Only where the compiler's layout of the chunk is 4 consecutive
+    columns a lane, lane after lane: x of 16 or 32 bits whose rows are 16-element aligned (``row_align`` 1), so that
+    its loads are 4 wide, and not the 3-D tiles.
+
+    Read on the CPU (sm_90 code, 1024 x 9216 bf16 in chunks of 1024 at 8 warps; logs/round49_sass_fused.py.txt):
+    without it the bytes, held by two lanes each after their OR, went through shared memory to the store's layout, 23
+    barriers a row against the plain forward's 5; with it none more than the plain forward's."""
+    if device < 0 or not has_mask or tiles_3d or row_align != 1 or x_dtype.itemsize not in (2, 4):
+        return False
+    return cfg.num_chunks > 1 and cfg.block_m == 1 and cfg.tail_n == 0 and cfg.per_thread == 4
 
 
 def _tiles_3d(cfg, x_dtype: torch.dtype, w_dtype: torch.dtype) -> bool:
