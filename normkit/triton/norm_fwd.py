@@ -21,6 +21,8 @@ One kernel body; ``tl.constexpr`` switches pick the variant:
   (``config._second_pass_ahead`` says where: 1.01-1.06x faster there, slower elsewhere).
 - ``STATS_AS_HELD``: one-tile rows store mean and rstd as each thread holds them, in inline PTX (``_store_stat``;
   ``ops._stats_as_held`` says where: tiles of 2 rows of 1024, 1.02-1.04x faster).
+- ``PAIR_NIBBLES``: chunked rows at 4 elements a thread make each mask byte from two lanes' nibbles, swapped by a
+  shuffle in inline PTX (``_store_mask_by_nibbles``), not through shared memory (``ops._pair_nibbles`` says where).
 
 A program normalizes ``BLOCK_M`` rows. A row that fits in one ``BLOCK_N`` tile (``NUM_CHUNKS == 1``) is
 read once and kept in registers; with ``TAIL_N`` in two, a head tile of ``BLOCK_N`` columns and a tail tile of
