@@ -673,7 +673,8 @@ def test_backward_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, has_db
 def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
     """``config.slower_dram``: a GPU whose peak DRAM bandwidth (memory clock x bus width x 2) is below
     ``SLOWER_DRAM_BELOW`` takes the rules of ``slower_dram``; the CPU never does. The forward's plan passes it on:
-    RMSNorm's 600 x 9216 then launches as a head tile of 8192 and a tail of 1024."""
+    RMSNorm's 600 x 9216 then launches as a head tile of 8192 and a tail of 1024 on a persistent grid, whose y and
+    rstd match the reference."""
     import types
 
     from normkit.triton import config, ops
@@ -690,7 +691,17 @@ def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
         x = torch.randn(600, 9216, device=DEVICE, dtype=torch.bfloat16)
         w = torch.ones(9216, device=DEVICE, dtype=torch.bfloat16)
         ops.rms_norm_fwd(x, w, None, 1e-5)
-        assert (launched[0]["TAIL_N"], launched[0]["BLOCK_N"]) == ((1024, 8192) if slower else (0, 4096))
+        want = (1024, 8192, True) if slower else (0, 4096, False)
+        assert (launched[0]["TAIL_N"], launched[0]["BLOCK_N"], launched[0]["PERSISTENT"]) == want
+        if slower:
+            assert launched[0]["grid"][0] == config.persistent_programs(x.get_device(), 600, config.LaunchConfig(
+                1, 8192, 1, 16, 2
+            ))  # fmt: skip
+        monkeypatch.undo()
+        monkeypatch.setattr(config, "slower_dram", lambda index: slower)
+        ops._forward_plan.cache_clear()
+        x, w, _ = make_inputs(600, 9216, torch.bfloat16, torch.bfloat16, bias=False)
+        check_forward("triton", "rms_norm", x, w, None)
     finally:
         monkeypatch.undo()
         ops._forward_plan.cache_clear()
@@ -825,11 +836,12 @@ def test_few_waves_rules():
         def slower(n, w_bytes=2, m=m):
             return config.fwd_config(m, n, True, w_bytes=w_bytes, slower_dram=True)
 
-        if m > 512:
-            assert slower(9216) == slower(9216, w_bytes=4) == config.LaunchConfig(1, 8192, 1, 16, tail_n=1024)
-            assert slower(8193) == config.LaunchConfig(1, 8192, 1, 16, tail_n=16)
+        if m > 512:  # 513-1024 rows on a persistent grid of 2 programs a SM (round 50, runs 433-434)
+            grid = 2 if m <= 1024 else 0
+            assert slower(9216) == slower(9216, w_bytes=4) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=1024)
+            assert slower(8193) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=16)
             assert slower(12288) == config.infer_config(m, 12288, True, slower_dram=True)
-            assert slower(12288) == config.LaunchConfig(1, 8192, 1, 16, tail_n=4096)
+            assert slower(12288) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=4096)
         else:
             assert slower(12288) == config.fwd_config(m, 12288, True)
         assert slower(8192) == config.fwd_config(m, 8192, True) and slower(12289) == config.fwd_config(m, 12289, True)
@@ -882,6 +894,42 @@ def test_few_waves_rules():
     assert config.bwd_config(3000, 5121) == config.LaunchConfig(1, 4096, 1, 8, 1, tail_n=2048)
     assert config.bwd_config(3000, 6144, False, is_rms=True).tail_n == config.bwd_config(32768, 6144).tail_n == 0
     assert config.bwd_config(3000, 6145).tail_n == 0
+
+
+def test_many_rows_rules_on_slower_dram():
+    """On slower DRAM (an H100, ``config.slower_dram``) LayerNorm's forward of more than 4096 rows of 7169-8192 columns
+    takes chunks of 2048 at 16 warps (1024 at 8 up to 7168, and on an H200), and the fused forward of more than 2048
+    rows of 4097-7168 and 8192 columns, 16-element aligned, chunks of 4 elements a thread, 1024 at 8 warps or 2048 at 16
+    (GPU runs 432-435). Not RMSNorm, not 2049-4096 rows of the plain forward or of the fused one's head + tail tiles,
+    not fewer rows, not 7169-8191 columns of the fused forward, and nothing without ``slower_dram``."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    def fwd(m, n, has_mask=False, slower=True, **kwargs):
+        return config.fwd_config(m, n, has_mask=has_mask, slower_dram=slower, **kwargs)
+
+    for m in (4097, 8192, 32768):
+        assert fwd(m, 7169) == fwd(m, 7680) == fwd(m, 8192, w_bytes=4) == LaunchConfig(1, 2048, 4, 16)
+        assert config.infer_config(m, 8192, slower_dram=True) == LaunchConfig(1, 2048, 4, 16)
+        assert fwd(m, 7168) == fwd(m, 7168, slower=False) == LaunchConfig(1, 1024, 7, 8)
+        assert fwd(m, 8192, slower=False) == LaunchConfig(1, 1024, 8, 8)
+        for n in (8192, 8193, 12288):
+            assert fwd(m, n, is_rms=True) == fwd(m, n, is_rms=True, slower=False)
+        assert fwd(m, 8193) == fwd(m, 8193, slower=False)
+    for m in (3000, 4096, 2048, 1024):
+        assert fwd(m, 8192) == fwd(m, 8192, slower=False)
+    for m in (2049, 3000, 4096, 32768):
+        assert fwd(m, 4112, True) == LaunchConfig(1, 1024, 5, 8)
+        assert fwd(m, 6144, True) == fwd(m, 6144, True, w_bytes=4) == LaunchConfig(1, 1024, 6, 8)
+        assert fwd(m, 7168, True) == LaunchConfig(1, 1024, 7, 8)
+        assert fwd(m, 8192, True) == fwd(m, 8192, True, w_bytes=4) == LaunchConfig(1, 2048, 4, 16)
+        for n in (4104, 7184, 7680, 8000, 8208, 9216):  # not 16-element aligned, 7169-8191, above 8192
+            assert fwd(m, n, True) == fwd(m, n, True, slower=False), (m, n)
+        assert fwd(m, 8192, True, slower=False) == LaunchConfig(1, 1024, 8, 4)
+    assert fwd(3000, 5120, True) == fwd(3000, 5120, True, slower=False) == LaunchConfig(1, 4096, 1, 4, tail_n=1024)
+    assert fwd(3000, 5120, True, w_bytes=4) == LaunchConfig(1, 1024, 5, 8)  # float32 weights: no head + tail
+    for m in (1, 1024, 2048):
+        assert fwd(m, 6144, True) == fwd(m, 6144, True, slower=False)
 
 
 def test_rms_backward_head_and_tail_rule():
@@ -1091,6 +1139,10 @@ def test_few_waves_on_the_gpu(op):
     few_rows += [(1000, 9216), (1800, 8800), (700, 8200), (600, 12000)]  # 513-2048 rows of 8193-12288 (round 48)
     few_rows += [(200, 9000), (1, 8193)]  # 1-256 rows of 8193-9216 (round 49); on an H100 RMSNorm's head + tail above
     few_rows += [(200, 9216)]  # the fused forward's mask by nibbles (round 49; 1000 x 9216 above too)
+    # on an H100 (round 50): LayerNorm's many rows of 7169-8192 in chunks of 2048 at 16 warps, the fused forward's of
+    # 4097-7168 and 8192 in chunks of 4 a thread by nibbles (3000 x 5120-6656 above too); RMSNorm's 513-1024 rows of
+    # 8193-12288 on a persistent grid (1000 x 9216, 700 x 10240, 600 x 12000 above)
+    few_rows += [(4100, 7680), (4100, 8192)]
     for m, n in shapes + few_rows:  # few rows: 8 a thread (the fused forward; LayerNorm at 257-1024 rows)
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")
@@ -1936,12 +1988,14 @@ def test_split_rows_of_two_row_blocks_read_every_copy_of_the_sums(warps_per_sm, 
 
 def test_tuner_grid_contains_the_heuristics_choice():
     """`python -m normkit.bench.tune` times the heuristic next to its grid; every shape of the benchmark sweeps must
-    find the heuristic's config in that grid, or the tuner could not show that it is the fastest one."""
+    find the heuristic's config in that grid, or the tuner could not show that it is the fastest one: on the GPUs of
+    either DRAM (``config.slower_dram``)."""
     from normkit.bench.cases import SWEEPS, Case
     from normkit.bench.tune import candidates, heuristic_config
 
     for m, n, x_dtype, w_dtype in {shape for sweep in SWEEPS.values() for shape in sweep}:
         for op in ("ln_fwd", "rms_fwd", "ln_bwd", "rms_bwd", "ln_relu_bwd", "ln_relu_fwd"):
             case = Case(op, m, n, x_dtype, w_dtype)
-            chosen = heuristic_config(case)
-            assert chosen in candidates(case), (op, m, n, chosen)
+            for slower_dram in (False, True):
+                chosen = heuristic_config(case, slower_dram)
+                assert chosen in candidates(case), (op, m, n, slower_dram, chosen)

@@ -34,16 +34,16 @@ def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
 
 
 def candidates(case: Case) -> list[LaunchConfig]:
-    """The grid: whole-row tiles up to 8192 elements (from 256 in the forward, from 1024 in the backward; in the
-    forward a row that is a power of two and at most half of one again also as a head and a tail tile, in the
-    backward from a head of 1024, also at 32 elements a thread with a tail of at least a quarter of the head; the
-    forward's one-tile programs of at most 4 warps also on a persistent grid of 4, 8 or 16 programs a SM), and for
-    rows that do not fit, chunks of 1024-4096 (8192 too for the forward's rows above 16384 columns; several rows a
-    step for the shorter chunks in the forward; the backward's chunks keep the whole row's dW/dB partials in
-    registers, up to ``config.chunked_max_n`` columns; the forward's chunks with and without ``ahead``); warps for
-    4-32 elements a thread in the forward's whole rows (Inductor's persistent reductions hold 4-8), 8-32 in the
-    backward's, 4-32 in forward chunks, 4-16 in backward chunks; backward also 1-8 programs per SM. Rows longer than
-    half the widest tile also get the split-row backward's grid (``_split_candidates``)."""
+    """The grid: whole-row tiles up to 8192 elements (from 256 in the forward, from 1024 in the backward; in the forward
+    a row that is a power of two and at most half of one again also as a head and a tail tile, in the backward from a
+    head of 1024, also at 32 elements a thread with a tail of at least a quarter of the head; the forward's one-tile
+    programs of at most 4 warps also on a persistent grid of 4, 8 or 16 programs a SM, its head + tail tiles on one of
+    2), and for rows that do not fit, chunks of 1024-4096 (8192 too for the forward's rows above 16384 columns; several
+    rows a step for the shorter chunks in the forward; the backward's chunks keep the whole row's dW/dB partials in
+    registers, up to ``config.chunked_max_n`` columns; the forward's chunks with and without ``ahead``); warps for 4-32
+    elements a thread in the forward's whole rows (Inductor's persistent reductions hold 4-8), 8-32 in the backward's,
+    4-32 in forward chunks, 4-16 in backward chunks; backward also 1-8 programs per SM. Rows longer than half the widest
+    tile also get the split-row backward's grid (``_split_candidates``)."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction != "bwd"
@@ -66,12 +66,13 @@ def candidates(case: Case) -> list[LaunchConfig]:
             out.append(LaunchConfig(1, head, 1, warps, tail_n=tail))
         if not fwd:  # 32 elements a thread in the head, a tail of at least a quarter of it (RMSNorm's rule)
             out.append(LaunchConfig(1, head, 1, head // 1024, tail_n=max(tail, head // 4)))
-    if fwd:  # one tile a step of a persistent grid, for programs of at most 4 warps (the rule's at 256 columns)
+    if fwd:  # one tile a step of a persistent grid: programs of at most 4 warps (the rule's at 256 columns) 4-16 a
+        # SM, head + tail tiles 2 a SM too (RMSNorm's few rows of 8193-12288 on slower DRAM)
         out += [
             dataclasses.replace(cfg, programs_per_sm=k)
             for cfg in out
-            if cfg.num_chunks == 1 and cfg.num_warps <= 4
-            for k in (4, 8, 16)
+            if cfg.num_chunks == 1
+            for k in ((4, 8, 16) if cfg.num_warps <= 4 else ()) + ((2,) if cfg.tail_n else ())
         ]
     if not fwd and full == 16384:  # one whole-row tile at 16 elements a thread, against the chunked rows below
         out.append(LaunchConfig(1, full, 1, 32))
@@ -93,14 +94,16 @@ def candidates(case: Case) -> list[LaunchConfig]:
     return out + split
 
 
-def heuristic_config(case: Case) -> LaunchConfig:
+def heuristic_config(case: Case, slower_dram: bool | None = None) -> LaunchConfig:
     """The launch config the heuristic gives the case's op (the benchmark's backward ops compute dB for LayerNorm,
-    not for RMSNorm, as the providers call them), on the GPU the tuner runs on (``config.slower_dram``)."""
+    not for RMSNorm, as the providers call them), on the GPU the tuner runs on (``config.slower_dram``), or with
+    ``slower_dram`` as given."""
     is_rms = case.kind == "rms_norm"
     has_mask = case.kind == "layer_norm_clamped_relu"
     x_bytes, w_bytes = _DTYPES[case.x_dtype].itemsize, _DTYPES[case.w_dtype].itemsize
     x_fp16 = _DTYPES[case.x_dtype] == torch.float16
-    slower_dram = torch.cuda.is_available() and config.slower_dram(torch.cuda.current_device())
+    if slower_dram is None:
+        slower_dram = torch.cuda.is_available() and config.slower_dram(torch.cuda.current_device())
     rule_inputs = dict(w_bytes=w_bytes, x_fp16=x_fp16, slower_dram=slower_dram)
     if case.direction == "infer":
         return config.infer_config(case.m, case.n, is_rms, **rule_inputs)

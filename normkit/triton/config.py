@@ -139,14 +139,16 @@ def fwd_config(
     """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns), 32
     elements a thread (RMSNorm's tiles of 2 rows of 1024: 16). Above 4096 columns, when there are more than 2048 rows, 4
     elements a thread (as Inductor's looped reductions): chunks of 2048 at 16 warps, or for LayerNorm up to 8192 columns
-    1024 at 8 warps; with fewer rows, chunks of 2048 (4096 above N = 8192) at 4 warps, so that every program runs in the
-    first wave. Many rows above 16384 columns: one program of 32 warps a SM, chunks of 4096 (above 32768 columns 8192, 8
-    elements a thread). The clamped ReLU's forward of more than 4096 rows of 512-4096 columns: two rows a tile (one of
-    4096); of many rows above 4096 columns, and of few rows (at most 2048) of 4097-16384: 8 chunks a row (N rounded up
-    to a power of two, / 8), 8 elements a thread (1024 at 4 warps up to 8192 columns, 2048 at 8 up to 16384, 4096 at 16,
-    8192 at 32), but 129-256 and 513-1024 rows of 8193-9216 columns (16-element aligned) the plain forward's chunks of 4
-    a thread, their mask bytes by nibbles (``ops._pair_nibbles``). The forwards (the fused one too) of more than 4096
-    rows of 256 columns: eight rows a tile of 2 warps, above 8192 rows on a persistent grid, 8 programs a SM. Calls of
+    (7168 on slower DRAM, ``slower_dram``) 1024 at 8 warps; with fewer rows, chunks of 2048 (4096 above N = 8192) at 4
+    warps, so that every program runs in the first wave. Many rows above 16384 columns: one program of 32 warps a SM,
+    chunks of 4096 (above 32768 columns 8192, 8 elements a thread). The clamped ReLU's forward of more than 4096 rows of
+    512-4096 columns: two rows a tile (one of 4096); of many rows above 4096 columns, and of few rows (at most 2048) of
+    4097-16384: 8 chunks a row (N rounded up to a power of two, / 8), 8 elements a thread (1024 at 4 warps up to 8192
+    columns, 2048 at 8 up to 16384, 4096 at 16, 8192 at 32), but on slower DRAM many rows of 4097-7168 and 8192 columns
+    (16-element aligned) the plain forward's chunks of 4 a thread (2048 at 16 warps at 8192), their mask bytes by
+    nibbles, and 129-256 and 513-1024 rows of 8193-9216 columns (16-element aligned) the plain forward's chunks of 4 a
+    thread, their mask bytes by nibbles (``ops._pair_nibbles``). The forwards (the fused one too) of more than 4096 rows
+    of 256 columns: eight rows a tile of 2 warps, above 8192 rows on a persistent grid, 8 programs a SM. Calls of
     2049-4096 rows (a few waves of programs) of 1153-3072 columns: most on a persistent grid
     (``_few_waves_persistent_fwd``; the masked forward's rows of 1793-2048 two a step); RMSNorm's of 3073-4095 columns
     one row a tile of 8 warps; of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of
@@ -157,9 +159,9 @@ def fwd_config(
     chunks of 2048 at 8 warps; 513-1024 rows of 4097-8192: chunks of 1024 at 4; 513-2048 rows of 8193-9216: chunks of 4
     a thread, 1024 at 8 warps or, above 1024 rows, 2048 at 16; 1-256 rows of 8193-9216: chunks of 2048 at 16); of
     12289-16384 (RMSNorm's 8192-16384): chunks of 4096 at 8 warps (RMSNorm 16; on slower DRAM, ``slower_dram``,
-    RMSNorm's 513-2048 rows of 8193-12288 a head tile of 8192 and a tail tile at 16 warps), but LayerNorm's 1025-2048
-    rows of 12289-14336 chunks of 2048 at 8 warps. Some chunked rows' second pass loads a chunk ahead
-    (``_second_pass_ahead``).
+    RMSNorm's 513-2048 rows of 8193-12288 a head tile of 8192 and a tail tile at 16 warps, 513-1024 of them on a
+    persistent grid of 2 programs a SM), but LayerNorm's 1025-2048 rows of 12289-14336 chunks of 2048 at 8 warps. Some
+    chunked rows' second pass loads a chunk ahead (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -190,7 +192,9 @@ def fwd_config(
     few waves follow (``_few_waves_persistent_fwd``, ``_few_waves_fwd``): their launches that gain with 16-bit
     weights lose with float32 ones. ``x_fp16``: x is float16 (``_few_waves_fwd``'s rows of 12289-14336 columns).
     ``slower_dram``: the GPU's DRAM is slower than the H200's that the rules were fitted on (``slower_dram``, an
-    H100's): RMSNorm's few rows of 8193-12288 columns then take a head tile and a tail tile."""
+    H100's): RMSNorm's few rows of 8193-12288 columns then take a head tile and a tail tile (513-1024 rows on a
+    persistent grid), LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, and the clamped ReLU's
+    forward of many rows of 4097-7168 and 8192 columns chunks of 4 elements a thread."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
     return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, w_bytes, x_fp16, slower_dram, tuple(LIMITS.values()))
@@ -324,6 +328,17 @@ def _fwd_heuristic(
         # x1.097 / x1.080, with float32 weights x1.107, 600 x 9216 x1.132, 256 x 9216 x1.029; but 2048 x 8704 / 9216
         # (chunks of 2048 at 16) x0.988 / x0.987 and 1536 x 9216 fp16 x0.924, so not 1025-2048 rows
         chunked = _chunked(n, widest, 1024 if m == 1024 else 2048, 4, one_tile)
+    elif has_mask and slower_dram and m > 2048 and n % 16 == 0 and (one_tile < n <= 7168 or n == widest):
+        # the clamped ReLU's forward of many rows of 4097-7168 and 8192 columns (16-element aligned) on a GPU of slower
+        # DRAM (an H100): chunks of 4 elements a thread, whose mask bytes are made by nibbles (``ops._pair_nibbles``),
+        # 1024 at 8 warps (the plain forward's) up to 7168 columns, 2048 at 16 at 8192. Forced in turns against 8
+        # chunks of 8 a thread (GPU runs 432-434, H100): 1024 at 8 x1.006-1.021 at 4096-32768 rows of 4608-7168 (bf16
+        # x float32 weights, bf16, fp16), x0.990-0.997 at 7680-8192; 2048 at 16 x1.038-1.079 at 16384-32768 x 8192,
+        # x1.008 at 8192 x 8192, x0.991 at 7680, x0.92-0.94 at 4608-7168. In turns (``bench.ab``, run 435): x1.008-1.033
+        # at 32768 rows of 4608-7168 (bf16 x float32 weights), x1.016 at 4096 x 6144 and 16384 x 5632 fp16, x1.043 /
+        # x1.057 / x1.005 at 4096 / 16384 fp16 / 8192 rows of 8192; but 2048 at 16 x0.982 at 5000 x 8000. Not timed
+        # on an H200
+        chunked = _chunked(n, widest, 1024 if n <= 7168 else 2048, 4, one_tile)
     elif has_mask and (m > 2048 or (row_block_n(n) <= 16384 and (m > 512 or n > 8192))):
         # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes),
         # few rows (at most 2048) too up to 16384 columns, where chunks of 2048-4096 at 4 warps (16-32 a thread) ran
@@ -339,7 +354,12 @@ def _fwd_heuristic(
         chunk, per_thread = (8192, 8) if row_block_n(n) > 32768 else (4096, 4)
         chunked = _chunked(n, widest, chunk, per_thread, one_tile)
     elif m > 2048:  # 4 elements a thread; rows enough to fill the GPU many times over
-        chunked = _chunked(n, widest, 1024 if n <= 8192 and not is_rms else 2048, 4, one_tile)
+        # LayerNorm's chunks of 1024 at 8 warps up to 8192 columns (GPU runs 52-53, H200), but on slower DRAM (an H100)
+        # only up to 7168: at 7680-8192 chunks of 2048 at 16 warps ran x1.064-1.145 forced in turns (GPU run 434,
+        # 8192-32768 rows of 7680-8192, bf16 x float32 weights, bf16, fp16), x0.963-0.979 at 7168. In turns
+        # (``bench.ab``, run 435): x1.045-1.099 at 5000-32768 rows of 7424-8192 (the inference call x1.047-1.067)
+        longest = 7168 if slower_dram else 8192
+        chunked = _chunked(n, widest, 1024 if n <= longest and not is_rms else 2048, 4, one_tile)
     elif (
         not is_rms
         and not has_mask
@@ -371,8 +391,12 @@ def _fwd_heuristic(
         # x1.010-1.044 (1024 x 9216 / 12288, 1536 x 10240), 2048 x 11000 fp16 level (x0.997); on an H200 (run 420)
         # x0.954-0.984 at 6 of 9 shapes, so not there. Taken (round 49), against chunks of 4096 on an H100
         # (``bench.ab``, runs 423 and 426): x1.027-1.077 at 1024-2048 rows of 8704-12288 (the inference call
-        # x1.018-1.066), x1.116-1.119 at 600 x 9216 fp16, x1.014 at 1536 x 10240 with float32 weights
-        return LaunchConfig(1, widest, 1, 16, tail_n=row_block_n(n - widest))
+        # x1.018-1.066), x1.116-1.119 at 600 x 9216 fp16, x1.014 at 1536 x 10240 with float32 weights. Its 513-1024
+        # rows on a persistent grid of 2 programs a SM, each loading its next row before it works on the current one
+        # (round 50, forced in turns, GPU run 433, H100): x1.015-1.135 (the inference call x0.997-1.128) at 600-1024
+        # rows of 8704-12288 (bf16, fp16, bf16 x float32 weights); at 1536-2048 rows x0.966-1.000, at 256-512 rows
+        # (chunks of 4096) x0.963-0.992
+        return LaunchConfig(1, widest, 1, 16, 2 if m == 1024 else 0, tail_n=row_block_n(n - widest))
     elif not is_rms and not has_mask and widest < n <= widest + widest // 2:
         # few rows of 8193-12288 columns: a head tile of 8192 and a tail tile, 8 warps (1024 x 12288 bf16: 2148 ->
         # 2419 GB/s, one tile of 16384 at 16 warps 2234; cuDNN 2868; GPU run 110)
