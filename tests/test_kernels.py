@@ -899,9 +899,9 @@ def test_few_waves_rules():
 def test_many_rows_rules_on_slower_dram():
     """On slower DRAM (an H100, ``config.slower_dram``) LayerNorm's forward of more than 4096 rows of 7169-8192 columns
     takes chunks of 2048 at 16 warps (1024 at 8 up to 7168, and on an H200), and the fused forward of more than 2048
-    rows of 4097-7168 and 8192 columns, 16-element aligned, chunks of 4 elements a thread, 1024 at 8 warps or 2048 at 16
-    (GPU runs 432-435). Not RMSNorm, not 2049-4096 rows of the plain forward or of the fused one's head + tail tiles,
-    not fewer rows, not 7169-8191 columns of the fused forward, and nothing without ``slower_dram``."""
+    rows of 4097-8192 columns, 16-element aligned, chunks of 1024 at 8 warps (4 elements a thread) up to 7168 and of
+    2048 at 8 above (GPU runs 432-438). Not RMSNorm, not 2049-4096 rows of the plain forward or of the fused one's head
+    + tail tiles, not fewer rows, not rows that are not 16-element aligned, and nothing without ``slower_dram``."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -922,8 +922,9 @@ def test_many_rows_rules_on_slower_dram():
         assert fwd(m, 4112, True) == LaunchConfig(1, 1024, 5, 8)
         assert fwd(m, 6144, True) == fwd(m, 6144, True, w_bytes=4) == LaunchConfig(1, 1024, 6, 8)
         assert fwd(m, 7168, True) == LaunchConfig(1, 1024, 7, 8)
-        assert fwd(m, 8192, True) == fwd(m, 8192, True, w_bytes=4) == LaunchConfig(1, 2048, 4, 16)
-        for n in (4104, 7184, 7680, 8000, 8208, 9216):  # not 16-element aligned, 7169-8191, above 8192
+        for n in (7184, 7680, 8000, 8192):
+            assert fwd(m, n, True) == fwd(m, n, True, w_bytes=4) == LaunchConfig(1, 2048, 4, 8), (m, n)
+        for n in (4104, 7176, 8200, 8208, 9216):  # not 16-element aligned, above 8192
             assert fwd(m, n, True) == fwd(m, n, True, slower=False), (m, n)
         assert fwd(m, 8192, True, slower=False) == LaunchConfig(1, 1024, 8, 4)
     assert fwd(3000, 5120, True) == fwd(3000, 5120, True, slower=False) == LaunchConfig(1, 4096, 1, 4, tail_n=1024)

@@ -144,12 +144,12 @@ def fwd_config(
     chunks of 4096 (above 32768 columns 8192, 8 elements a thread). The clamped ReLU's forward of more than 4096 rows of
     512-4096 columns: two rows a tile (one of 4096); of many rows above 4096 columns, and of few rows (at most 2048) of
     4097-16384: 8 chunks a row (N rounded up to a power of two, / 8), 8 elements a thread (1024 at 4 warps up to 8192
-    columns, 2048 at 8 up to 16384, 4096 at 16, 8192 at 32), but on slower DRAM many rows of 4097-7168 and 8192 columns
-    (16-element aligned) the plain forward's chunks of 4 a thread (2048 at 16 warps at 8192), their mask bytes by
-    nibbles, and 129-256 and 513-1024 rows of 8193-9216 columns (16-element aligned) the plain forward's chunks of 4 a
-    thread, their mask bytes by nibbles (``ops._pair_nibbles``). The forwards (the fused one too) of more than 4096 rows
-    of 256 columns: eight rows a tile of 2 warps, above 8192 rows on a persistent grid, 8 programs a SM. Calls of
-    2049-4096 rows (a few waves of programs) of 1153-3072 columns: most on a persistent grid
+    columns, 2048 at 8 up to 16384, 4096 at 16, 8192 at 32), but on slower DRAM many rows of 4097-8192 columns
+    (16-element aligned) the plain forward's chunks of 4 a thread, their mask bytes by nibbles (7169-8192: chunks of
+    2048 at 8 warps), and 129-256 and 513-1024 rows of 8193-9216 columns (16-element aligned) the plain forward's chunks
+    of 4 a thread, their mask bytes by nibbles (``ops._pair_nibbles``). The forwards (the fused one too) of more than
+    4096 rows of 256 columns: eight rows a tile of 2 warps, above 8192 rows on a persistent grid, 8 programs a SM. Calls
+    of 2049-4096 rows (a few waves of programs) of 1153-3072 columns: most on a persistent grid
     (``_few_waves_persistent_fwd``; the masked forward's rows of 1793-2048 two a step); RMSNorm's of 3073-4095 columns
     one row a tile of 8 warps; of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of
     4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``; the masked forward's too at 4353-5888 with
@@ -194,7 +194,7 @@ def fwd_config(
     ``slower_dram``: the GPU's DRAM is slower than the H200's that the rules were fitted on (``slower_dram``, an
     H100's): RMSNorm's few rows of 8193-12288 columns then take a head tile and a tail tile (513-1024 rows on a
     persistent grid), LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, and the clamped ReLU's
-    forward of many rows of 4097-7168 and 8192 columns chunks of 4 elements a thread."""
+    forward of many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
     return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, w_bytes, x_fp16, slower_dram, tuple(LIMITS.values()))
@@ -328,17 +328,17 @@ def _fwd_heuristic(
         # x1.097 / x1.080, with float32 weights x1.107, 600 x 9216 x1.132, 256 x 9216 x1.029; but 2048 x 8704 / 9216
         # (chunks of 2048 at 16) x0.988 / x0.987 and 1536 x 9216 fp16 x0.924, so not 1025-2048 rows
         chunked = _chunked(n, widest, 1024 if m == 1024 else 2048, 4, one_tile)
-    elif has_mask and slower_dram and m > 2048 and n % 16 == 0 and (one_tile < n <= 7168 or n == widest):
-        # the clamped ReLU's forward of many rows of 4097-7168 and 8192 columns (16-element aligned) on a GPU of slower
-        # DRAM (an H100): chunks of 4 elements a thread, whose mask bytes are made by nibbles (``ops._pair_nibbles``),
-        # 1024 at 8 warps (the plain forward's) up to 7168 columns, 2048 at 16 at 8192. Forced in turns against 8
-        # chunks of 8 a thread (GPU runs 432-434, H100): 1024 at 8 x1.006-1.021 at 4096-32768 rows of 4608-7168 (bf16
-        # x float32 weights, bf16, fp16), x0.990-0.997 at 7680-8192; 2048 at 16 x1.038-1.079 at 16384-32768 x 8192,
-        # x1.008 at 8192 x 8192, x0.991 at 7680, x0.92-0.94 at 4608-7168. In turns (``bench.ab``, run 435): x1.008-1.033
-        # at 32768 rows of 4608-7168 (bf16 x float32 weights), x1.016 at 4096 x 6144 and 16384 x 5632 fp16, x1.043 /
-        # x1.057 / x1.005 at 4096 / 16384 fp16 / 8192 rows of 8192; but 2048 at 16 x0.982 at 5000 x 8000. Not timed
-        # on an H200
-        chunked = _chunked(n, widest, 1024 if n <= 7168 else 2048, 4, one_tile)
+    elif has_mask and slower_dram and m > 2048 and one_tile < n <= widest and n % 16 == 0:
+        # the clamped ReLU's forward of many rows of 4097-8192 columns (16-element aligned) on a GPU of slower DRAM (an
+        # H100): up to 7168 columns the plain forward's chunks of 1024 at 8 warps, 4 elements a thread, whose mask
+        # bytes are made by nibbles (``ops._pair_nibbles``); above, chunks of 2048 at 8 warps (8 a thread), not 1024 at
+        # 4. Forced in turns against 8 chunks of 8 a thread (GPU runs 432-434, H100): 1024 at 8 x1.006-1.021 at
+        # 4096-32768 rows of 4608-7168 (bf16 x float32 weights, bf16, fp16), x0.990-0.997 at 7680-8192; 2048 at 16 (4
+        # a thread) x1.008-1.079 at 8192 columns, x0.991 at 7680, x0.81-0.95 at 4608-7168. In turns (``bench.ab``, run
+        # 435): 1024 at 8 x1.008-1.033 at 32768 rows of 4608-7168 (bf16 x float32 weights), x1.016 at 4096 x 6144 and
+        # 16384 x 5632 fp16. Run 438 (forced, 8192-32768 rows of 7424-8192): 2048 at 8 x1.044-1.083 against 1024 at 4,
+        # x1.045 against 2048 at 16 (32768 x 8192); 2048 at 4 x0.99-1.04, 4096 at 16 x0.81-0.90. Not timed on an H200
+        chunked = _chunked(n, widest, 1024 if n <= 7168 else 2048, 4 if n <= 7168 else 8, one_tile)
     elif has_mask and (m > 2048 or (row_block_n(n) <= 16384 and (m > 512 or n > 8192))):
         # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes),
         # few rows (at most 2048) too up to 16384 columns, where chunks of 2048-4096 at 4 warps (16-32 a thread) ran
