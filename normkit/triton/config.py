@@ -337,7 +337,8 @@ def _fwd_heuristic(
         # a thread) x1.008-1.079 at 8192 columns, x0.991 at 7680, x0.81-0.95 at 4608-7168. In turns (``bench.ab``, run
         # 435): 1024 at 8 x1.008-1.033 at 32768 rows of 4608-7168 (bf16 x float32 weights), x1.016 at 4096 x 6144 and
         # 16384 x 5632 fp16. Run 438 (forced, 8192-32768 rows of 7424-8192): 2048 at 8 x1.044-1.083 against 1024 at 4,
-        # x1.045 against 2048 at 16 (32768 x 8192); 2048 at 4 x0.99-1.04, 4096 at 16 x0.81-0.90. Not timed on an H200
+        # x1.045 against 2048 at 16 (32768 x 8192); 2048 at 4 x0.99-1.04, 4096 at 16 x0.81-0.90; in turns (run 439)
+        # x1.045-1.107 at 5000-32768 rows of 7424-8192. Not timed on an H200, nor at 2049-4096 rows of 7169-8192
         chunked = _chunked(n, widest, 1024 if n <= 7168 else 2048, 4 if n <= 7168 else 8, one_tile)
     elif has_mask and (m > 2048 or (row_block_n(n) <= 16384 and (m > 512 or n > 8192))):
         # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes),
