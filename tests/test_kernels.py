@@ -687,20 +687,15 @@ def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
     monkeypatch.setattr(config, "slower_dram", lambda index: slower)
     ops._forward_plan.cache_clear()
     try:
-        launched = _record_launches(monkeypatch, "NORM_FWD")
-        x = torch.randn(600, 9216, device=DEVICE, dtype=torch.bfloat16)
-        w = torch.ones(9216, device=DEVICE, dtype=torch.bfloat16)
-        ops.rms_norm_fwd(x, w, None, 1e-5)
+        x, w, _ = make_inputs(600, 9216, torch.bfloat16, torch.bfloat16, bias=False)
+        with pytest.MonkeyPatch.context() as recording:
+            launched = _record_launches(recording, "NORM_FWD")
+            ops.rms_norm_fwd(x, w, None, 1e-5)
         want = (1024, 8192, True) if slower else (0, 4096, False)
         assert (launched[0]["TAIL_N"], launched[0]["BLOCK_N"], launched[0]["PERSISTENT"]) == want
         if slower:
-            assert launched[0]["grid"][0] == config.persistent_programs(x.get_device(), 600, config.LaunchConfig(
-                1, 8192, 1, 16, 2
-            ))  # fmt: skip
-        monkeypatch.undo()
-        monkeypatch.setattr(config, "slower_dram", lambda index: slower)
-        ops._forward_plan.cache_clear()
-        x, w, _ = make_inputs(600, 9216, torch.bfloat16, torch.bfloat16, bias=False)
+            head_tail = config.LaunchConfig(1, 8192, 1, 16, 2, tail_n=1024)
+            assert launched[0]["grid"][0] == config.persistent_programs(x.get_device(), 600, head_tail)
         check_forward("triton", "rms_norm", x, w, None)
     finally:
         monkeypatch.undo()
@@ -1140,9 +1135,9 @@ def test_few_waves_on_the_gpu(op):
     few_rows += [(1000, 9216), (1800, 8800), (700, 8200), (600, 12000)]  # 513-2048 rows of 8193-12288 (round 48)
     few_rows += [(200, 9000), (1, 8193)]  # 1-256 rows of 8193-9216 (round 49); on an H100 RMSNorm's head + tail above
     few_rows += [(200, 9216)]  # the fused forward's mask by nibbles (round 49; 1000 x 9216 above too)
-    # on an H100 (round 50): LayerNorm's many rows of 7169-8192 in chunks of 2048 at 16 warps, the fused forward's of
-    # 4097-7168 and 8192 in chunks of 4 a thread by nibbles (3000 x 5120-6656 above too); RMSNorm's 513-1024 rows of
-    # 8193-12288 on a persistent grid (1000 x 9216, 700 x 10240, 600 x 12000 above)
+    # on an H100 (round 50): LayerNorm's many rows of 7169-8192 in chunks of 2048 at 16 warps, the fused forward's in
+    # chunks of 2048 at 8 there and of 4 a thread by nibbles at 4097-7168 (3000 x 5120-6656 above); RMSNorm's 513-1024
+    # rows of 8193-12288 on a persistent grid (1000 x 9216, 700 x 10240, 600 x 12000 above)
     few_rows += [(4100, 7680), (4100, 8192)]
     for m, n in shapes + few_rows:  # few rows: 8 a thread (the fused forward; LayerNorm at 257-1024 rows)
         for dtypes in (DTYPES[1], DTYPES[3]):

@@ -339,7 +339,8 @@ def _fwd_heuristic(
         # 16384 x 5632 fp16. Run 438 (forced, 8192-32768 rows of 7424-8192): 2048 at 8 x1.044-1.083 against 1024 at 4,
         # x1.045 against 2048 at 16 (32768 x 8192); 2048 at 4 x0.99-1.04, 4096 at 16 x0.81-0.90; in turns (run 439)
         # x1.045-1.107 at 5000-32768 rows of 7424-8192. Not timed on an H200, nor at 2049-4096 rows of 7169-8192
-        chunked = _chunked(n, widest, 1024 if n <= 7168 else 2048, 4 if n <= 7168 else 8, one_tile)
+        chunk, per_thread = (1024, 4) if n <= 7168 else (2048, 8)
+        chunked = _chunked(n, widest, chunk, per_thread, one_tile)
     elif has_mask and (m > 2048 or (row_block_n(n) <= 16384 and (m > 512 or n > 8192))):
         # the clamped ReLU's forward: rows in 8 chunks of 8 elements a thread (each thread makes its own mask bytes),
         # few rows (at most 2048) too up to 16384 columns, where chunks of 2048-4096 at 4 warps (16-32 a thread) ran
