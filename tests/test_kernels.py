@@ -673,8 +673,9 @@ def test_backward_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, has_db
 def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
     """``config.slower_dram``: a GPU whose peak DRAM bandwidth (memory clock x bus width x 2) is below
     ``SLOWER_DRAM_BELOW`` takes the rules of ``slower_dram``; the CPU never does. The forward's plan passes it on:
-    RMSNorm's 600 x 9216 then launches as a head tile of 8192 and a tail of 1024 on a persistent grid, whose y and
-    rstd match the reference."""
+    RMSNorm's 600 x 9216 then launches as a head tile of 8192 and a tail of 1024 on a persistent grid, at 8 warps
+    with a bias (the plan passes ``has_bias`` on too), and LayerNorm's 520 x 9728 as a head tile and a tail of 2048
+    on one; their y and statistics match the reference."""
     import types
 
     from normkit.triton import config, ops
@@ -697,6 +698,16 @@ def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
             head_tail = config.LaunchConfig(1, 8192, 1, 16, 2, tail_n=1024)
             assert launched[0]["grid"][0] == config.persistent_programs(x.get_device(), 600, head_tail)
         check_forward("triton", "rms_norm", x, w, None)
+        x, w, b = make_inputs(520, 9728, torch.bfloat16, torch.bfloat16)
+        with pytest.MonkeyPatch.context() as recording:
+            launched = _record_launches(recording, "NORM_FWD")
+            ops.rms_norm_fwd(x[:, :9216], w[:9216], b[:9216], 1e-5)
+            ops.layer_norm_fwd(x, w, b, 1e-5)
+        want = [(8, True), (8, True)] if slower else [(16, False), (8, False)]
+        assert [(launch["num_warps"], launch["PERSISTENT"]) for launch in launched] == want
+        assert launched[1]["TAIL_N"] == 2048  # a head tile and a tail either way
+        check_forward("triton", "rms_norm", x[:, :9216], w[:9216], b[:9216])
+        check_forward("triton", "layer_norm", x, w, b)
     finally:
         monkeypatch.undo()
         ops._forward_plan.cache_clear()
@@ -843,6 +854,26 @@ def test_few_waves_rules():
         assert config.fwd_config(m, 9216, slower_dram=True) == config.fwd_config(m, 9216)
         assert config.fwd_config(m, 9216, has_mask=True, slower_dram=True) == config.fwd_config(m, 9216, has_mask=True)
     assert config.fwd_config(2049, 9216, True, slower_dram=True) == config.fwd_config(2049, 9216, True)
+    # round 51 (runs 442-443), on slower DRAM: RMSNorm's persistent grid at 8 warps with a bias (the inference call
+    # above 9216 columns only), and LayerNorm's 513-1024 rows of 9217-12288 (16-bit weights) on a persistent grid of 2
+    # programs a SM; not 1025+ rows, not float32 weights, not 8193-9216 columns (chunks), nothing on an H200
+    for m in (513, 1024):
+        for n, tail in ((9216, 1024), (12288, 4096)):
+            with_bias = config.fwd_config(m, n, True, slower_dram=True, has_bias=True)
+            assert with_bias == config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=tail), (m, n)
+            infer = config.infer_config(m, n, True, slower_dram=True, has_bias=True)
+            assert infer.num_warps == (16 if n == 9216 else 8), (m, n)
+            assert config.fwd_config(m, n, True, has_bias=True) == config.fwd_config(m, n, True)
+        for n, tail in ((9217, 2048), (10240, 2048), (12288, 4096)):
+            head_tail = config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=tail)
+            assert fwd(m, n) == (8192, 1, 8, tail) and config.fwd_config(m, n).programs_per_sm == 0
+            assert config.fwd_config(m, n, slower_dram=True) == head_tail, (m, n)
+            assert config.infer_config(m, n, slower_dram=True, has_bias=True) == head_tail, (m, n)
+            assert config.fwd_config(m, n, w_bytes=4, slower_dram=True) == config.fwd_config(m, n, w_bytes=4)
+        assert config.fwd_config(m, 9216, slower_dram=True).num_chunks == 9
+    assert config.fwd_config(2048, 12288, True, slower_dram=True, has_bias=True).num_warps == 16
+    assert config.fwd_config(1025, 12288, slower_dram=True).programs_per_sm == 0
+    assert config.fwd_config(512, 12288, slower_dram=True).num_chunks == 6
     # LayerNorm's 1025-2048 rows of 12289-14336: chunks of 2048 at 8 warps (run 408); 14337 and 1024 rows as before
     assert fwd(1025, 12289) == fwd(2048, 14336) == (2048, 7, 8, 0)
     assert fwd(2048, 14337) == fwd(1024, 13312) == (4096, 4, 8, 0) and fwd(2048, 13312, True)[:3] == (4096, 4, 16)

@@ -134,7 +134,7 @@ def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
 
 def fwd_config(
     m: int, n: int, is_rms: bool = False, has_mask: bool = False, w_bytes: int = 2, x_fp16: bool = False,
-    slower_dram: bool = False,
+    slower_dram: bool = False, has_bias: bool = False,
 ) -> LaunchConfig:  # fmt: skip
     """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns), 32
     elements a thread (RMSNorm's tiles of 2 rows of 1024: 16). Above 4096 columns, when there are more than 2048 rows, 4
@@ -160,8 +160,8 @@ def fwd_config(
     a thread, 1024 at 8 warps or, above 1024 rows, 2048 at 16; 1-256 rows of 8193-9216: chunks of 2048 at 16); of
     12289-16384 (RMSNorm's 8192-16384): chunks of 4096 at 8 warps (RMSNorm 16; on slower DRAM, ``slower_dram``,
     RMSNorm's 513-2048 rows of 8193-12288 a head tile of 8192 and a tail tile at 16 warps, 513-1024 of them on a
-    persistent grid of 2 programs a SM), but LayerNorm's 1025-2048 rows of 12289-14336 chunks of 2048 at 8 warps. Some
-    chunked rows' second pass loads a chunk ahead (``_second_pass_ahead``).
+    persistent grid of 2 programs a SM, at 8 warps with a bias), but LayerNorm's 1025-2048 rows of 12289-14336 chunks of
+    2048 at 8 warps. Some chunked rows' second pass loads a chunk ahead (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -193,11 +193,14 @@ def fwd_config(
     weights lose with float32 ones. ``x_fp16``: x is float16 (``_few_waves_fwd``'s rows of 12289-14336 columns).
     ``slower_dram``: the GPU's DRAM is slower than the H200's that the rules were fitted on (``slower_dram``, an
     H100's): RMSNorm's few rows of 8193-12288 columns then take a head tile and a tail tile (513-1024 rows on a
-    persistent grid), LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, and the clamped ReLU's
-    forward of many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps)."""
+    persistent grid), LayerNorm's 513-1024 rows of 9217-12288 columns (16-bit weights) their head and tail tiles on a
+    persistent grid, LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, and the clamped ReLU's
+    forward of many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps).
+    ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, w_bytes, x_fp16, slower_dram, tuple(LIMITS.values()))
+    limits = tuple(LIMITS.values())
+    return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, w_bytes, x_fp16, slower_dram, has_bias, limits)
 
 
 def bwd_config(
@@ -238,8 +241,9 @@ def bwd_config(
 
 
 def infer_config(
-    m: int, n: int, is_rms: bool = False, w_bytes: int = 2, x_fp16: bool = False, slower_dram: bool = False
-) -> LaunchConfig:
+    m: int, n: int, is_rms: bool = False, w_bytes: int = 2, x_fp16: bool = False, slower_dram: bool = False,
+    has_bias: bool = False,
+) -> LaunchConfig:  # fmt: skip
     """The inference forward's launch (y alone, no statistics or mask stored: ``ops.infer_unchecked``): for many rows
     (more than 8192) of 256 columns, four rows (RMSNorm eight) a program of 2 warps, one program a row block; RMSNorm's
     rows of 257-1024 columns in tiles of 1024 elements at one warp (Inductor's tile for these rows); elsewhere the
@@ -251,24 +255,28 @@ def infer_config(
     (12.90); RMSNorm at 512 22.02 -> 20.99 (20.93), 1024 37.89 -> 36.83 (36.86), 16384 x 512 13.73 -> 13.09 (13.02),
     8200 x 1024 13.92 -> 13.50 (13.60). LayerNorm's rows of 512 and 1024 kept the training forward's tiles (every
     other tile within 1.6% or slower; level with torch.compile at 32768 rows), as did calls of 4096 rows (tiles of 1024
-    at one warp 0.91-0.97x there). ``w_bytes``, ``x_fp16``, ``slower_dram``: as ``fwd_config``'s."""
+    at one warp 0.91-0.97x there). ``w_bytes``, ``x_fp16``, ``slower_dram``, ``has_bias``: as ``fwd_config``'s."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    return _infer_heuristic(_rows_key(m), n, is_rms, w_bytes, x_fp16, slower_dram, tuple(LIMITS.values()))
+    limits = tuple(LIMITS.values())
+    return _infer_heuristic(_rows_key(m), n, is_rms, w_bytes, x_fp16, slower_dram, has_bias, limits)
 
 
 # The launchers ask on every call; a few microseconds of Python each time is worth caching for small calls.
 # LIMITS is part of the key, so limits() still takes effect.
 @functools.lru_cache(maxsize=1024)
 def _infer_heuristic(
-    m: int, n: int, is_rms: bool, w_bytes: int, x_fp16: bool, slower_dram: bool, _limits: tuple
+    m: int, n: int, is_rms: bool, w_bytes: int, x_fp16: bool, slower_dram: bool, has_bias: bool, _limits: tuple
 ) -> LaunchConfig:
     block_n = row_block_n(n)
     if m > 8192 and block_n == 256:
         return LaunchConfig(8 if is_rms else 4, 256, 1, 2)
     if m > 8192 and is_rms and block_n in (512, 1024):
         return LaunchConfig(1024 // block_n, block_n, 1, 1)
-    return _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, _limits)
+    # RMSNorm's rows of at most 9216 columns with a bias keep the launch without one (``_fwd_heuristic``'s round 51
+    # rule: the inference call x0.943-0.975 there)
+    bias_rule = has_bias and n > LIMITS["fwd_max_block_n"] * 9 // 8
+    return _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, bias_rule, _limits)
 
 
 def _rows_key(m: int) -> int:
@@ -279,8 +287,9 @@ def _rows_key(m: int) -> int:
 
 @functools.lru_cache(maxsize=4096)
 def _fwd_heuristic(
-    m: int, n: int, is_rms: bool, has_mask: bool, w_bytes: int, x_fp16: bool, slower_dram: bool, _limits: tuple
-) -> LaunchConfig:
+    m: int, n: int, is_rms: bool, has_mask: bool, w_bytes: int, x_fp16: bool, slower_dram: bool, has_bias: bool,
+    _limits: tuple,
+) -> LaunchConfig:  # fmt: skip
     widest, one_tile = LIMITS["fwd_max_block_n"], LIMITS["fwd_one_tile_max_n"]
     if 2048 < m <= 4096 and not has_mask:
         persistent = _few_waves_persistent_fwd(n, is_rms, w_bytes)
@@ -398,11 +407,26 @@ def _fwd_heuristic(
         # (round 50, forced in turns, GPU run 433, H100): x1.015-1.135 (the inference call x0.997-1.128) at 600-1024
         # rows of 8704-12288 (bf16, fp16, bf16 x float32 weights); at 1536-2048 rows x0.966-1.000, at 256-512 rows
         # (chunks of 4096) x0.963-0.992
-        return LaunchConfig(1, widest, 1, 16, 2 if m == 1024 else 0, tail_n=row_block_n(n - widest))
+        # With a bias (``has_bias``), on the persistent grid 8 warps a program, not 16 (round 51): 16-warp programs of
+        # RMSNorm without a bias hold about 62 registers a thread (sm_90, read on the CPU), so two fit on a SM; the
+        # bias's loads take that past 64, and half the grid waited for the first half. Against 16 warps in turns (GPU
+        # run 443, H100, the training forward and the inference call against the rule before): x1.039-1.265 at
+        # 600-1024 rows of 9216-12288 (bf16, fp16, bf16 x float32 weights; 1024 x 12288 with float32 weights level,
+        # x0.989-0.996), the inference call x1.012-1.174 above 9216 columns, x0.943-0.975 at 9216 (there it keeps 16,
+        # ``_infer_heuristic``). Forced in turns (run 442): 16 warps on a grid of one program a SM x1.03-1.10, 8
+        # warps x1.03-1.19
+        warps = 8 if has_bias and m == 1024 else 16
+        return LaunchConfig(1, widest, 1, warps, 2 if m == 1024 else 0, tail_n=row_block_n(n - widest))
     elif not is_rms and not has_mask and widest < n <= widest + widest // 2:
         # few rows of 8193-12288 columns: a head tile of 8192 and a tail tile, 8 warps (1024 x 12288 bf16: 2148 ->
-        # 2419 GB/s, one tile of 16384 at 16 warps 2234; cuDNN 2868; GPU run 110)
-        return LaunchConfig(1, widest, 1, 8, tail_n=row_block_n(n - widest))
+        # 2419 GB/s, one tile of 16384 at 16 warps 2234; cuDNN 2868; GPU run 110). On a GPU of slower DRAM (an H100),
+        # 513-1024 rows of 9217-12288 with 16-bit weights on a persistent grid of 2 programs a SM, each loading its
+        # next row before it works on the current one (round 51): forced in turns (GPU run 442, bf16) x1.030-1.100 at
+        # 768-1024 rows of 10240-12288, x0.869 at 9216 (that keeps its chunks, above); in turns (``bench.ab``, run
+        # 443) x1.028-1.111 at 600-1024 rows of 9728-12288 (bf16, fp16; the inference call x1.034-1.150), but
+        # x0.971-1.018 at 1536-2048 rows and with float32 weights x0.898 at 1024 x 12288 (x1.103 at 10240)
+        persistent = 2 if slower_dram and m == 1024 and w_bytes == 2 else 0
+        return LaunchConfig(1, widest, 1, 8, persistent, tail_n=row_block_n(n - widest))
     elif not is_rms and not has_mask and m == 2048 and 12288 < n <= 14336:
         # LayerNorm's 1025-2048 rows of 12289-14336 columns: chunks of 2048 at 8 warps (8 a thread), not 4096 (16).
         # Forced at 2048 x 13312 bf16 (GPU run 407, H200): x1.068. In turns (``bench.ab``, run 408, H200): 2048 x
