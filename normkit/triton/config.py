@@ -407,14 +407,14 @@ def _fwd_heuristic(
         # (round 50, forced in turns, GPU run 433, H100): x1.015-1.135 (the inference call x0.997-1.128) at 600-1024
         # rows of 8704-12288 (bf16, fp16, bf16 x float32 weights); at 1536-2048 rows x0.966-1.000, at 256-512 rows
         # (chunks of 4096) x0.963-0.992
-        # With a bias (``has_bias``), on the persistent grid 8 warps a program, not 16 (round 51): 16-warp programs of
-        # RMSNorm without a bias hold about 62 registers a thread (sm_90, read on the CPU), so two fit on a SM; the
-        # bias's loads take that past 64, and half the grid waited for the first half. Against 16 warps in turns (GPU
-        # run 443, H100, the training forward and the inference call against the rule before): x1.039-1.265 at
-        # 600-1024 rows of 9216-12288 (bf16, fp16, bf16 x float32 weights; 1024 x 12288 with float32 weights level,
-        # x0.989-0.996), the inference call x1.012-1.174 above 9216 columns, x0.943-0.975 at 9216 (there it keeps 16,
-        # ``_infer_heuristic``). Forced in turns (run 442): 16 warps on a grid of one program a SM x1.03-1.10, 8
-        # warps x1.03-1.19
+        # With a bias (``has_bias``), 8 warps a program on the persistent grid, not 16 (round 51): RMSNorm's 16-warp
+        # programs hold 62 registers a thread without a bias at 12288 columns (sm_90, read on the CPU), so two fit a SM,
+        # but 72 with one, and the grid's second half waited for its first (at 8 warps 124: two fit). Forced in turns
+        # (GPU run 442, H100, bf16): 8 warps x1.03-1.19 at 768-1024 rows of 9216-12288, 16 warps one a SM x0.88-1.05.
+        # Against the rule before in turns (run 443, the training forward and the inference call): x1.039-1.265 at
+        # 600-1024 rows of 9216-12288 (bf16, fp16, bf16 x float32 weights; 1024 x 12288 with float32 weights
+        # x0.989-0.996), the inference call x1.012-1.174 above 9216 columns but x0.943-0.975 at 9216 (there it keeps
+        # 16 warps, ``_infer_heuristic``)
         warps = 8 if has_bias and m == 1024 else 16
         return LaunchConfig(1, widest, 1, warps, 2 if m == 1024 else 0, tail_n=row_block_n(n - widest))
     elif not is_rms and not has_mask and widest < n <= widest + widest // 2:
