@@ -713,6 +713,44 @@ def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
         ops._forward_plan.cache_clear()
 
 
+def test_persistent_forward_grid_fits_the_sm(monkeypatch):
+    """A persistent forward asks at most as many programs a SM as fit on one by its compiled kernel's registers
+    (``ops._persistent_grid``; ``Launcher.programs_that_fit``, known from the kernel's first launch on): before that,
+    the plan's grid; after, the fitted one, kept with the plan. On the GPU: LayerNorm's 3000 x 1536 with float32
+    weights (1-warp programs, 16 a SM asked) launches that grid from its second call, and matches the reference."""
+    from normkit.triton import config, ops
+
+    plan_args = (3000, 1536, torch.bfloat16, torch.float32, True, False, False, None, True)
+    monkeypatch.setattr(config, "multiprocessor_count", lambda device: 132)
+    monkeypatch.setattr(config, "slower_dram", lambda device: False)
+    ops._forward_plan.cache_clear()
+    try:
+        plan = ops._forward_plan(*plan_args, 0, config.generation)
+        assert (plan.programs_per_sm, plan.programs, plan.row_blocks) == (16, 16 * 132, 3000)
+        monkeypatch.setattr(ops.NORM_FWD, "programs_that_fit", lambda values, warps, device: None)
+        assert ops._persistent_grid(plan, 0) == (plan.programs, plan.blocks_per_program) and not plan.fitted
+        monkeypatch.setattr(ops.NORM_FWD, "programs_that_fit", lambda values, warps, device: 12)
+        assert ops._persistent_grid(plan, 0) == (12 * 132, 2) == plan.fitted[0]
+        monkeypatch.setattr(ops.NORM_FWD, "programs_that_fit", lambda values, warps, device: 1)
+        assert ops._persistent_grid(plan, 0) == (12 * 132, 2)  # kept with the plan
+        roomy = ops._forward_plan(*plan_args[:3], torch.bfloat16, *plan_args[4:], 0, config.generation)
+        monkeypatch.setattr(ops.NORM_FWD, "programs_that_fit", lambda values, warps, device: 32)
+        assert ops._persistent_grid(roomy, 0) == (roomy.programs, roomy.blocks_per_program)  # never more
+        assert ops._persistent_grid(plan, -1) == (12 * 132, 2)
+    finally:
+        monkeypatch.undo()
+        ops._forward_plan.cache_clear()
+    if HAS_GPU:
+        x, w, b = make_inputs(3000, 1536, torch.bfloat16, torch.float32)
+        for _ in range(2):
+            check_forward("triton", "layer_norm", x, w, b)
+        plan = ops._forward_plan(*plan_args, x.get_device(), config.generation)
+        fit = ops.NORM_FWD.programs_that_fit(plan.values, plan.num_warps, x.get_device())
+        assert fit is not None and plan.programs_per_sm > 0
+        sms = config.multiprocessor_count(x.get_device())
+        assert ops._persistent_grid(plan, x.get_device())[0] == min(plan.programs, min(fit, plan.programs_per_sm) * sms)
+
+
 def test_few_waves_rules():
     """2049-4096 rows (a call of a few waves of programs) take their own rules (``config._few_waves_fwd``,
     ``_few_waves_bwd`` and ``_few_waves_masked_bwd``); many rows and the fused forward keep theirs."""

@@ -309,3 +309,44 @@ def test_tensor_maps_expand_each_descriptor_in_place_once_per_layout():
     for count, other in enumerate(others, start=3):
         maps.expand(("a", other, "b", "c", "d", second, "e"))
         assert len(encoded) == count and encoded[-1] == "meta of 1"
+
+
+@pytest.mark.parametrize(
+    "registers, shared, warps, fit",
+    [
+        (168, 0, 1, 12),  # 5376 registers a warp: 12 of the 64 that the threads allow
+        (72, 0, 4, 7),  # 2304 a warp, 9216 a program
+        (148, 0, 8, 1),  # 4736 a warp, allocated as 4864 (units of 256): 38912 a program
+        (62, 0, 16, 2),  # 1984 -> 2048 a warp: exactly two 16-warp programs
+        (72, 0, 16, 1),
+        (16, 0, 1, 32),  # at most 32 programs a SM
+        (32, 0, 4, 16),  # by threads: 2048 / 128
+        (32, 50 * 1024, 1, 4),  # by shared memory: 228 KB / (50 KB + the driver's 1 KB)
+        (255, 0, 32, 1),  # never below 1
+    ],
+)
+def test_programs_that_fit_a_sm(monkeypatch, registers, shared, warps, fit):
+    """``launch.programs_per_sm``: what fits one SM of an H100 or H200 (64 K registers, 2048 threads, 228 KB of shared
+    memory) by a compiled kernel's registers, warps and shared memory; ``Launcher.programs_that_fit`` asks it for the
+    first kernel compiled with those constexprs and warps, None before."""
+    limits = (65536, 2048, 233472)
+    assert launch.programs_per_sm(registers, shared, warps, limits) == fit
+    launcher = launch.Launcher(reference_kernel())
+    values = launcher.values(BLOCK=16)
+    assert launcher.programs_that_fit(values, warps, 0) is None
+    launcher.resources[(values, warps)] = (registers, shared)
+    monkeypatch.setattr(launch, "_sm_limits", lambda device: limits)
+    assert launcher.programs_that_fit(values, warps, 0) == fit
+
+
+def reference_kernel():
+    """A small kernel with one constexpr, for the launcher's bookkeeping (never launched here)."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def copy(X, Y, n, BLOCK: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+        tl.store(Y + offsets, tl.load(X + offsets, mask=offsets < n), mask=offsets < n)
+
+    return copy

@@ -37,6 +37,7 @@ Triton's interpreter (no GPU), launch hooks
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 import torch
@@ -181,6 +182,31 @@ def _entry(compiled):
     return run, (compiled.function, compiled.packed_metadata, None, None, None), None
 
 
+def programs_per_sm(registers: int, shared: int, num_warps: int, limits: tuple[int, int, int]) -> int:
+    """Programs of ``num_warps`` warps, each thread holding ``registers`` registers and each program ``shared`` bytes
+    of shared memory, that fit on one SM of ``limits`` (its 32-bit registers, threads and shared memory bytes) at once,
+    at least 1. A warp's registers are allocated in units of 256 (8 a thread); a program also takes 1 KB of shared
+    memory that the driver keeps for itself (sm_80 and newer); at most 32 programs a SM."""
+    regs_limit, threads_limit, shared_limit = limits
+    per_warp = -(-max(registers, 1) * 32 // 256) * 256
+    by_registers = regs_limit // (per_warp * num_warps)
+    by_threads = threads_limit // (32 * num_warps)
+    by_shared = shared_limit // (shared + 1024)
+    return max(1, min(by_registers, by_threads, by_shared, 32))
+
+
+@functools.cache
+def _sm_limits(device: int) -> tuple[int, int, int]:
+    """One SM's 32-bit registers, threads and shared memory bytes on the GPU ``device`` (as torch reports them; an
+    H100's or H200's where it does not)."""
+    props = torch.cuda.get_device_properties(device)
+    return (
+        getattr(props, "regs_per_multiprocessor", 65536),
+        getattr(props, "max_threads_per_multi_processor", 2048),
+        getattr(props, "shared_memory_per_multiprocessor", 233472),
+    )
+
+
 class Launcher:
     """``Launcher(kernel)[grid](*args, num_warps=w, **constexprs)`` does what ``kernel[grid](*args, num_warps=w,
     **constexprs)`` does, with less host work from the second call of a key on: ``args`` are the runtime arguments,
@@ -206,6 +232,9 @@ class Launcher:
         # the interpreter (an InterpretedFunction, not a JITFunction) has nothing compiled to call
         self.direct = isinstance(kernel, triton.runtime.JITFunction) and _direct_launch_supported()
         self.compiled: dict = {}  # key -> (launch, head, maps) (``_entry``)
+        # (constexprs, num_warps) -> (registers a thread, shared memory bytes) of the first kernel compiled for them
+        # (``programs_that_fit``)
+        self.resources: dict = {}
         self.bind = None  # ``_binder`` of the first cached call's argument kinds
 
     def __getitem__(self, grid: tuple):
@@ -219,6 +248,15 @@ class Launcher:
                 f"{tuple(constexprs)}"
             )
         return tuple([constexprs[name] for name in self.constexpr_names])
+
+    def programs_that_fit(self, values: tuple, num_warps: int, device: int) -> int | None:
+        """How many programs of the kernel compiled for these constexprs and warps fit on one SM of the GPU
+        ``device`` at once (``programs_per_sm``); None before one has been compiled on this path (the first call, the
+        interpreter, Triton's own path)."""
+        resources = self.resources.get((values, num_warps))
+        if resources is None:
+            return None
+        return programs_per_sm(*resources, num_warps, _sm_limits(device))
 
     def _tritons_launch(self, grid: tuple, args: tuple, num_warps: int, values: tuple):
         """``kernel[grid](...)``: Triton binds, specializes, compiles or finds the kernel and launches it."""
@@ -247,6 +285,8 @@ class Launcher:
             if compiled is not None and key is not None:
                 compiled._init_handles()  # loads the module: compiled.run and .function are set from here on
                 self.compiled[key] = _entry(compiled)
+                shared = getattr(compiled.metadata, "shared", 0)
+                self.resources.setdefault((values, num_warps), (compiled.n_regs, shared))
             return
         run, head, maps = entry
         if maps is not None:

@@ -44,6 +44,11 @@ class _ForwardPlan(NamedTuple):
     values: tuple  # the constexprs, in norm_fwd_kernel's order
     thresholds: tuple  # lower, upper, keep_from, keep_to
     stat_dtype: torch.dtype
+    row_blocks: int
+    programs_per_sm: int  # a persistent grid's (0: one program a row block)
+    # a persistent grid's ``(programs, blocks_per_program)`` once its kernel is compiled, where fewer programs a SM
+    # fit than it asks (``_persistent_grid``); empty before
+    fitted: list
 
 
 def _pass_two_unrolled(m, cfg) -> bool:
@@ -111,7 +116,10 @@ def _forward_plan(
         PAIR_NIBBLES=_pair_nibbles(cfg, has_mask, tiles_3d, row_align, x_dtype, device),
     )  # fmt: skip
     thresholds = (float(lower), float(upper), keep_from, keep_to)
-    return _ForwardPlan(programs, cdiv(row_blocks, programs), cfg.num_warps, values, thresholds, stat_dtype)
+    per_sm = cfg.programs_per_sm if persistent else 0
+    return _ForwardPlan(
+        programs, cdiv(row_blocks, programs), cfg.num_warps, values, thresholds, stat_dtype, row_blocks, per_sm, []
+    )
 
 
 def _forward_outputs(x, stat_dtype, is_rms, clamp, training=True):
@@ -143,18 +151,39 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None, t
         config.generation, row_align,
     )  # fmt: skip
     y, mean, rstd, mask = _forward_outputs(x, plan.stat_dtype, is_rms, clamp, training)
+    programs, blocks_per_program = _persistent_grid(plan, x.get_device()) if plan.programs_per_sm else plan[:2]
     # the kernel takes a pointer for every argument: RMSNorm passes rstd for the mean, what is not written passes y
     rstd_or_y = rstd if rstd is not None else y
     NORM_FWD.launch(
-        (plan.programs,),
+        (programs,),
         (x, y, weight, bias if bias is not None else weight, mean if mean is not None else rstd_or_y, rstd_or_y,
          mask if mask is not None else y,
          m, n // row_align, stride_x // row_align, y.stride(0) // row_align, mask.stride(0) if mask is not None else 0,
          float(eps),
-         *plan.thresholds, plan.programs, plan.blocks_per_program),
+         *plan.thresholds, programs, blocks_per_program),
         plan.num_warps, plan.values,
     )  # fmt: skip
     return y, mean, rstd, mask
+
+
+def _persistent_grid(plan: _ForwardPlan, device: int) -> tuple[int, int]:
+    """``(programs, blocks_per_program)`` of a persistent forward: the plan's, but at most as many programs a SM as
+    fit on one at once by the compiled kernel's registers, threads and shared memory (``Launcher.programs_that_fit``,
+    known from its first launch on). A grid that asks more runs them in two waves, the second after the first's
+    programs have done all their rows: read on the CPU (sm_90), LayerNorm's 1-warp programs of 1536 columns with
+    float32 weights hold 168 registers (12 of 16 fit), RMSNorm's 4-warp programs of 3072 with a bias and float32
+    weights 72 (7 of 8). Forced to what fits on an H100 (GPU run 445, in turns against the plan's grid): 3000 x 1536
+    x1.165 (LayerNorm) and x1.154 (RMSNorm), 4096 x 1536 x1.010, RMSNorm 3000 / 4096 x 3072 x1.052 / x1.164, 1024 x
+    12288 (8 warps, 148 registers: 1 of 2) x1.022. The forward's rows are independent, so the grid changes no
+    output; the backward's (whose partials a program sums) keeps its plan's."""
+    if plan.fitted:
+        return plan.fitted[0]
+    fit = NORM_FWD.programs_that_fit(plan.values, plan.num_warps, device) if device >= 0 else None
+    if fit is None:  # not compiled yet (the call that compiles it), or the interpreter
+        return plan.programs, plan.blocks_per_program
+    programs = max(1, min(plan.programs, min(fit, plan.programs_per_sm) * config.multiprocessor_count(device)))
+    plan.fitted.append((programs, cdiv(plan.row_blocks, programs)))
+    return plan.fitted[0]
 
 
 def _row_align(itemsize: int, *lengths: int) -> int:
