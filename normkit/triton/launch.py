@@ -33,6 +33,9 @@ a call at 4096 x 4608: 102 microseconds through Triton's path (GPU run 151), 56-
 path (run 153), 66.3 -> 51.0 with the maps kept (run 163, in turns in one process; the pointer kernel 35).
 Triton's interpreter (no GPU), launch hooks
 (profilers such as proton set them) and Triton versions other than 3.6 take Triton's own path on every call.
+
+The launcher also keeps each compiled kernel's registers a thread and shared memory, so that a persistent grid can ask
+no more programs a SM than fit on one (``Launcher.programs_that_fit``; ``ops._persistent_grid``).
 """
 
 from __future__ import annotations

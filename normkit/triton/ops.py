@@ -46,8 +46,8 @@ class _ForwardPlan(NamedTuple):
     stat_dtype: torch.dtype
     row_blocks: int
     programs_per_sm: int  # a persistent grid's (0: one program a row block)
-    # a persistent grid's ``(programs, blocks_per_program)`` once its kernel is compiled, where fewer programs a SM
-    # fit than it asks (``_persistent_grid``); empty before
+    # a persistent grid's ``(programs, blocks_per_program)`` as launched once its kernel is compiled, fewer programs
+    # where fewer fit a SM than it asks (``_persistent_grid``); empty before
     fitted: list
 
 
@@ -144,14 +144,14 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None, t
     m, n = x.shape
     if m == 0:
         return _forward_outputs(x, _acc_of(x.dtype)[1], is_rms, clamp, training)
-    stride_x = x.stride(0)
+    stride_x, device = x.stride(0), x.get_device()
     row_align = 1 if not (n | stride_x) & 15 else _row_align(x.element_size(), n, stride_x)
     plan = _forward_plan(
-        m, n, x.dtype, weight.dtype, bias is not None, is_rms, zero_centered_gamma, clamp, training, x.get_device(),
+        m, n, x.dtype, weight.dtype, bias is not None, is_rms, zero_centered_gamma, clamp, training, device,
         config.generation, row_align,
     )  # fmt: skip
     y, mean, rstd, mask = _forward_outputs(x, plan.stat_dtype, is_rms, clamp, training)
-    programs, blocks_per_program = _persistent_grid(plan, x.get_device()) if plan.programs_per_sm else plan[:2]
+    programs, blocks_per_program = _persistent_grid(plan, device) if plan.programs_per_sm else plan[:2]
     # the kernel takes a pointer for every argument: RMSNorm passes rstd for the mean, what is not written passes y
     rstd_or_y = rstd if rstd is not None else y
     NORM_FWD.launch(
