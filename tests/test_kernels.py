@@ -706,8 +706,9 @@ def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
         want = [(8, True), (8, True)] if slower else [(16, False), (8, False)]
         assert [(launch["num_warps"], launch["PERSISTENT"]) for launch in launched] == want
         assert launched[1]["TAIL_N"] == 2048  # a head tile and a tail either way
-        check_forward("triton", "rms_norm", x[:, :9216], w[:9216], b[:9216])
-        check_forward("triton", "layer_norm", x, w, b)
+        if slower:  # the launches of slower DRAM (the others are the suite's everywhere)
+            check_forward("triton", "rms_norm", x[:, :9216], w[:9216], b[:9216])
+            check_forward("triton", "layer_norm", x, w, b)
     finally:
         monkeypatch.undo()
         ops._forward_plan.cache_clear()
