@@ -329,24 +329,13 @@ def test_programs_that_fit_a_sm(monkeypatch, registers, shared, warps, fit):
     """``launch.programs_per_sm``: what fits one SM of an H100 or H200 (64 K registers, 2048 threads, 228 KB of shared
     memory) by a compiled kernel's registers, warps and shared memory; ``Launcher.programs_that_fit`` asks it for the
     first kernel compiled with those constexprs and warps, None before."""
+    from normkit.triton.norm_fwd import norm_fwd_kernel
+
     limits = (65536, 2048, 233472)
     assert launch.programs_per_sm(registers, shared, warps, limits) == fit
-    launcher = launch.Launcher(reference_kernel())
-    values = launcher.values(BLOCK=16)
+    launcher = launch.Launcher(norm_fwd_kernel)  # never launched here: its bookkeeping alone
+    values = tuple(range(len(launcher.constexpr_names)))
     assert launcher.programs_that_fit(values, warps, 0) is None
     launcher.resources[(values, warps)] = (registers, shared)
     monkeypatch.setattr(launch, "_sm_limits", lambda device: limits)
     assert launcher.programs_that_fit(values, warps, 0) == fit
-
-
-def reference_kernel():
-    """A small kernel with one constexpr, for the launcher's bookkeeping (never launched here)."""
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def copy(X, Y, n, BLOCK: tl.constexpr):
-        offsets = tl.arange(0, BLOCK)
-        tl.store(Y + offsets, tl.load(X + offsets, mask=offsets < n), mask=offsets < n)
-
-    return copy
