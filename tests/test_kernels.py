@@ -696,7 +696,7 @@ def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
         assert (launched[0]["TAIL_N"], launched[0]["BLOCK_N"], launched[0]["PERSISTENT"]) == want
         if slower:
             head_tail = config.LaunchConfig(1, 8192, 1, 16, 2, tail_n=1024)
-            assert launched[0]["grid"][0] == config.persistent_programs(x.get_device(), 600, head_tail)
+            assert launched[0]["grid"][0] == config.persistent_programs(x.get_device(), 600, head_tail.programs_per_sm)
         check_forward("triton", "rms_norm", x, w, None)
         x, w, b = make_inputs(520, 9728, torch.bfloat16, torch.bfloat16)
         with pytest.MonkeyPatch.context() as recording:

@@ -1042,12 +1042,12 @@ def slower_dram(device_index: int) -> bool:
     return 0 < dram_bytes_per_s(torch.cuda.get_device_properties(device_index)) < SLOWER_DRAM_BELOW
 
 
-def persistent_programs(device: int, row_blocks: int, cfg: LaunchConfig) -> int:
+def persistent_programs(device: int, row_blocks: int, programs_per_sm: int) -> int:
     """Programs of a persistent grid (the backward's, a persistent forward's) on the GPU ``device`` (an index; -1:
-    the CPU, as ``Tensor.get_device()`` says): ``programs_per_sm`` a SM on a GPU, a handful in the interpreter; at
-    most one per row block."""
+    the CPU, as ``Tensor.get_device()`` says): ``programs_per_sm`` (a config's, or fewer where fewer fit:
+    ``ops._persistent_grid``) a SM on a GPU, a handful in the interpreter; at most one per row block."""
     if device >= 0:
-        return max(1, min(row_blocks, cfg.programs_per_sm * multiprocessor_count(device)))
+        return max(1, min(row_blocks, programs_per_sm * multiprocessor_count(device)))
     return max(1, min(row_blocks, 4))
 
 
@@ -1056,5 +1056,6 @@ def row_groups(x: torch.Tensor, row_blocks: int, parts: int, cfg: LaunchConfig) 
     programs in all (what fits at once); in the interpreter 3 groups (so tests see a last group that is part full).
     At least one group, at most one per row block."""
     if x.is_cuda:
-        return max(1, min(row_blocks, persistent_programs(x.get_device(), row_blocks * parts, cfg) // parts))
+        programs = persistent_programs(x.get_device(), row_blocks * parts, cfg.programs_per_sm)
+        return max(1, min(row_blocks, programs // parts))
     return max(1, min(row_blocks, 3))

@@ -103,7 +103,7 @@ def _forward_plan(
         keep_from, keep_to = mask_thresholds(float(lower), float(upper), x_dtype)
     row_blocks = cdiv(m, cfg.block_m)
     persistent = cfg.programs_per_sm > 0 and cfg.num_chunks == 1
-    programs = config.persistent_programs(device, row_blocks, cfg) if persistent else row_blocks
+    programs = config.persistent_programs(device, row_blocks, cfg.programs_per_sm) if persistent else row_blocks
     tiles_3d = _tiles_3d(cfg, x_dtype, w_dtype)
     values = NORM_FWD.values(
         IS_RMS=is_rms, HAS_BIAS=has_bias, ZERO_CENTERED=zero_centered_gamma, CLAMP_MASK=clamp is not None,
@@ -181,7 +181,7 @@ def _persistent_grid(plan: _ForwardPlan, device: int) -> tuple[int, int]:
     fit = NORM_FWD.programs_that_fit(plan.values, plan.num_warps, device) if device >= 0 else None
     if fit is None:  # not compiled yet (the call that compiles it), or the interpreter
         return plan.programs, plan.blocks_per_program
-    programs = max(1, min(plan.programs, min(fit, plan.programs_per_sm) * config.multiprocessor_count(device)))
+    programs = config.persistent_programs(device, plan.row_blocks, min(fit, plan.programs_per_sm))
     plan.fitted.append((programs, cdiv(plan.row_blocks, programs)))
     return plan.fitted[0]
 
@@ -441,7 +441,7 @@ def _backward_plan(
     if cfg.tma and not (tma and cfg.num_chunks == 1):
         cfg = replace(cfg, tma=False, tma_store=False)
     row_blocks = cdiv(m, cfg.block_m)
-    programs = config.persistent_programs(device, row_blocks, cfg)
+    programs = config.persistent_programs(device, row_blocks, cfg.programs_per_sm)
     common = dict(
         HAS_DBIAS=has_dbias, BLOCK_M=cfg.block_m, BLOCK_N=cfg.block_n, EVEN_N=_even_n(n, cfg), TAIL_N=cfg.tail_n,
         IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma, ACC=_acc_of(x_dtype)[0], PDL_TRIGGER=_pdl(device),
