@@ -673,9 +673,9 @@ def test_backward_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, has_db
 def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
     """``config.slower_dram``: a GPU whose peak DRAM bandwidth (memory clock x bus width x 2) is below
     ``SLOWER_DRAM_BELOW`` takes the rules of ``slower_dram``; the CPU never does. The forward's plan passes it on:
-    RMSNorm's 600 x 9216 then launches as a head tile of 8192 and a tail of 1024 on a persistent grid, at 8 warps
-    with a bias (the plan passes ``has_bias`` on too), and LayerNorm's 520 x 9728 as a head tile and a tail of 2048
-    on one; their y and statistics match the reference."""
+    RMSNorm's 1100 x 9216 then launches as a head tile of 8192 and a tail of 1024 (else in chunks of 4096). The plan
+    passes ``has_bias`` on too: RMSNorm's 520 x 9216 with a bias on a persistent grid at 8 warps, as LayerNorm's 520 x
+    9728 (a head tile and a tail of 2048), on either DRAM; their y and statistics match the reference."""
     import types
 
     from normkit.triton import config, ops
@@ -688,25 +688,23 @@ def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
     monkeypatch.setattr(config, "slower_dram", lambda index: slower)
     ops._forward_plan.cache_clear()
     try:
-        x, w, _ = make_inputs(600, 9216, torch.bfloat16, torch.bfloat16, bias=False)
+        x, w, _ = make_inputs(1100, 9216, torch.bfloat16, torch.bfloat16, bias=False)
         with pytest.MonkeyPatch.context() as recording:
             launched = _record_launches(recording, "NORM_FWD")
             ops.rms_norm_fwd(x, w, None, 1e-5)
-        want = (1024, 8192, True) if slower else (0, 4096, False)
+        want = (1024, 8192, False) if slower else (0, 4096, False)
         assert (launched[0]["TAIL_N"], launched[0]["BLOCK_N"], launched[0]["PERSISTENT"]) == want
-        if slower:
-            head_tail = config.LaunchConfig(1, 8192, 1, 16, 2, tail_n=1024)
-            assert launched[0]["grid"][0] == config.persistent_programs(x.get_device(), 600, head_tail.programs_per_sm)
         check_forward("triton", "rms_norm", x, w, None)
         x, w, b = make_inputs(520, 9728, torch.bfloat16, torch.bfloat16)
         with pytest.MonkeyPatch.context() as recording:
             launched = _record_launches(recording, "NORM_FWD")
             ops.rms_norm_fwd(x[:, :9216], w[:9216], b[:9216], 1e-5)
             ops.layer_norm_fwd(x, w, b, 1e-5)
-        want = [(8, True), (8, True)] if slower else [(16, False), (8, False)]
-        assert [(launch["num_warps"], launch["PERSISTENT"]) for launch in launched] == want
-        assert launched[1]["TAIL_N"] == 2048  # a head tile and a tail either way
-        if slower:  # the launches of slower DRAM (the others are the suite's everywhere)
+        assert [(launch["num_warps"], launch["PERSISTENT"]) for launch in launched] == [(8, True), (8, True)]
+        assert launched[1]["TAIL_N"] == 2048  # a head tile and a tail
+        head_tail = config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=1024)
+        assert launched[0]["grid"][0] == config.persistent_programs(x.get_device(), 520, head_tail.programs_per_sm)
+        if slower:  # the same launches on either DRAM: checked once
             check_forward("triton", "rms_norm", x[:, :9216], w[:9216], b[:9216])
             check_forward("triton", "layer_norm", x, w, b)
     finally:
@@ -790,7 +788,7 @@ def test_few_waves_rules():
     assert config.fwd_config(2048, 3584, True).block_m == config.fwd_config(32768, 3584, True).block_m == 2
     assert config.fwd_config(4096, 4096, True).block_m == 2
     assert fwd(1024, 12288) == (8192, 1, 8, 4096)  # few rows: LayerNorm's head + tail
-    assert fwd(1024, 12288, True)[3] == fwd(1024, 12289)[3] == 0
+    assert fwd(2048, 12288, True)[3] == fwd(1024, 12289)[3] == 0 and fwd(1024, 12288, True) == (8192, 1, 16, 4096)
 
     # the fused forward of a few waves of rows of 4353-5888 with 16-bit weights takes the plain one's head + tail
     # tiles, the tail of 2048 at 4 warps (GPU runs 396-398)
@@ -873,42 +871,49 @@ def test_few_waves_rules():
         assert config.infer_config(m, 9216) == config.fwd_config(m, 9216)
         assert fwd(m, 9216, True) == (4096, 3, 16, 0)
     # RMSNorm's few rows of 8193-12288 keep their chunks of 4096 at 16 warps (its head + tail lost on an H200, run 420)
-    # but on slower DRAM (an H100, ``slower_dram``) take a head tile of 8192 and a tail at 16 warps, 513-2048 rows
-    # (runs 411-416); the training forward and the inference call, any weights; not LayerNorm, 512 or 2049 rows
-    for m in (1, 512, 513, 1024, 2048):
-        assert fwd(m, 8704, True) == fwd(m, 12288, True) == fwd(m, 12288, True, w_bytes=4) == (4096, 3, 16, 0)
+    # but 513-1024 rows of 8705-12288 (round 53, runs 450-451) take a head tile of 8192 and a tail at 16 warps on a
+    # persistent grid of 2 programs a SM, on any GPU, and on slower DRAM (an H100, ``slower_dram``) 8193-8704 columns
+    # too, and 1025-2048 rows the head and tail tiles without one (runs 411-416); the training forward and the
+    # inference call, any weights; not LayerNorm, 512 or 2049 rows
+    chunks = config.LaunchConfig(1, 4096, 3, 16)
+    for m in (1, 512, 513, 1024, 1025, 2048):
+        for slower_dram in (False, True):
 
-        def slower(n, w_bytes=2, m=m):
-            return config.fwd_config(m, n, True, w_bytes=w_bytes, slower_dram=True)
+            def rms(n, w_bytes=2, m=m, slower_dram=slower_dram):
+                return config.fwd_config(m, n, True, w_bytes=w_bytes, slower_dram=slower_dram)
 
-        if m > 512:  # 513-1024 rows on a persistent grid of 2 programs a SM (round 50, runs 433-434)
-            grid = 2 if m <= 1024 else 0
-            assert slower(9216) == slower(9216, w_bytes=4) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=1024)
-            assert slower(8193) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=16)
-            assert slower(12288) == config.infer_config(m, 12288, True, slower_dram=True)
-            assert slower(12288) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=4096)
-        else:
-            assert slower(12288) == config.fwd_config(m, 12288, True)
-        assert slower(8192) == config.fwd_config(m, 8192, True) and slower(12289) == config.fwd_config(m, 12289, True)
-        assert config.fwd_config(m, 9216, slower_dram=True) == config.fwd_config(m, 9216)
-        assert config.fwd_config(m, 9216, has_mask=True, slower_dram=True) == config.fwd_config(m, 9216, has_mask=True)
+            if 512 < m <= 1024 or (slower_dram and m > 1024):
+                grid = 2 if m <= 1024 else 0
+                assert rms(9216) == rms(9216, w_bytes=4) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=1024)
+                assert rms(8705) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=1024)
+                assert rms(12288) == config.infer_config(m, 12288, True, slower_dram=slower_dram)
+                assert rms(12288) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=4096)
+                if slower_dram:
+                    assert rms(8193) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=16)
+                else:
+                    assert rms(8193) == rms(8704) == config.infer_config(m, 8704, True) == chunks
+            else:
+                assert rms(8704) == rms(12288) == rms(12288, w_bytes=4) == chunks
+            assert rms(8192) == config.fwd_config(m, 8192, True) and rms(12289) == config.fwd_config(m, 12289, True)
+            assert config.fwd_config(m, 9216, slower_dram=slower_dram) == config.fwd_config(m, 9216)
+            masked = config.fwd_config(m, 9216, has_mask=True, slower_dram=slower_dram)
+            assert masked == config.fwd_config(m, 9216, has_mask=True)
     assert config.fwd_config(2049, 9216, True, slower_dram=True) == config.fwd_config(2049, 9216, True)
-    # round 51 (runs 442-443), on slower DRAM: RMSNorm's persistent grid at 8 warps with a bias (the inference call
-    # above 9216 columns only), and LayerNorm's 513-1024 rows of 9217-12288 (16-bit weights) on a persistent grid of 2
-    # programs a SM; not 1025+ rows, not float32 weights, not 8193-9216 columns (chunks), nothing on an H200
+    # round 51 (runs 442-443, an H100; an H200 since round 53, run 450): RMSNorm's persistent grid at 8 warps with a
+    # bias (the inference call above 9216 columns only), and LayerNorm's 513-1024 rows of 9217-12288 (16-bit weights)
+    # on a persistent grid of 2 programs a SM; not 1025+ rows, not float32 weights, not 8193-9216 columns (chunks)
     for m in (513, 1024):
         for n, tail in ((9216, 1024), (12288, 4096)):
-            with_bias = config.fwd_config(m, n, True, slower_dram=True, has_bias=True)
+            with_bias = config.fwd_config(m, n, True, has_bias=True)
             assert with_bias == config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=tail), (m, n)
-            infer = config.infer_config(m, n, True, slower_dram=True, has_bias=True)
+            assert config.fwd_config(m, n, True, slower_dram=True, has_bias=True) == with_bias
+            infer = config.infer_config(m, n, True, has_bias=True)
             assert infer.num_warps == (16 if n == 9216 else 8), (m, n)
-            assert config.fwd_config(m, n, True, has_bias=True) == config.fwd_config(m, n, True)
         for n, tail in ((9217, 2048), (10240, 2048), (12288, 4096)):
             head_tail = config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=tail)
-            assert fwd(m, n) == (8192, 1, 8, tail) and config.fwd_config(m, n).programs_per_sm == 0
-            assert config.fwd_config(m, n, slower_dram=True) == head_tail, (m, n)
-            assert config.infer_config(m, n, slower_dram=True, has_bias=True) == head_tail, (m, n)
-            assert config.fwd_config(m, n, w_bytes=4, slower_dram=True) == config.fwd_config(m, n, w_bytes=4)
+            assert config.fwd_config(m, n) == config.fwd_config(m, n, slower_dram=True) == head_tail, (m, n)
+            assert config.infer_config(m, n, has_bias=True) == head_tail, (m, n)
+            assert config.fwd_config(m, n, w_bytes=4) == config.LaunchConfig(1, 8192, 1, 8, 0, tail_n=tail), (m, n)
         assert config.fwd_config(m, 9216, slower_dram=True).num_chunks == 9
     assert config.fwd_config(2048, 12288, True, slower_dram=True, has_bias=True).num_warps == 16
     assert config.fwd_config(1025, 12288, slower_dram=True).programs_per_sm == 0

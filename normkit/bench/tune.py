@@ -67,7 +67,7 @@ def candidates(case: Case) -> list[LaunchConfig]:
         if not fwd:  # 32 elements a thread in the head, a tail of at least a quarter of it (RMSNorm's rule)
             out.append(LaunchConfig(1, head, 1, head // 1024, tail_n=max(tail, head // 4)))
     if fwd:  # one tile a step of a persistent grid: programs of at most 4 warps (the rule's at 256 columns) 4-16 a
-        # SM, head + tail tiles 2 a SM too (RMSNorm's few rows of 8193-12288 on slower DRAM)
+        # SM, head + tail tiles 2 a SM too (the rules' 513-1024 rows of 8705-12288 columns)
         out += [
             dataclasses.replace(cfg, programs_per_sm=k)
             for cfg in out

@@ -155,13 +155,14 @@ def fwd_config(
     4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``; the masked forward's too at 4353-5888 with
     16-bit weights, its tail of 2048 at 4 warps); 1025-2048 rows of 4353-8191 columns: LayerNorm's as a few waves' (a
     head tile of 4096 and a tail up to 6144, one tile of 8192 above), RMSNorm's of 6145-8191 one tile of 8192 at 16
-    warps. LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile (257-512 rows:
-    chunks of 2048 at 8 warps; 513-1024 rows of 4097-8192: chunks of 1024 at 4; 513-2048 rows of 8193-9216: chunks of 4
-    a thread, 1024 at 8 warps or, above 1024 rows, 2048 at 16; 1-256 rows of 8193-9216: chunks of 2048 at 16); of
-    12289-16384 (RMSNorm's 8192-16384): chunks of 4096 at 8 warps (RMSNorm 16; on slower DRAM, ``slower_dram``,
-    RMSNorm's 513-2048 rows of 8193-12288 a head tile of 8192 and a tail tile at 16 warps, 513-1024 of them on a
-    persistent grid of 2 programs a SM, at 8 warps with a bias), but LayerNorm's 1025-2048 rows of 12289-14336 chunks of
-    2048 at 8 warps. Some chunked rows' second pass loads a chunk ahead (``_second_pass_ahead``).
+    warps. LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile (513-1024 rows
+    of 9217-12288 with 16-bit weights on a persistent grid of 2 programs a SM; 257-512 rows: chunks of 2048 at 8 warps;
+    513-1024 rows of 4097-8192: chunks of 1024 at 4; 513-2048 rows of 8193-9216: chunks of 4 a thread, 1024 at 8 warps
+    or, above 1024 rows, 2048 at 16; 1-256 rows of 8193-9216: chunks of 2048 at 16); of 12289-16384 (RMSNorm's
+    8192-16384): chunks of 4096 at 8 warps (RMSNorm 16), but RMSNorm's 513-1024 rows of 8705-12288 a head tile of 8192
+    and a tail tile at 16 warps on a persistent grid of 2 programs a SM (8 warps with a bias; on slower DRAM,
+    ``slower_dram``, 8193-12288 and 1025-2048 rows too, those not persistent), and LayerNorm's 1025-2048 rows of
+    12289-14336 chunks of 2048 at 8 warps. Some chunked rows' second pass loads a chunk ahead (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -192,10 +193,9 @@ def fwd_config(
     few waves follow (``_few_waves_persistent_fwd``, ``_few_waves_fwd``): their launches that gain with 16-bit
     weights lose with float32 ones. ``x_fp16``: x is float16 (``_few_waves_fwd``'s rows of 12289-14336 columns).
     ``slower_dram``: the GPU's DRAM is slower than the H200's that the rules were fitted on (``slower_dram``, an
-    H100's): RMSNorm's few rows of 8193-12288 columns then take a head tile and a tail tile (513-1024 rows on a
-    persistent grid), LayerNorm's 513-1024 rows of 9217-12288 columns (16-bit weights) their head and tail tiles on a
-    persistent grid, LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, and the clamped ReLU's
-    forward of many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps).
+    H100's): RMSNorm's 1025-2048 rows of 8193-12288 columns (513-1024 rows of 8193-8704) then take a head tile and a
+    tail tile, LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, and the clamped ReLU's forward of
+    many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps).
     ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
@@ -394,19 +394,30 @@ def _fwd_heuristic(
         # 600-2048 rows of 8448-9216 (bf16, fp16, bf16 x float32 weights), level at 8200 (a last chunk of 8 columns:
         # x1.002-1.007); on an H200 (run 420) x1.277-1.415 at 600-2048 rows of 8704 / 9216
         chunked = _chunked(n, widest, 1024 if m == 1024 else 2048, 4, one_tile)
-    elif is_rms and not has_mask and slower_dram and m in (1024, 2048) and widest < n <= widest + widest // 2:
-        # RMSNorm's 513-2048 rows of 8193-12288 columns on a GPU of slower DRAM (an H100): a head tile of 8192 and a
-        # tail tile at 16 warps, not chunks of 4096 (below, fitted on an H200). Forced in turns (GPU run 411, H100, 1024
-        # rows): x1.026-1.088 (9216-12288). In turns (``bench.ab``, training forward and inference call): on two H100s
-        # (runs 412-413, 416) x1.024-1.111 at 600-2048 rows of 8200-12288 (bf16, fp16), with float32 weights
-        # x1.010-1.044 (1024 x 9216 / 12288, 1536 x 10240), 2048 x 11000 fp16 level (x0.997); on an H200 (run 420)
-        # x0.954-0.984 at 6 of 9 shapes, so not there. Taken (round 49), against chunks of 4096 on an H100
-        # (``bench.ab``, runs 423 and 426): x1.027-1.077 at 1024-2048 rows of 8704-12288 (the inference call
-        # x1.018-1.066), x1.116-1.119 at 600 x 9216 fp16, x1.014 at 1536 x 10240 with float32 weights. Its 513-1024
-        # rows on a persistent grid of 2 programs a SM, each loading its next row before it works on the current one
-        # (round 50, forced in turns, GPU run 433, H100): x1.015-1.135 (the inference call x0.997-1.128) at 600-1024
-        # rows of 8704-12288 (bf16, fp16, bf16 x float32 weights); at 1536-2048 rows x0.966-1.000, at 256-512 rows
-        # (chunks of 4096) x0.963-0.992
+    elif (
+        is_rms
+        and not has_mask
+        and widest < n <= widest + widest // 2
+        and ((m == 1024 and (slower_dram or n > widest + widest // 16)) or (slower_dram and m == 2048))
+    ):
+        # RMSNorm's 513-1024 rows of 8705-12288 columns (a tail of at least 1024; on a GPU of slower DRAM, an H100,
+        # 8193-12288, and 1025-2048 rows too): a head tile of 8192 and a tail tile at 16 warps, not chunks of 4096
+        # (below, fitted on an H200). Round 53 on an H200 (``bench.ab`` against the chunks, bf16): the persistent grid
+        # below x1.035-1.101 at 1024 x 9216-12288 (GPU run 450; the inference call x1.010-1.088 at 9728-12288, level at
+        # 9216), with float32 weights x1.027-1.099, 600 x 12288 fp16 x1.120, 600 x 9728 fp16 x0.980; run 451:
+        # x1.032-1.104 at 1024 x 9216-12288 (inference x1.002-1.088), 768 x 10240 x1.037, 600 x 12288 fp16 x1.128, 600 x
+        # 9728 fp16 x0.970, float32 weights 9216 / 12288 x0.988 / x1.106; but 8704 x0.969 (1024 rows) and x0.971 (600
+        # fp16), so not 8193-8704 (8448 x1.080 left). At 2048 rows x1.007 / x0.976 (9216 / 12288, run 450), so 1025-2048
+        # rows keep their chunks there. Before (rounds 48-50), forced in turns (GPU run 411, H100, 1024 rows):
+        # x1.026-1.088 (9216-12288). In turns (``bench.ab``, training forward and inference call): on two H100s (runs
+        # 412-413, 416) x1.024-1.111 at 600-2048 rows of 8200-12288 (bf16, fp16), with float32 weights x1.010-1.044
+        # (1024 x 9216 / 12288, 1536 x 10240), 2048 x 11000 fp16 level (x0.997); on an H200 (run 420) x0.954-0.984 at 6
+        # of 9 shapes, so not there. Taken (round 49), against chunks of 4096 on an H100 (``bench.ab``, runs 423 and
+        # 426): x1.027-1.077 at 1024-2048 rows of 8704-12288 (the inference call x1.018-1.066), x1.116-1.119 at 600 x
+        # 9216 fp16, x1.014 at 1536 x 10240 with float32 weights. Its 513-1024 rows on a persistent grid of 2 programs a
+        # SM, each loading its next row before it works on the current one (round 50, forced in turns, GPU run 433,
+        # H100): x1.015-1.135 (the inference call x0.997-1.128) at 600-1024 rows of 8704-12288 (bf16, fp16, bf16 x
+        # float32 weights); at 1536-2048 rows x0.966-1.000, at 256-512 rows (chunks of 4096) x0.963-0.992
         # With a bias (``has_bias``), 8 warps a program on the persistent grid, not 16 (round 51): RMSNorm's 16-warp
         # programs hold 62 registers a thread without a bias at 12288 columns (sm_90, read on the CPU), so two fit a SM,
         # but 72 with one, and the grid's second half waited for its first (at 8 warps 124: two fit). Forced in turns
@@ -414,7 +425,10 @@ def _fwd_heuristic(
         # Against the rule before in turns (run 443, the training forward and the inference call): x1.039-1.265 at
         # 600-1024 rows of 9216-12288 (bf16, fp16, bf16 x float32 weights; 1024 x 12288 with float32 weights
         # x0.989-0.996), the inference call x1.012-1.174 above 9216 columns but x0.943-0.975 at 9216 (there it keeps
-        # 16 warps, ``_infer_heuristic``)
+        # 16 warps, ``_infer_heuristic``). On an H200 since round 53 too (``rmsbias53.py``, GPU run 451, against the
+        # chunks of 4096 in turns, the training forward / the inference call): x1.077-1.091 / x1.029-1.103 at 1024 x
+        # 9216-12288, x1.182 / x1.157 at 768 x 12288, with float32 weights x1.039-1.047 / x1.005-1.047, 1024 x 11264
+        # fp16 x1.088 / x1.082; 600 x 9216 fp16 x0.979 / x0.949
         warps = 8 if has_bias and m == 1024 else 16
         return LaunchConfig(1, widest, 1, warps, 2 if m == 1024 else 0, tail_n=row_block_n(n - widest))
     elif not is_rms and not has_mask and widest < n <= widest + widest // 2:
@@ -424,8 +438,11 @@ def _fwd_heuristic(
         # next row before it works on the current one (round 51): forced in turns (GPU run 442, bf16) x1.030-1.100 at
         # 768-1024 rows of 10240-12288, x0.869 at 9216 (that keeps its chunks, above); in turns (``bench.ab``, run
         # 443) x1.028-1.111 at 600-1024 rows of 9728-12288 (bf16, fp16; the inference call x1.034-1.150), but
-        # x0.971-1.018 at 1536-2048 rows and with float32 weights x0.898 at 1024 x 12288 (x1.103 at 10240)
-        persistent = 2 if slower_dram and m == 1024 and w_bytes == 2 else 0
+        # x0.971-1.018 at 1536-2048 rows and with float32 weights x0.898 at 1024 x 12288 (x1.103 at 10240). On an
+        # H200 too since round 53 (``bench.ab`` against the launch without it, GPU run 450, bf16): x1.071-1.119 at
+        # 1024 x 9728-12288 (the inference call x1.072-1.110), 600 x 9728 / 12288 fp16 x1.030 / x1.068; run 451:
+        # x1.057-1.118 (inference x1.057-1.107), 768 x 10240 x1.055, 600 x 9728 / 12288 fp16 x1.042 / x1.066
+        persistent = 2 if m == 1024 and w_bytes == 2 else 0
         return LaunchConfig(1, widest, 1, 8, persistent, tail_n=row_block_n(n - widest))
     elif not is_rms and not has_mask and m == 2048 and 12288 < n <= 14336:
         # LayerNorm's 1025-2048 rows of 12289-14336 columns: chunks of 2048 at 8 warps (8 a thread), not 4096 (16).
