@@ -673,7 +673,7 @@ def test_backward_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, has_db
 def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
     """``config.slower_dram``: a GPU whose peak DRAM bandwidth (memory clock x bus width x 2) is below
     ``SLOWER_DRAM_BELOW`` takes the rules of ``slower_dram``; the CPU never does. The forward's plan passes it on:
-    RMSNorm's 1100 x 9216 then launches as a head tile of 8192 and a tail of 1024 (else in chunks of 4096). The plan
+    RMSNorm's 1025 x 9216 then launches as a head tile of 8192 and a tail of 1024 (else in chunks of 4096). The plan
     passes ``has_bias`` on too: RMSNorm's 520 x 9216 with a bias on a persistent grid at 8 warps, as LayerNorm's 520 x
     9728 (a head tile and a tail of 2048), on either DRAM; their y and statistics match the reference."""
     import types
@@ -688,13 +688,14 @@ def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
     monkeypatch.setattr(config, "slower_dram", lambda index: slower)
     ops._forward_plan.cache_clear()
     try:
-        x, w, _ = make_inputs(1100, 9216, torch.bfloat16, torch.bfloat16, bias=False)
+        x, w, _ = make_inputs(1025, 9216, torch.bfloat16, torch.bfloat16, bias=False)
         with pytest.MonkeyPatch.context() as recording:
             launched = _record_launches(recording, "NORM_FWD")
             ops.rms_norm_fwd(x, w, None, 1e-5)
         want = (1024, 8192, False) if slower else (0, 4096, False)
         assert (launched[0]["TAIL_N"], launched[0]["BLOCK_N"], launched[0]["PERSISTENT"]) == want
-        check_forward("triton", "rms_norm", x, w, None)
+        if slower:  # the chunks of 4096 are the suite's everywhere
+            check_forward("triton", "rms_norm", x, w, None)
         x, w, b = make_inputs(520, 9728, torch.bfloat16, torch.bfloat16)
         with pytest.MonkeyPatch.context() as recording:
             launched = _record_launches(recording, "NORM_FWD")
