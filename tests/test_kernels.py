@@ -914,7 +914,9 @@ def test_few_waves_rules():
             head_tail = config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=tail)
             assert config.fwd_config(m, n) == config.fwd_config(m, n, slower_dram=True) == head_tail, (m, n)
             assert config.infer_config(m, n, has_bias=True) == head_tail, (m, n)
-            assert config.fwd_config(m, n, w_bytes=4) == config.LaunchConfig(1, 8192, 1, 8, 0, tail_n=tail), (m, n)
+            float32_w = config.fwd_config(m, n, w_bytes=4)
+            assert float32_w == config.fwd_config(m, n, w_bytes=4, slower_dram=True), (m, n)
+            assert float32_w == config.LaunchConfig(1, 8192, 1, 8, 0, tail_n=tail), (m, n)
         assert config.fwd_config(m, 9216, slower_dram=True).num_chunks == 9
     assert config.fwd_config(2048, 12288, True, slower_dram=True, has_bias=True).num_warps == 16
     assert config.fwd_config(1025, 12288, slower_dram=True).programs_per_sm == 0
