@@ -662,6 +662,21 @@ def test_backward_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, has_db
         check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=has_dbias)
 
 
+@pytest.fixture
+def dram(monkeypatch):
+    """``dram(slower)``: ``config.slower_dram`` answers ``slower`` for every GPU in this test; the forward's cached
+    plans, which carry its answer, are cleared when it is set and after the test."""
+    from normkit.triton import config, ops
+
+    def choose(slower: bool) -> None:
+        monkeypatch.setattr(config, "slower_dram", lambda index: slower)
+        ops._forward_plan.cache_clear()
+
+    yield choose
+    monkeypatch.undo()
+    ops._forward_plan.cache_clear()
+
+
 @pytest.mark.parametrize(
     "props, slower",
     [
@@ -670,7 +685,7 @@ def test_backward_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, has_db
         ({}, False),  # a torch whose device properties do not say
     ],
 )
-def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
+def test_slower_dram_by_the_gpus_memory(dram, props, slower):
     """``config.slower_dram``: a GPU whose peak DRAM bandwidth (memory clock x bus width x 2) is below
     ``SLOWER_DRAM_BELOW`` takes the rules of ``slower_dram``; the CPU never does. The forward's plan passes it on:
     RMSNorm's 1025 x 9216 then launches as a head tile of 8192 and a tail of 1024 (else in chunks of 4096). The plan
@@ -685,32 +700,27 @@ def test_slower_dram_by_the_gpus_memory(monkeypatch, props, slower):
     if HAS_GPU:  # this GPU's own answer, as its properties say
         real = config.dram_bytes_per_s(torch.cuda.get_device_properties(0))
         assert config.slower_dram(0) is (0 < real < config.SLOWER_DRAM_BELOW)
-    monkeypatch.setattr(config, "slower_dram", lambda index: slower)
-    ops._forward_plan.cache_clear()
-    try:
-        x, w, _ = make_inputs(1025, 9216, torch.bfloat16, torch.bfloat16, bias=False)
-        with pytest.MonkeyPatch.context() as recording:
-            launched = _record_launches(recording, "NORM_FWD")
-            ops.rms_norm_fwd(x, w, None, 1e-5)
-        want = (1024, 8192, False) if slower else (0, 4096, False)
-        assert (launched[0]["TAIL_N"], launched[0]["BLOCK_N"], launched[0]["PERSISTENT"]) == want
-        if slower:  # the chunks of 4096 are the suite's everywhere
-            check_forward("triton", "rms_norm", x, w, None)
-        x, w, b = make_inputs(520, 9728, torch.bfloat16, torch.bfloat16)
-        with pytest.MonkeyPatch.context() as recording:
-            launched = _record_launches(recording, "NORM_FWD")
-            ops.rms_norm_fwd(x[:, :9216], w[:9216], b[:9216], 1e-5)
-            ops.layer_norm_fwd(x, w, b, 1e-5)
-        assert [(launch["num_warps"], launch["PERSISTENT"]) for launch in launched] == [(8, True), (8, True)]
-        assert launched[1]["TAIL_N"] == 2048  # a head tile and a tail
-        head_tail = config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=1024)
-        assert launched[0]["grid"][0] == config.persistent_programs(x.get_device(), 520, head_tail.programs_per_sm)
-        if slower:  # the same launches on either DRAM: checked once
-            check_forward("triton", "rms_norm", x[:, :9216], w[:9216], b[:9216])
-            check_forward("triton", "layer_norm", x, w, b)
-    finally:
-        monkeypatch.undo()
-        ops._forward_plan.cache_clear()
+    dram(slower)
+    x, w, _ = make_inputs(1025, 9216, torch.bfloat16, torch.bfloat16, bias=False)
+    with pytest.MonkeyPatch.context() as recording:
+        launched = _record_launches(recording, "NORM_FWD")
+        ops.rms_norm_fwd(x, w, None, 1e-5)
+    want = (1024, 8192, False) if slower else (0, 4096, False)
+    assert (launched[0]["TAIL_N"], launched[0]["BLOCK_N"], launched[0]["PERSISTENT"]) == want
+    if slower:  # the chunks of 4096 are the suite's everywhere
+        check_forward("triton", "rms_norm", x, w, None)
+    x, w, b = make_inputs(520, 9728, torch.bfloat16, torch.bfloat16)
+    with pytest.MonkeyPatch.context() as recording:
+        launched = _record_launches(recording, "NORM_FWD")
+        ops.rms_norm_fwd(x[:, :9216], w[:9216], b[:9216], 1e-5)
+        ops.layer_norm_fwd(x, w, b, 1e-5)
+    assert [(launch["num_warps"], launch["PERSISTENT"]) for launch in launched] == [(8, True), (8, True)]
+    assert launched[1]["TAIL_N"] == 2048  # a head tile and a tail
+    head_tail = config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=1024)
+    assert launched[0]["grid"][0] == config.persistent_programs(x.get_device(), 520, head_tail.programs_per_sm)
+    if slower:  # the same launches on either DRAM: checked once
+        check_forward("triton", "rms_norm", x[:, :9216], w[:9216], b[:9216])
+        check_forward("triton", "layer_norm", x, w, b)
 
 
 def test_persistent_forward_grid_fits_the_sm(monkeypatch):
@@ -872,10 +882,11 @@ def test_few_waves_rules():
         assert config.infer_config(m, 9216) == config.fwd_config(m, 9216)
         assert fwd(m, 9216, True) == (4096, 3, 16, 0)
     # RMSNorm's few rows of 8193-12288 keep their chunks of 4096 at 16 warps (its head + tail lost on an H200, run 420)
-    # but 513-1024 rows of 8705-12288 (round 53, runs 450-451) take a head tile of 8192 and a tail at 16 warps on a
-    # persistent grid of 2 programs a SM, on any GPU, and on slower DRAM (an H100, ``slower_dram``) 8193-8704 columns
-    # too, and 1025-2048 rows the head and tail tiles without one (runs 411-416); the training forward and the
-    # inference call, any weights; not LayerNorm, 512 or 2049 rows
+    # but 513-1024 rows of 8705-12288 (round 53, runs 450-451) and 8193-8448 (round 54, run 454) take a head tile of
+    # 8192 and a tail at 16 warps on a persistent grid of 2 programs a SM, on any GPU (the tail of 2048, 9217-10240
+    # columns, at 8 warps but on slower DRAM), and on slower DRAM (an H100, ``slower_dram``) 8449-8704 columns too, and
+    # 1025-2048 rows the head and tail tiles without one (runs 411-416); the training forward and the inference call,
+    # any weights; not LayerNorm, 512 or 2049 rows
     chunks = config.LaunchConfig(1, 4096, 3, 16)
     for m in (1, 512, 513, 1024, 1025, 2048):
         for slower_dram in (False, True):
@@ -885,14 +896,26 @@ def test_few_waves_rules():
 
             if 512 < m <= 1024 or (slower_dram and m > 1024):
                 grid = 2 if m <= 1024 else 0
-                assert rms(9216) == rms(9216, w_bytes=4) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=1024)
-                assert rms(8705) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=1024)
+                head_tail = config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=1024)
+                assert rms(8705) == rms(9210) == head_tail  # rows not of whole 16-element vectors
+                if slower_dram:
+                    assert rms(9216) == rms(9216, w_bytes=4) == rms(8720) == head_tail
+                else:  # whole vectors: chunks of 2048 at 8 warps, a chunk ahead (round 54, runs 456-457)
+                    chunks_2048 = config.LaunchConfig(1, 2048, 5, 8, ahead=True)
+                    assert rms(9216) == rms(9216, w_bytes=4) == rms(8720) == chunks_2048
+                    assert config.infer_config(m, 9216, True) == chunks_2048
                 assert rms(12288) == config.infer_config(m, 12288, True, slower_dram=slower_dram)
                 assert rms(12288) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=4096)
+                assert rms(8193) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=16)
+                assert rms(8448) == rms(8448, w_bytes=4) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=256)
+                warps = 8 if m <= 1024 and not slower_dram else 16
+                tail_2048 = config.LaunchConfig(1, 8192, 1, warps, grid, tail_n=2048)
+                assert rms(9217) == rms(10240) == rms(10240, w_bytes=4) == tail_2048
+                assert config.infer_config(m, 9728, True, slower_dram=slower_dram) == tail_2048
                 if slower_dram:
-                    assert rms(8193) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=16)
+                    assert rms(8449) == rms(8704) == config.LaunchConfig(1, 8192, 1, 16, grid, tail_n=512)
                 else:
-                    assert rms(8193) == rms(8704) == config.infer_config(m, 8704, True) == chunks
+                    assert rms(8449) == rms(8704) == config.infer_config(m, 8704, True) == chunks
             else:
                 assert rms(8704) == rms(12288) == rms(12288, w_bytes=4) == chunks
             assert rms(8192) == config.fwd_config(m, 8192, True) and rms(12289) == config.fwd_config(m, 12289, True)
@@ -904,12 +927,22 @@ def test_few_waves_rules():
     # bias (the inference call above 9216 columns only), and LayerNorm's 513-1024 rows of 9217-12288 (16-bit weights)
     # on a persistent grid of 2 programs a SM; not 1025+ rows, not float32 weights, not 8193-9216 columns (chunks)
     for m in (513, 1024):
-        for n, tail in ((9216, 1024), (12288, 4096)):
+        for n, tail in ((8448, 256), (9216, 1024), (12288, 4096)):
             with_bias = config.fwd_config(m, n, True, has_bias=True)
             assert with_bias == config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=tail), (m, n)
             assert config.fwd_config(m, n, True, slower_dram=True, has_bias=True) == with_bias
+            # the inference call at up to 9216 columns takes the launch without a bias, but not its chunks of 2048
+            # at 8705-9216 (timed without a bias alone): the head + tail at 16 warps it had before round 54
             infer = config.infer_config(m, n, True, has_bias=True)
-            assert infer.num_warps == (16 if n == 9216 else 8), (m, n)
+            want = {8448: config.infer_config(m, n, True), 9216: config.LaunchConfig(1, 8192, 1, 16, 2, tail_n=1024)}
+            assert infer == want.get(n, with_bias), (m, n)
+            if n <= 9216:  # on slower DRAM the launch without a bias, as before
+                slower = config.infer_config(m, n, True, has_bias=True, slower_dram=True)
+                assert slower == config.infer_config(m, n, True, slower_dram=True), (m, n)
+        # but a bias with float32 weights keeps the chunks at 8193-8448 columns on an H200 (x0.858 at 8448, run 454)
+        assert config.fwd_config(m, 8448, True, w_bytes=4, has_bias=True) == config.LaunchConfig(1, 4096, 3, 16)
+        with_bias = config.fwd_config(m, 8448, True, w_bytes=4, has_bias=True, slower_dram=True)
+        assert with_bias == config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=256)
         for n, tail in ((9217, 2048), (10240, 2048), (12288, 4096)):
             head_tail = config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=tail)
             assert config.fwd_config(m, n) == config.fwd_config(m, n, slower_dram=True) == head_tail, (m, n)
@@ -1198,6 +1231,26 @@ def test_few_waves_persistent_forward_rules():
     assert config.fwd_config(4097, 2048, has_mask=True).programs_per_sm == 0
 
 
+def test_rms_norm_few_rows_by_their_tail(dram):
+    """RMSNorm's 513-1024 rows of 8193-12288 columns on an H200's DRAM (round 54): a head tile of 8192 and a tail
+    tile on a persistent grid where the tail is 256 columns or less or 1024 (16 warps) or 2048 (8 warps), chunks of
+    4096 where it would be 512, chunks of 2048 at 8 warps (a chunk ahead) at 8705-9216 where rows are whole 16-element
+    vectors; the short tail's y and rstd match the reference."""
+    from normkit.triton import ops
+
+    dram(False)
+    x, w, _ = make_inputs(520, 9300, torch.bfloat16, torch.bfloat16, bias=False)
+    with pytest.MonkeyPatch.context() as recording:
+        launched = _record_launches(recording, "NORM_FWD")
+        for n in (8300, 8600, 8705, 9216, 9300):
+            ops.rms_norm_fwd(x[:, :n], w[:n], None, 1e-5)
+    got = [(launch["BLOCK_N"], launch["TAIL_N"], launch["num_warps"], launch["PERSISTENT"]) for launch in launched]
+    assert got == [(8192, 128, 16, True), (4096, 0, 16, False), (8192, 1024, 16, True), (2048, 0, 8, False),
+                   (8192, 2048, 8, True)]  # fmt: skip
+    assert launched[3]["X_AHEAD"] and launched[3]["NUM_CHUNKS"] == 5
+    check_forward("triton", "rms_norm", x[:, :8300], w[:8300], None)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("op", list(FORWARDS))
 def test_few_waves_on_the_gpu(op):
@@ -1217,6 +1270,7 @@ def test_few_waves_on_the_gpu(op):
     # chunks of 2048 at 8 there and of 4 a thread by nibbles at 4097-7168 (3000 x 5120-6656 above); RMSNorm's 513-1024
     # rows of 8193-12288 on a persistent grid (1000 x 9216, 700 x 10240, 600 x 12000 above)
     few_rows += [(4100, 7680), (4100, 8192)]
+    few_rows += [(800, 8448), (800, 9728)]  # RMSNorm's tails of 256 and 2048 (round 54)
     for m, n in shapes + few_rows:  # few rows: 8 a thread (the fused forward; LayerNorm at 257-1024 rows)
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")

@@ -13,6 +13,7 @@ import csv
 import datetime
 import os
 import platform
+import statistics
 import sys
 
 import torch
@@ -93,9 +94,16 @@ def require_gpu(command: str, what: str = "kernels") -> None:
         raise SystemExit(f"{command} times {what} on an NVIDIA GPU; none is visible here")
 
 
-def measure(cases, providers, *, warmup=25, rep=100, timer="backlog", on_row=None) -> list[dict]:
-    """Check then time each provider on each case; one row per (case, provider)."""
+def measure(cases, providers, *, warmup=25, rep=100, timer="backlog", rounds=1, on_row=None) -> list[dict]:
+    """Check then time each provider on each case; one row per (case, provider).
+
+    Every provider's call is made and checked first; then all are timed in turns, ``rounds`` times, each round
+    starting one provider later than the one before (the first provider of round r is the r-th), so that no provider
+    is always timed first after the inputs are made or always right after the same peer. ``us`` is the median of the
+    rounds; ``us_rounds`` lists them where there are several."""
     require_gpu("normkit.bench")
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
     from tqdm.auto import tqdm
     from triton.testing import do_bench
 
@@ -109,32 +117,60 @@ def measure(cases, providers, *, warmup=25, rep=100, timer="backlog", on_row=Non
     for case in tqdm(cases, desc="cases", disable=not sys.stderr.isatty()):
         inputs = make_inputs(case)
         nbytes = bytes_moved(case)
-        results = {}
-        for provider in providers:
-            shape = {"op": case.op, "M": case.m, "N": case.n, "x_dtype": case.x_dtype, "w_dtype": case.w_dtype}
-            row = {**meta, **shape, "provider": provider, "bytes": nbytes, "copy_gbs": round(copy, 1)}
+        shape = {"op": case.op, "M": case.m, "N": case.n, "x_dtype": case.x_dtype, "w_dtype": case.w_dtype}
+        case_rows = {
+            p: {**meta, **shape, "provider": p, "bytes": nbytes, "copy_gbs": round(copy, 1)} for p in providers
+        }
+        fns = {}
+        for provider, row in case_rows.items():
             try:
                 fn = make(provider, case, inputs)
                 _check(case, fn(), inputs.expected)
-                ms = time_ms(fn, warmup=warmup, rep=rep)
-                row.update(status="ok", us=round(ms * 1e3, 2), gbs=round(nbytes / ms / 1e6, 1))
-                row["pct_of_copy"] = round(100 * row["gbs"] / copy, 1)
-                results[provider] = ms
+                fns[provider] = fn
             except Unsupported as why:
                 row.update(status=f"unsupported: {why}"[:160])
             except AssertionError as why:
                 row.update(status=f"wrong: {why}"[:160])
             except Exception as why:  # a provider that crashes on a shape is reported, the sweep goes on
                 row.update(status=f"error: {type(why).__name__}: {why}"[:160])
-            rows.append(row)
-        for row in rows[-len(providers) :]:
+        timed = _time_in_turns(fns, time_ms, rounds, case_rows, warmup=warmup, rep=rep)
+        results = {}
+        for provider, times in timed.items():
+            ms = statistics.median(times)
+            row = case_rows[provider]
+            row.update(status="ok", us=round(ms * 1e3, 2), gbs=round(nbytes / ms / 1e6, 1))
+            row["pct_of_copy"] = round(100 * row["gbs"] / copy, 1)
+            if rounds > 1:
+                row["us_rounds"] = " ".join(f"{t * 1e3:.2f}" for t in times)
+            results[provider] = ms
+        for row in case_rows.values():
             if "eager" in results and row.get("us"):
                 row["speedup_vs_eager"] = round(results["eager"] * 1e3 / row["us"], 2)
+            rows.append(row)
             if on_row:
                 on_row(row)
-        del inputs
+        del inputs, fns
         torch.cuda.empty_cache()
     return rows
+
+
+def _time_in_turns(fns: dict, time_ms, rounds: int, rows: dict, **timing_ms) -> dict:
+    """``{provider: [ms of each round]}``: each callable of ``fns`` timed once a round, the round's order rotated by
+    one provider from the round before. A provider whose timing raises gets its ``rows`` entry's status "error" and
+    is not timed again."""
+    order = list(fns)
+    times = {provider: [] for provider in order}
+    for turn in range(rounds if order else 0):
+        start = turn % len(order)
+        for provider in order[start:] + order[:start]:
+            if provider not in times:
+                continue
+            try:
+                times[provider].append(time_ms(fns[provider], **timing_ms))
+            except Exception as why:
+                rows[provider].update(status=f"error: {type(why).__name__}: {why}"[:160])
+                del times[provider]
+    return times
 
 
 HEADER = f"{'op':<12}{'M':>7}{'N':>7} {'dtype':<10}{'provider':<9}{'us':>10}{'GB/s':>8}{'%copy':>7}{'xeager':>8}"
@@ -145,7 +181,8 @@ def print_table(rows: list[dict]) -> None:
         dtype = r["x_dtype"] + ("/" + r["w_dtype"] if r["w_dtype"] != r["x_dtype"] else "")
         if r["status"] == "ok":
             print(f"{r['op']:<12}{r['M']:>7}{r['N']:>7} {dtype:<10}{r['provider']:<9}{r['us']:>10.1f}{r['gbs']:>8.0f}"
-                  f"{r['pct_of_copy']:>7.1f}{r.get('speedup_vs_eager', float('nan')):>8.2f}")  # fmt: skip
+                  f"{r['pct_of_copy']:>7.1f}{r.get('speedup_vs_eager', float('nan')):>8.2f}"
+                  + (f"  rounds {r['us_rounds']}" if "us_rounds" in r else ""))  # fmt: skip
         else:
             print(f"{r['op']:<12}{r['M']:>7}{r['N']:>7} {dtype:<10}{r['provider']:<9}  {r['status'][:70]}")
 
@@ -201,7 +238,12 @@ def main(argv=None) -> None:
     parser.add_argument("--providers", nargs="+", default=list(PROVIDERS), choices=list(PROVIDERS))
     parser.add_argument("--out", default="benchmarks/results", help="folder for bench.csv and bench.png")
     parser.add_argument("--tag", default="bench", help="file name stem of the CSV and PNG")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="timings of each provider, taken in turns (the median is reported)"
+    )
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
     os.makedirs(args.out, exist_ok=True)
     done = []
 
@@ -212,7 +254,13 @@ def main(argv=None) -> None:
 
     print(HEADER)
     rows = measure(
-        cases_from_args(args), args.providers, warmup=args.warmup, rep=args.rep, timer=args.timer, on_row=on_row
+        cases_from_args(args),
+        args.providers,
+        warmup=args.warmup,
+        rep=args.rep,
+        timer=args.timer,
+        rounds=args.rounds,
+        on_row=on_row,
     )
     plot(rows, os.path.join(args.out, f"{args.tag}.png"))
     print(f"wrote {args.out}/{args.tag}.csv and {args.tag}.png")

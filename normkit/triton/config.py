@@ -159,10 +159,12 @@ def fwd_config(
     of 9217-12288 with 16-bit weights on a persistent grid of 2 programs a SM; 257-512 rows: chunks of 2048 at 8 warps;
     513-1024 rows of 4097-8192: chunks of 1024 at 4; 513-2048 rows of 8193-9216: chunks of 4 a thread, 1024 at 8 warps
     or, above 1024 rows, 2048 at 16; 1-256 rows of 8193-9216: chunks of 2048 at 16); of 12289-16384 (RMSNorm's
-    8192-16384): chunks of 4096 at 8 warps (RMSNorm 16), but RMSNorm's 513-1024 rows of 8705-12288 a head tile of 8192
-    and a tail tile at 16 warps on a persistent grid of 2 programs a SM (8 warps with a bias; on slower DRAM,
-    ``slower_dram``, 8193-12288 and 1025-2048 rows too, those not persistent), and LayerNorm's 1025-2048 rows of
-    12289-14336 chunks of 2048 at 8 warps. Some chunked rows' second pass loads a chunk ahead (``_second_pass_ahead``).
+    8192-16384): chunks of 4096 at 8 warps (RMSNorm 16), but RMSNorm's 513-1024 rows of 8193-8448 and 8705-12288 a head
+    tile of 8192 and a tail tile at 16 warps on a persistent grid of 2 programs a SM (8 warps with a bias or a tail of
+    2048; at 8705-9216 columns of whole 16-element vectors without a bias, chunks of 2048 at 8 warps a chunk ahead; on
+    slower DRAM, ``slower_dram``, 8193-12288 and 1025-2048 rows too, those not persistent), and LayerNorm's
+    1025-2048 rows of 12289-14336 chunks of 2048 at 8 warps. Some chunked rows' second pass loads a chunk ahead
+    (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -189,13 +191,13 @@ def fwd_config(
     3376-3395 (a chunk of N / 16: 8192 2944, 16384 2984; of N / 4: 8192 3081, 16384 2893; of N / 2: 8192 2280).
     LayerNorm's own forward at 16384 in 3-D chunks ran slower (3542-3744 against 3980).
 
-    ``w_bytes``: the size of an element of the weights (``ops`` passes the weight's), which some rules of calls of a
-    few waves follow (``_few_waves_persistent_fwd``, ``_few_waves_fwd``): their launches that gain with 16-bit
-    weights lose with float32 ones. ``x_fp16``: x is float16 (``_few_waves_fwd``'s rows of 12289-14336 columns).
-    ``slower_dram``: the GPU's DRAM is slower than the H200's that the rules were fitted on (``slower_dram``, an
-    H100's): RMSNorm's 1025-2048 rows of 8193-12288 columns (513-1024 rows of 8193-8704) then take a head tile and a
-    tail tile, LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, and the clamped ReLU's forward of
-    many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps).
+    ``w_bytes``: the size of an element of the weights (``ops`` passes the weight's), which some rules of calls of a few
+    waves follow (``_few_waves_persistent_fwd``, ``_few_waves_fwd``): their launches that gain with 16-bit weights lose
+    with float32 ones. ``x_fp16``: x is float16 (``_few_waves_fwd``'s rows of 12289-14336 columns). ``slower_dram``: the
+    GPU's DRAM is slower than the H200's that the rules were fitted on (``slower_dram``, an H100's): RMSNorm's 1025-2048
+    rows of 8193-12288 columns (513-1024 rows of 8449-8704) then take a head tile and a tail tile (at 16 warps at
+    9217-10240 too), LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, and the clamped ReLU's
+    forward of many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps).
     ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
@@ -274,8 +276,13 @@ def _infer_heuristic(
     if m > 8192 and is_rms and block_n in (512, 1024):
         return LaunchConfig(1024 // block_n, block_n, 1, 1)
     # RMSNorm's rows of at most 9216 columns with a bias keep the launch without one (``_fwd_heuristic``'s round 51
-    # rule: the inference call x0.943-0.975 there)
-    bias_rule = has_bias and n > LIMITS["fwd_max_block_n"] * 9 // 8
+    # rule: the inference call x0.943-0.975 there), but their 513-1024 rows of 8705-9216 the launch that had before
+    # round 54 (a head tile and a tail of 1024 at 16 warps on a persistent grid): round 54's chunks of 2048 there
+    # were timed without a bias alone
+    widest = LIMITS["fwd_max_block_n"]
+    bias_rule = has_bias and n > widest * 9 // 8
+    if is_rms and has_bias and m == 1024 and not slower_dram and widest + widest // 16 < n <= widest * 9 // 8:
+        return LaunchConfig(1, widest, 1, 16, 2, tail_n=row_block_n(n - widest))
     return _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, bias_rule, _limits)
 
 
@@ -283,6 +290,18 @@ def _rows_key(m: int) -> int:
     """M matters to the heuristic only through ``_rows_per_tile``'s power of two (at most 512 rows a tile), so
     M = 3000 and M = 4000 share one cache entry."""
     return min(next_power_of_2(max(m, 1)), 1 << 16)
+
+
+def _rms_head_and_tail(m: int, tail_n: int, widest: int, w_bytes: int, has_bias: bool, slower_dram: bool) -> bool:
+    """Whether RMSNorm's few rows (``m`` as ``_rows_key`` rounds it) of ``widest`` + 1 to 1.5 x ``widest`` columns
+    take a head tile of ``widest`` and a tail tile of ``tail_n`` rather than chunks (``_fwd_heuristic``, where the
+    measurements are): 513-1024 rows with a tail tile of at most a 32nd of the head or at least an 8th (an H200's tail
+    of 512 columns lost; so did a tail of 256 or less with a bias and float32 weights); on slower DRAM (an H100)
+    513-2048 rows with any tail."""
+    if slower_dram:
+        return m in (1024, 2048)
+    short_tail = tail_n <= widest // 32 and (not has_bias or w_bytes == 2)
+    return m == 1024 and (short_tail or tail_n >= widest // 8)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -398,11 +417,21 @@ def _fwd_heuristic(
         is_rms
         and not has_mask
         and widest < n <= widest + widest // 2
-        and ((m == 1024 and (slower_dram or n > widest + widest // 16)) or (slower_dram and m == 2048))
+        and _rms_head_and_tail(m, row_block_n(n - widest), widest, w_bytes, has_bias, slower_dram)
     ):
-        # RMSNorm's 513-1024 rows of 8705-12288 columns (a tail of at least 1024; on a GPU of slower DRAM, an H100,
-        # 8193-12288, and 1025-2048 rows too): a head tile of 8192 and a tail tile at 16 warps, not chunks of 4096
-        # (below, fitted on an H200). Round 53 on an H200 (``bench.ab`` against the chunks, bf16): the persistent grid
+        # RMSNorm's 513-1024 rows of 8193-8448 and 8705-12288 columns (tails of 256 or less, or of at least 1024; with a
+        # bias and float32 weights not 8193-8448; on a GPU of slower DRAM, an H100, 8193-12288, and 1025-2048 rows too):
+        # a head tile of 8192 and a tail tile at 16 warps (8 at 9217-10240 columns, a tail of 2048, but on slower DRAM;
+        # at 8705-9216, rows of whole 16-element vectors without a bias, chunks of 2048 at 8 warps instead, below), not
+        # chunks of 4096 (below, fitted on an H200). Round 54 on an H200 (``bench.ab`` against round 53's rule, GPU run
+        # 454): 1024 x 8320 / 8448 x1.084 / x1.078 (the inference call x1.104 / x1.090), 600 x 8448 fp16 x1.071, 768 x
+        # 8448 x1.036, float32 weights x1.094; but 8576 and 8704 (a tail of 512) x1.025 / x1.048 slower as head + tail
+        # (run 453), so they keep their chunks. The tail of 2048 at 8 warps: x1.051-1.058 at 1024 x 9472-10240
+        # (inference x1.065-1.080), 600 x 9728 / 10240 fp16 x1.128 / x1.133, 768 x 10240 x1.069, float32 weights
+        # x1.064-1.065; forced in turns (runs 453-454) 8 warps were slower at tails of 256, 1024 and 4096 (x0.901,
+        # x0.876-0.902, x0.963). With a bias (``rmsbias54.py``): 1024 x 8320 / 8448 x1.090 / x1.058, but with float32
+        # weights x0.858 at 8448 (so not there), 600 x 8448 fp16 x0.988.
+        # Round 53 on an H200 (``bench.ab`` against the chunks, bf16): the persistent grid
         # below x1.035-1.101 at 1024 x 9216-12288 (GPU run 450; the inference call x1.010-1.088 at 9728-12288, level at
         # 9216), with float32 weights x1.027-1.099, 600 x 12288 fp16 x1.120, 600 x 9728 fp16 x0.980; run 451:
         # x1.032-1.104 at 1024 x 9216-12288 (inference x1.002-1.088), 768 x 10240 x1.037, 600 x 12288 fp16 x1.128, 600 x
@@ -429,8 +458,18 @@ def _fwd_heuristic(
         # chunks of 4096 in turns, the training forward / the inference call): x1.077-1.091 / x1.029-1.103 at 1024 x
         # 9216-12288, x1.182 / x1.157 at 768 x 12288, with float32 weights x1.039-1.047 / x1.005-1.047, 1024 x 11264
         # fp16 x1.088 / x1.082; 600 x 9216 fp16 x0.979 / x0.949
-        warps = 8 if has_bias and m == 1024 else 16
-        return LaunchConfig(1, widest, 1, warps, 2 if m == 1024 else 0, tail_n=row_block_n(n - widest))
+        tail_n = row_block_n(n - widest)
+        if tail_n == widest // 8 and m == 1024 and not (slower_dram or has_bias) and n % 16 == 0:
+            # its 8705-9216 columns (rows of whole 16-element vectors, no bias) in chunks of 2048 at 8 warps, the
+            # second pass a chunk ahead (round 54, ``bench.ab`` against the head + tail, GPU runs 456-457): 1024 x
+            # 8720-9216 x1.17-1.21 (the inference call x1.21-1.25), 600 x 8720-9216 fp16 x1.14-1.17, 768 x 9216
+            # x1.07 / x1.14, float32 weights x1.07 / x1.06; but rows of 8705, 8711 and 9210 (not whole vectors)
+            # x0.81-0.89: they keep the head + tail. Forced in turns beside cuDNN (``peers54.py``, runs 453-454) the
+            # same launch was only x1.025 at 1024 x 9216 (the timings of the head + tail launch differ between the
+            # tools; benchmarks/README.md, round 54)
+            return LaunchConfig(1, 2048, cdiv(n, 2048), 8, ahead=True)
+        warps = 8 if m == 1024 and (has_bias or (tail_n == widest // 4 and not slower_dram)) else 16
+        return LaunchConfig(1, widest, 1, warps, 2 if m == 1024 else 0, tail_n=tail_n)
     elif not is_rms and not has_mask and widest < n <= widest + widest // 2:
         # few rows of 8193-12288 columns: a head tile of 8192 and a tail tile, 8 warps (1024 x 12288 bf16: 2148 ->
         # 2419 GB/s, one tile of 16384 at 16 warps 2234; cuDNN 2868; GPU run 110). On a GPU of slower DRAM (an H100),

@@ -1,0 +1,72 @@
+"""``python -m normkit.bench``: every provider checked, then timed in turns (its timing needs a GPU, faked here)."""
+
+import pytest
+from conftest import DEVICE
+
+from normkit.bench import __main__ as bench
+from normkit.bench import cases, providers, timing
+
+
+@pytest.fixture
+def fake_harness(monkeypatch):
+    """``bench.measure`` with the GPU parts replaced: inputs on the tests' device, a fixed copy speed, providers
+    "a", "b" and "c" that answer the reference's outputs ("wrong" adds one to them, "absent" is unsupported), and a
+    timer that records which provider it timed and answers each provider's next time from ``times``."""
+    times = {"a": [3.0, 1.0, 2.0], "b": [5.0, 4.0, 6.0], "c": [1.0, 1.0, 1.0]}  # ms
+    timed = []
+
+    def make(provider, case, inputs):
+        if provider == "absent":
+            raise providers.Unsupported("not offered")
+        outputs = inputs.expected if provider != "wrong" else tuple(t + 1 for t in inputs.expected)
+
+        def call():
+            return outputs
+
+        call.provider = provider
+        return call
+
+    def fake_timer(fn, **kwargs):
+        timed.append(fn.provider)
+        return times[fn.provider][sum(p == fn.provider for p in timed) - 1]
+
+    monkeypatch.setattr(bench.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bench.torch.cuda, "get_device_name", lambda: "fake GPU")
+    monkeypatch.setattr(bench.torch.cuda, "empty_cache", lambda: None)
+    monkeypatch.setattr(bench, "copy_bandwidth_gbs", lambda do_bench: 1000.0)
+    monkeypatch.setattr(bench, "make_inputs", lambda case: cases.make_inputs(case, device=DEVICE))
+    monkeypatch.setattr(bench, "make", make)
+    monkeypatch.setattr(timing, "gpu_time_ms", fake_timer)
+    return timed
+
+
+def test_providers_are_timed_in_turns_each_round_starting_one_later(fake_harness):
+    case = cases.Case("ln_fwd", 4, 64, "fp32", "fp32")
+    rows = bench.measure([case], ["a", "b", "c"], rounds=3)
+    assert fake_harness == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    by_provider = {row["provider"]: row for row in rows}
+    assert [row["provider"] for row in rows] == ["a", "b", "c"]  # the rows keep the providers' order
+    # the median of each provider's rounds, and every round listed in the order it was taken
+    assert by_provider["a"]["us"] == 2000.0 and by_provider["a"]["us_rounds"] == "3000.00 1000.00 2000.00"
+    assert by_provider["b"]["us"] == 5000.0 and by_provider["c"]["us"] == 1000.0
+    mb = cases.bytes_moved(case) / 1e6
+    assert by_provider["c"]["gbs"] == round(mb / 1.0, 1) and all(row["status"] == "ok" for row in rows)
+
+
+def test_one_round_times_each_provider_once_and_lists_no_rounds(fake_harness):
+    (row,) = bench.measure([cases.Case("rms_bwd", 4, 64, "fp32", "fp32")], ["a"])
+    assert fake_harness == ["a"] and row["us"] == 3000.0 and "us_rounds" not in row
+
+
+def test_a_wrong_or_unsupported_provider_is_reported_and_never_timed(fake_harness):
+    rows = bench.measure([cases.Case("ln_fwd", 4, 64, "fp32", "fp32")], ["wrong", "a", "absent"], rounds=2)
+    status = {row["provider"]: row["status"] for row in rows}
+    assert status["wrong"].startswith("wrong: y") and status["absent"] == "unsupported: not offered"
+    assert status["a"] == "ok" and fake_harness == ["a", "a"]
+
+
+def test_rounds_must_be_at_least_one(fake_harness):
+    with pytest.raises(ValueError, match="rounds must be at least 1, got 0"):
+        bench.measure([cases.Case("ln_fwd", 4, 64, "fp32", "fp32")], ["a"], rounds=0)
+    with pytest.raises(SystemExit):
+        bench.main(["--M", "4", "--N", "64", "--ops", "ln_fwd", "--rounds", "0"])
