@@ -276,9 +276,9 @@ def _infer_heuristic(
     if m > 8192 and is_rms and block_n in (512, 1024):
         return LaunchConfig(1024 // block_n, block_n, 1, 1)
     # RMSNorm's rows of at most 9216 columns with a bias keep the launch without one (``_fwd_heuristic``'s round 51
-    # rule: the inference call x0.943-0.975 there), but their 513-1024 rows of 8705-9216 the launch that had before
-    # round 54 (a head tile and a tail of 1024 at 16 warps on a persistent grid): round 54's chunks of 2048 there
-    # were timed without a bias alone
+    # rule: the inference call x0.943-0.975 there), but their 513-1024 rows of 8705-9216 take the launch they had
+    # before round 54 (a head tile and a tail of 1024 at 16 warps on a persistent grid): round 54's chunks of 2048
+    # there were timed without a bias alone
     widest = LIMITS["fwd_max_block_n"]
     bias_rule = has_bias and n > widest * 9 // 8
     if is_rms and has_bias and m == 1024 and not slower_dram and widest + widest // 16 < n <= widest * 9 // 8:
