@@ -83,7 +83,8 @@ def test_ab_says_it_needs_a_gpu():
 @pytest.fixture
 def fake_gpu(monkeypatch):
     """``measure`` with the GPU parts replaced: inputs on the tests' device, a fixed copy speed, and timers (both
-    ``--timer`` choices) that record what they timed and answer 2 ns for odd calls, 1 ns for even ones."""
+    ``--timer`` choices) that record what they timed and answer 2 ns for the first callable they see, 1 ns for
+    any other."""
     import triton.testing
 
     from normkit.bench import ab, cases, timing
@@ -92,7 +93,7 @@ def fake_gpu(monkeypatch):
 
     def fake_timer(fn, **kwargs):
         timed.append(fn)
-        return 2e-6 if len(timed) % 2 else 1e-6
+        return 2e-6 if fn is timed[0] else 1e-6
 
     monkeypatch.setattr(ab.torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(ab.torch.cuda, "get_device_name", lambda: "fake GPU")
@@ -109,11 +110,26 @@ def test_measure_times_both_versions_in_turns(fake_gpu):
 
     case = cases.Case("ln_fwd", 4, 64, "fp32", "fp32")
     (row,) = ab.measure(ab.load_revision("HEAD"), [case], rounds=3)
-    assert len(fake_gpu) == 6 and fake_gpu[0::2] == [fake_gpu[0]] * 3 and fake_gpu[1::2] == [fake_gpu[1]] * 3
-    assert fake_gpu[0] is not fake_gpu[1]  # before, now, before, now, ...
+    before, now = fake_gpu[0], fake_gpu[1]
+    assert before is not now and fake_gpu == [before, now, now, before, before, now]  # each round starts one later
     assert row["status"] == "ok" and len(row["before_rounds"].split()) == len(row["now_rounds"].split()) == 3
     mb = cases.bytes_moved(case) / 1e6
     assert row["before_gbs"] == round(mb / 2e-6, 1) and row["now_gbs"] == round(mb / 1e-6, 1) and row["ratio"] == 2.0
+
+
+def test_measure_reports_a_version_whose_timing_raises(fake_gpu, monkeypatch):
+    from normkit.bench import ab, cases, timing
+
+    def timer_failing_on_now(fn, **kwargs):
+        fake_gpu.append(fn)
+        if fn is not fake_gpu[0]:
+            raise RuntimeError("launch failed")
+        return 1e-6
+
+    monkeypatch.setattr(timing, "gpu_time_ms", timer_failing_on_now)
+    (row,) = ab.measure(ab.load_revision("HEAD"), [cases.Case("ln_fwd", 4, 64, "fp32", "fp32")], rounds=3)
+    assert row["status"] == "now: error: RuntimeError: launch failed" and "ratio" not in row
+    assert fake_gpu.count(fake_gpu[0]) == 3 and len(fake_gpu) == 4  # the failed version is not timed again
 
 
 def test_measure_reports_a_wrong_version_without_timing_it(fake_gpu):

@@ -133,7 +133,7 @@ def measure(cases, providers, *, warmup=25, rep=100, timer="backlog", rounds=1, 
                 row.update(status=f"wrong: {why}"[:160])
             except Exception as why:  # a provider that crashes on a shape is reported, the sweep goes on
                 row.update(status=f"error: {type(why).__name__}: {why}"[:160])
-        timed = _time_in_turns(fns, time_ms, rounds, case_rows, warmup=warmup, rep=rep)
+        timed = time_in_turns(fns, time_ms, rounds, case_rows, warmup=warmup, rep=rep)
         results = {}
         for provider, times in timed.items():
             ms = statistics.median(times)
@@ -154,7 +154,7 @@ def measure(cases, providers, *, warmup=25, rep=100, timer="backlog", rounds=1, 
     return rows
 
 
-def _time_in_turns(fns: dict, time_ms, rounds: int, rows: dict, **timing_ms) -> dict:
+def time_in_turns(fns: dict, time_ms, rounds: int, rows: dict, **timing_ms) -> dict:
     """``{provider: [ms of each round]}``: each callable of ``fns`` timed once a round, the round's order rotated by
     one provider from the round before. A provider whose timing raises gets its ``rows`` entry's status "error" and
     is not timed again."""

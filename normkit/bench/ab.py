@@ -1,10 +1,11 @@
 """``python -m normkit.bench.ab REV``: the Triton kernels of git revision REV against the working tree's, one process.
 
-A kernel change is judged by its speed before and after on the same GPU, inputs and minute: a machine's speed
-drifts between runs (just after a start every provider has run 2-3x slower), so figures from two runs do not
-compare. This command copies the ``normkit`` package of REV (``git archive``) beside the working tree's under
-another name, checks both against ``normkit.reference`` on each case, then times them in turns, ``--rounds`` times
-each, and prints GB/s (median of the rounds; every round in the CSV) and the ratio now / before.
+A kernel change is judged by its speed before and after on the same GPU, inputs and minute: a machine's speed drifts
+between runs (just after a start every provider has run 2-3x slower), so figures from two runs do not compare. This
+command copies the ``normkit`` package of REV (``git archive``) beside the working tree's under another name, checks
+both against ``normkit.reference`` on each case, then times them in turns, ``--rounds`` times each (each round starting
+with the version that ended the round before), and prints GB/s (median of the rounds; every round in the CSV) and the
+ratio now / before.
 
 Example: ``python -m normkit.bench.ab HEAD~1 --M 32768 --N 1024 4096 --ops ln_bwd ln_relu_bwd --rep 20 --warmup 5``
 """
@@ -25,7 +26,15 @@ import types
 import torch
 
 from . import timing
-from .__main__ import _check, add_case_arguments, cases_from_args, copy_bandwidth_gbs, require_gpu, write_csv
+from .__main__ import (
+    _check,
+    add_case_arguments,
+    cases_from_args,
+    copy_bandwidth_gbs,
+    require_gpu,
+    time_in_turns,
+    write_csv,
+)
 from .cases import bytes_moved, make_inputs
 from .providers import normkit_call
 
@@ -80,7 +89,8 @@ def _import_as(package: str, name: str):
 
 
 def measure(before, cases, *, rounds=3, warmup=25, rep=100, timer="backlog", on_row=None) -> list[dict]:
-    """For each case: check both versions, then time them in turns; one row per case."""
+    """For each case: check both versions, then time them in turns, each round starting with the version that
+    ended the round before (``bench.__main__.time_in_turns``); one row per case."""
     require_gpu("normkit.bench.ab")
     from triton.testing import do_bench
 
@@ -105,24 +115,29 @@ def measure(before, cases, *, rounds=3, warmup=25, rep=100, timer="backlog", on_
         if wrong:
             row.update(status=wrong[:160])
         else:
-            gbs = {version: [] for version in fns}
-            for _ in range(rounds):
-                for version, fn in fns.items():
-                    gbs[version].append(nbytes / time_ms(fn, warmup=warmup, rep=rep) / 1e6)
-            median = {version: statistics.median(values) for version, values in gbs.items()}
-            row.update(
-                status="ok", copy_gbs=round(copy, 1), ratio=round(median["now"] / median["before"], 3), timer=timer
-            )
-            row["now_pct_of_copy"] = round(100 * median["now"] / copy, 1)
-            for version, values in gbs.items():
-                row[f"{version}_gbs"] = round(median[version], 1)
-                row[f"{version}_rounds"] = " ".join(f"{v:.0f}" for v in values)
+            errors = {version: {} for version in fns}  # a timing that raises is reported here, never retried
+            timed = time_in_turns(fns, time_ms, rounds, errors, warmup=warmup, rep=rep)
+            failed = [f"{version}: {error['status']}" for version, error in errors.items() if error]
+            row.update({"status": "; ".join(failed)[:160]} if failed else _speeds(timed, nbytes, copy, timer))
         rows.append(row)
         if on_row:
             on_row(row)
         del inputs
         torch.cuda.empty_cache()
     return rows
+
+
+def _speeds(timed: dict, nbytes: int, copy: float, timer: str) -> dict:
+    """A row's columns from ``{version: [ms of each round]}``: GB/s of each version (median and every round), the
+    ratio now / before and now's share of the copy's GB/s."""
+    gbs = {version: [nbytes / ms / 1e6 for ms in times] for version, times in timed.items()}
+    median = {version: statistics.median(values) for version, values in gbs.items()}
+    row = {"status": "ok", "copy_gbs": round(copy, 1), "ratio": round(median["now"] / median["before"], 3)}
+    row.update(timer=timer, now_pct_of_copy=round(100 * median["now"] / copy, 1))
+    for version, values in gbs.items():
+        row[f"{version}_gbs"] = round(median[version], 1)
+        row[f"{version}_rounds"] = " ".join(f"{v:.0f}" for v in values)
+    return row
 
 
 def main(argv=None) -> None:
