@@ -10,12 +10,18 @@ from normkit.bench import cases, providers, timing
 @pytest.fixture
 def fake_harness(monkeypatch):
     """``bench.measure`` with the GPU parts replaced: inputs on the tests' device, a fixed copy speed, providers
-    "a", "b" and "c" that answer the reference's outputs ("wrong" adds one to them, "absent" is unsupported), and a
-    timer that records which provider it timed and answers each provider's next time from ``times``."""
-    times = {"a": [3.0, 1.0, 2.0], "b": [5.0, 4.0, 6.0], "c": [1.0, 1.0, 1.0]}  # ms
+    "a", "b" and "c" that answer the reference's outputs ("wrong" adds one to them, "absent" is unsupported), the
+    real same-size copy, and a timer that records which provider it timed and answers each provider's next time from
+    ``times``."""
+    times = {"a": [3.0, 1.0, 2.0], "b": [5.0, 4.0, 6.0], "c": [1.0, 1.0, 1.0], "copy": [2.0, 2.0, 2.0]}  # ms
     timed = []
+    real_make = providers.make
 
     def make(provider, case, inputs):
+        if provider == providers.SAME_SIZE_COPY:  # the real yardstick, on the tests' device
+            call = real_make(provider, case, inputs)
+            call.provider = provider
+            return call
         if provider == "absent":
             raise providers.Unsupported("not offered")
         outputs = inputs.expected if provider != "wrong" else tuple(t + 1 for t in inputs.expected)
@@ -70,3 +76,24 @@ def test_rounds_must_be_at_least_one(fake_harness):
         bench.measure([cases.Case("ln_fwd", 4, 64, "fp32", "fp32")], ["a"], rounds=0)
     with pytest.raises(SystemExit):
         bench.main(["--M", "4", "--N", "64", "--ops", "ln_fwd", "--rounds", "0"])
+
+
+def test_the_same_size_copy_is_timed_in_turns_and_not_checked(fake_harness):
+    case = cases.Case("ln_bwd", 4, 64, "fp32", "fp32")
+    rows = bench.measure([case], ["a", "copy"], rounds=3)
+    assert fake_harness == ["a", "copy", "copy", "a", "a", "copy"]
+    copy_row = {row["provider"]: row for row in rows}["copy"]
+    assert copy_row["status"] == "ok" and copy_row["us"] == 2000.0
+    assert copy_row["gbs"] == round(cases.bytes_moved(case) / 1e6 / 2.0, 1)  # the case's bytes in the copy's time
+
+
+@pytest.mark.parametrize("op", ["ln_fwd", "rms_bwd", "ln_relu_bwd"])
+def test_the_same_size_copy_moves_the_ops_bytes_into_a_buffer_of_its_own(op):
+    case = cases.Case(op, 3, 40, "bf16", "fp32")
+    inputs = cases.make_inputs(case, device=DEVICE)
+    call = providers.make(providers.SAME_SIZE_COPY, case, inputs)
+    out = call()
+    # half the bytes read, half written: as many as the op moves, whatever their split between its tensors
+    assert out.dtype == bench.torch.uint8 and 2 * out.numel() in (cases.bytes_moved(case), cases.bytes_moved(case) - 1)
+    assert call().data_ptr() == out.data_ptr()  # the same buffers every call: nothing allocated while timed
+    assert all(out.data_ptr() != t.data_ptr() for t in (inputs.x, inputs.dy, inputs.weight))

@@ -2,8 +2,10 @@
 
 Example: ``python -m normkit.bench --sweep genai --ops ln_bwd rms_fwd --out benchmarks/results``
 Each provider's result is checked against normkit.reference before it is timed: a wrong result is reported as
-"wrong", never as a speed. Output: a table on screen, ``<out>/bench.csv`` (with GPU, versions, date) and
-``<out>/bench.png`` (GB/s against N, one panel per op).
+"wrong", never as a speed. ``%copy`` is a share of a 1 GiB device-to-device copy timed at the start of the run;
+``--providers ... copy`` adds, in each case's turns, a copy of as many bytes as the case's op moves, which says how
+near that size of call can come to the long copy at all (it is timed, not checked). Output: a table on screen,
+``<out>/bench.csv`` (with GPU, versions, date) and ``<out>/bench.png`` (GB/s against N, one panel per op).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import torch
 from ..testing import compare, compare_norm
 from . import timing
 from .cases import OPS, SWEEPS, Case, bytes_moved, make_inputs
-from .providers import PROVIDERS, Unsupported, make
+from .providers import PROVIDERS, SAME_SIZE_COPY, Unsupported, make
 
 
 def copy_bandwidth_gbs(do_bench) -> float:
@@ -125,7 +127,9 @@ def measure(cases, providers, *, warmup=25, rep=100, timer="backlog", rounds=1, 
         for provider, row in case_rows.items():
             try:
                 fn = make(provider, case, inputs)
-                _check(case, fn(), inputs.expected)
+                outputs = fn()
+                if provider != SAME_SIZE_COPY:  # the yardstick copies bytes; it computes nothing to check
+                    _check(case, outputs, inputs.expected)
                 fns[provider] = fn
             except Unsupported as why:
                 row.update(status=f"unsupported: {why}"[:160])
@@ -219,7 +223,7 @@ def plot(rows: list[dict], path: str) -> None:
         for provider in dict.fromkeys(r["provider"] for r in sel):
             pts = sorted((r["N"], r["gbs"]) for r in sel if r["provider"] == provider)
             ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=provider)
-        ax.axhline(sel[0]["copy_gbs"], linestyle="--", color="gray", label="copy")
+        ax.axhline(sel[0]["copy_gbs"], linestyle="--", color="gray", label="1 GiB copy")
         ax.set_xscale("log", base=2)
         ax.set_title(f"{op}  M={m} {xd}" + (f"/{wd}" if wd != xd else ""))
         ax.set_xlabel("N")
@@ -235,7 +239,13 @@ def plot(rows: list[dict], path: str) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m normkit.bench", description=__doc__.splitlines()[0])
     add_case_arguments(parser)
-    parser.add_argument("--providers", nargs="+", default=list(PROVIDERS), choices=list(PROVIDERS))
+    parser.add_argument(
+        "--providers",
+        nargs="+",
+        default=list(PROVIDERS),
+        choices=list(PROVIDERS),
+        help=f"{SAME_SIZE_COPY!r}: a plain copy of as many bytes as each case's op moves (the yardstick for its size)",
+    )
     parser.add_argument("--out", default="benchmarks/results", help="folder for bench.csv and bench.png")
     parser.add_argument("--tag", default="bench", help="file name stem of the CSV and PNG")
     parser.add_argument(

@@ -29,7 +29,7 @@ import torch
 from . import timing
 from .__main__ import _check, require_gpu, write_csv
 from .cases import OPS, Case, make_inputs
-from .providers import PROVIDERS, Unsupported, make
+from .providers import PROVIDERS, SAME_SIZE_COPY, Unsupported, make
 
 CALLS = 1000
 TIMES = ("gpu", "enqueue", "stream", "graph")  # microseconds a call, see the module docstring
@@ -87,7 +87,12 @@ def main(argv=None) -> None:
     parser.add_argument("--N", type=int, nargs="+", default=[768])
     parser.add_argument("--dtype", default="bf16", choices=["fp32", "fp16", "bf16"])
     parser.add_argument("--ops", nargs="+", default=["ln_fwd", "ln_bwd"], choices=list(OPS))
-    parser.add_argument("--providers", nargs="+", default=["triton", "cudnn", "eager", "compile"], choices=PROVIDERS)
+    parser.add_argument(
+        "--providers",
+        nargs="+",
+        default=["triton", "cudnn", "eager", "compile"],
+        choices=[p for p in PROVIDERS if p != SAME_SIZE_COPY],
+    )
     parser.add_argument("--out", default="benchmarks/results/overhead.csv")
     args = parser.parse_args(argv)
     require_gpu("normkit.bench.overhead", "calls")

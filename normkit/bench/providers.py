@@ -1,7 +1,8 @@
 """The providers the benchmark compares: what a user would pick instead of normkit, and normkit itself.
 
 ``make(provider, case, inputs)`` returns a zero-argument callable that runs the op once and returns its outputs
-(forward: y first; backward: dx, dw first), or raises ``Unsupported`` with the reason.
+(forward: y first; backward: dx, dw first), or raises ``Unsupported`` with the reason. ``SAME_SIZE_COPY`` is no
+peer but a yardstick: a plain copy that moves as many bytes as the case's op (``same_size_copy``).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import torch
 import torch.nn.functional as F
 
 from .. import bitmask
-from .cases import EPS, LOWER, UPPER, Case, Inputs
+from .cases import EPS, LOWER, UPPER, Case, Inputs, bytes_moved
 
-PROVIDERS = ("triton", "cudnn", "eager", "compile", "liger", "quack")
+SAME_SIZE_COPY = "copy"
+PROVIDERS = ("triton", "cudnn", "eager", "compile", "liger", "quack", SAME_SIZE_COPY)
 
 
 class Unsupported(Exception):
@@ -164,7 +166,20 @@ def _quack(case: Case, t: Inputs):
     return lambda: q.rmsnorm_bwd(t.x, t.weight, t.dy, t.rstd, weight_offset=offset)
 
 
+def same_size_copy(case: Case, t: Inputs):
+    """A device-to-device copy of half the case's bytes (``bytes_moved``) into a buffer of its own: as many bytes
+    read and written as the op moves, timed in turns with the providers. The run's 1 GiB copy is the bandwidth a long
+    stream reaches; a call of a few MB cannot, whatever its kernel, and this says how near a copy of its size comes.
+    Its output is the copy itself, which the harness does not check against the reference."""
+    half = bytes_moved(case) // 2
+    src = torch.empty(half, dtype=torch.uint8, device=t.x.device)
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
 def make(provider: str, case: Case, t: Inputs):
+    if provider == SAME_SIZE_COPY:
+        return same_size_copy(case, t)
     if provider in ("triton", "cudnn"):
         return _normkit(provider, case, t)
     if provider == "eager":
