@@ -14,6 +14,7 @@ def fake_harness(monkeypatch):
     real same-size copy, and a timer that records which provider it timed and answers each provider's next time from
     ``times``."""
     times = {"a": [3.0, 1.0, 2.0], "b": [5.0, 4.0, 6.0], "c": [1.0, 1.0, 1.0], "copy": [2.0, 2.0, 2.0]}  # ms
+    times["triton"] = times["a"]  # a name the command line takes
     timed = []
     real_make = providers.make
 
@@ -97,3 +98,14 @@ def test_the_same_size_copy_moves_the_ops_bytes_into_a_buffer_of_its_own(op):
     assert out.dtype == bench.torch.uint8 and 2 * out.numel() in (cases.bytes_moved(case), cases.bytes_moved(case) - 1)
     assert call().data_ptr() == out.data_ptr()  # the same buffers every call: nothing allocated while timed
     assert all(out.data_ptr() != t.data_ptr() for t in (inputs.x, inputs.dy, inputs.weight))
+
+
+def test_the_command_takes_the_same_size_copy_and_the_overhead_command_does_not(fake_harness, tmp_path, capsys):
+    from normkit.bench import overhead
+
+    bench.main(["--M", "4", "--N", "64", "--ops", "rms_fwd", "--providers", "triton", "copy", "--out", str(tmp_path)])
+    written = (tmp_path / "bench.csv").read_text().splitlines()
+    assert len(written) == 3 and written[2].startswith("rms_fwd,4,64,bf16,bf16,copy,ok,2000.0,")
+    with pytest.raises(SystemExit):
+        overhead.main(["--providers", "copy"])
+    assert "invalid choice: 'copy'" in capsys.readouterr().err
