@@ -466,7 +466,8 @@ def _fwd_heuristic(
             # x1.07 / x1.14, float32 weights x1.07 / x1.06; but rows of 8705, 8711 and 9210 (not whole vectors)
             # x0.81-0.89: they keep the head + tail. Forced in turns beside cuDNN (``peers54.py``, runs 453-454) the
             # same launch was only x1.025 at 1024 x 9216 (the timings of the head + tail launch differ between the
-            # tools; benchmarks/README.md, round 54)
+            # tools; benchmarks/README.md, round 54), and on another machine, in rotating turns, x1.007 / x1.054
+            # (round 55, run 458): the head + tail's time moves between machines, the chunks' does not
             return LaunchConfig(1, 2048, cdiv(n, 2048), 8, ahead=True)
         warps = 8 if m == 1024 and (has_bias or (tail_n == widest // 4 and not slower_dram)) else 16
         return LaunchConfig(1, widest, 1, warps, 2 if m == 1024 else 0, tail_n=tail_n)
