@@ -1,5 +1,6 @@
 """Every kernel backend available here (Triton, and cuDNN on a GPU) against normkit.reference."""
 
+import dataclasses
 import importlib
 import math
 
@@ -689,8 +690,9 @@ def test_slower_dram_by_the_gpus_memory(dram, props, slower):
     """``config.slower_dram``: a GPU whose peak DRAM bandwidth (memory clock x bus width x 2) is below
     ``SLOWER_DRAM_BELOW`` takes the rules of ``slower_dram``; the CPU never does. The forward's plan passes it on:
     RMSNorm's 1025 x 9216 then launches as a head tile of 8192 and a tail of 1024 (else in chunks of 4096). The plan
-    passes ``has_bias`` on too: RMSNorm's 520 x 9216 with a bias on a persistent grid at 8 warps, as LayerNorm's 520 x
-    9728 (a head tile and a tail of 2048), on either DRAM; their y and statistics match the reference."""
+    passes ``has_bias`` on too: RMSNorm's 520 x 9216 with a bias and float32 weights on a persistent grid at 8 warps
+    (16-bit weights take chunks of 2048 there), as LayerNorm's 520 x 9728 (a head tile and a tail of 2048), on either
+    DRAM; their y and statistics match the reference."""
     import types
 
     from normkit.triton import config, ops
@@ -710,16 +712,17 @@ def test_slower_dram_by_the_gpus_memory(dram, props, slower):
     if slower:  # the chunks of 4096 are the suite's everywhere
         check_forward("triton", "rms_norm", x, w, None)
     x, w, b = make_inputs(520, 9728, torch.bfloat16, torch.bfloat16)
+    w32, b32 = w[:9216].float(), b[:9216].float()
     with pytest.MonkeyPatch.context() as recording:
         launched = _record_launches(recording, "NORM_FWD")
-        ops.rms_norm_fwd(x[:, :9216], w[:9216], b[:9216], 1e-5)
+        ops.rms_norm_fwd(x[:, :9216], w32, b32, 1e-5)
         ops.layer_norm_fwd(x, w, b, 1e-5)
     assert [(launch["num_warps"], launch["PERSISTENT"]) for launch in launched] == [(8, True), (8, True)]
     assert launched[1]["TAIL_N"] == 2048  # a head tile and a tail
     head_tail = config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=1024)
     assert launched[0]["grid"][0] == config.persistent_programs(x.get_device(), 520, head_tail.programs_per_sm)
     if slower:  # the same launches on either DRAM: checked once
-        check_forward("triton", "rms_norm", x[:, :9216], w[:9216], b[:9216])
+        check_forward("triton", "rms_norm", x[:, :9216], w32, b32)
         check_forward("triton", "layer_norm", x, w, b)
 
 
@@ -926,19 +929,32 @@ def test_few_waves_rules():
     # round 51 (runs 442-443, an H100; an H200 since round 53, run 450): RMSNorm's persistent grid at 8 warps with a
     # bias (the inference call above 9216 columns only), and LayerNorm's 513-1024 rows of 9217-12288 (16-bit weights)
     # on a persistent grid of 2 programs a SM; not 1025+ rows, not float32 weights, not 8193-9216 columns (chunks)
+    chunks_2048 = config.LaunchConfig(1, 2048, 5, 8, ahead=True)
     for m in (513, 1024):
         for n, tail in ((8448, 256), (9216, 1024), (12288, 4096)):
+            head_tail = config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=tail)
             with_bias = config.fwd_config(m, n, True, has_bias=True)
-            assert with_bias == config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=tail), (m, n)
-            assert config.fwd_config(m, n, True, slower_dram=True, has_bias=True) == with_bias
-            # the inference call at up to 9216 columns takes the launch without a bias, but not its chunks of 2048
-            # at 8705-9216 (timed without a bias alone): the head + tail at 16 warps it had before round 54
+            # but 8705-9216 columns with a bias and 16-bit weights take the chunks of 2048 (round 56, run 463)
+            assert with_bias == (chunks_2048 if n == 9216 else head_tail), (m, n)
+            assert config.fwd_config(m, n, True, slower_dram=True, has_bias=True) == head_tail
+            # the inference call at up to 8704 columns takes the launch without a bias; at 8705-9216 the training
+            # forward's with its bias: the chunks, or with float32 weights (or rows not of whole 16-element vectors)
+            # its head + tail at 16 warps
             infer = config.infer_config(m, n, True, has_bias=True)
-            want = {8448: config.infer_config(m, n, True), 9216: config.LaunchConfig(1, 8192, 1, 16, 2, tail_n=1024)}
-            assert infer == want.get(n, with_bias), (m, n)
+            assert infer == {8448: config.infer_config(m, n, True), 9216: chunks_2048}.get(n, with_bias), (m, n)
             if n <= 9216:  # on slower DRAM the launch without a bias, as before
                 slower = config.infer_config(m, n, True, has_bias=True, slower_dram=True)
                 assert slower == config.infer_config(m, n, True, slower_dram=True), (m, n)
+        for n in (8720, 8960, 9216):
+            for w_bytes in (2, 4):
+                trained = config.fwd_config(m, n, True, w_bytes=w_bytes, has_bias=True)
+                assert trained == (chunks_2048 if w_bytes == 2 else config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=1024))
+                infer = config.infer_config(m, n, True, w_bytes=w_bytes, has_bias=True)
+                want = trained if w_bytes == 2 else dataclasses.replace(trained, num_warps=16)
+                assert infer == want, (m, n, w_bytes)
+        for n in (8705, 8711, 9210):  # not whole vectors: the head + tail, 8 warps training, 16 inference
+            assert config.fwd_config(m, n, True, has_bias=True) == config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=1024)
+            assert config.infer_config(m, n, True, has_bias=True) == config.LaunchConfig(1, 8192, 1, 16, 2, tail_n=1024)
         # but a bias with float32 weights keeps the chunks at 8193-8448 columns on an H200 (x0.858 at 8448, run 454)
         assert config.fwd_config(m, 8448, True, w_bytes=4, has_bias=True) == config.LaunchConfig(1, 4096, 3, 16)
         with_bias = config.fwd_config(m, 8448, True, w_bytes=4, has_bias=True, slower_dram=True)
@@ -1235,8 +1251,9 @@ def test_rms_norm_few_rows_by_their_tail(dram):
     """RMSNorm's 513-1024 rows of 8193-12288 columns on an H200's DRAM (round 54): a head tile of 8192 and a tail
     tile on a persistent grid where the tail is 256 columns or less or 1024 (16 warps) or 2048 (8 warps), chunks of
     4096 where it would be 512, chunks of 2048 at 8 warps (a chunk ahead) at 8705-9216 where rows are whole 16-element
-    vectors; the short tail's y and rstd match the reference."""
-    from normkit.triton import ops
+    vectors, with a bias too where the weights are 16-bit (round 56); the short tail's y and rstd match the reference,
+    and so do the chunks' with a bias."""
+    from normkit.triton import config, ops
 
     dram(False)
     x, w, _ = make_inputs(520, 9300, torch.bfloat16, torch.bfloat16, bias=False)
@@ -1249,6 +1266,23 @@ def test_rms_norm_few_rows_by_their_tail(dram):
                    (8192, 2048, 8, True)]  # fmt: skip
     assert launched[3]["X_AHEAD"] and launched[3]["NUM_CHUNKS"] == 5
     check_forward("triton", "rms_norm", x[:, :8300], w[:8300], None)
+    # with a bias (round 56): the chunks with 16-bit weights, training and inference calls alike; with float32
+    # weights the head + tail (8 warps training, 16 inference)
+    x, b = x[:, :9216], torch.randn(9216, device=x.device)
+    with pytest.MonkeyPatch.context() as recording:
+        launched = _record_launches(recording, "NORM_FWD")
+        for weights, bias in ((w[:9216], b.bfloat16()), (w[:9216].float(), b)):
+            ops.rms_norm_fwd(x, weights, bias, 1e-5)
+            ops.infer_unchecked("rms_norm", x, weights, bias, 1e-5, False)
+    got = [(launch["BLOCK_N"], launch["TAIL_N"], launch["num_warps"], launch["PERSISTENT"]) for launch in launched]
+    assert got == [(2048, 0, 8, False)] * 2 + [(8192, 1024, 8, True), (8192, 1024, 16, True)]
+    with config.forced(fwd=config.fwd_config(520, 9216, True, has_bias=True)):  # that launch on a few rows
+        y, rstd = ops.rms_norm_fwd(x[:5], w[:9216], b.bfloat16(), 1e-5)
+        y_infer = ops.infer_unchecked("rms_norm", x[:5], w[:9216], b.bfloat16(), 1e-5, False)
+    want_y, want_rstd = reference.rms_norm_fwd(x[:5], w[:9216], b.bfloat16(), 1e-5)
+    compare(y, want_y, "y (chunks with a bias)")
+    compare(rstd, want_rstd, "rstd (chunks with a bias)")
+    compare(y_infer, want_y, "y (the inference call's chunks with a bias)")
 
 
 @pytest.mark.gpu

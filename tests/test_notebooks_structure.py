@@ -1,5 +1,6 @@
 """Every committed notebook: stored without outputs, a Colab badge that points at itself, a parameters cell."""
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -52,3 +53,20 @@ def test_valid_nbformat_with_cell_ids(path):
     assert not missing, f"{path.name}: cells {missing} have no id"
     assert len(set(ids)) == len(ids), f"{path.name}: cell ids repeat"
     nbformat.validate(nbformat.reads(path.read_text(), as_version=4))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_prose_above_the_parameters_names_them(path):
+    """The markdown cell right above the parameters cell names parameters in backticks; each name it gives is one the
+    parameters cell assigns (prose copied from another lesson would name parameters this one does not have)."""
+    nb = nbformat.read(path, as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    prose = nb.cells[at - 1]
+    assert prose.cell_type == "markdown", f"{path.name}: the parameters cell needs a markdown cell above it"
+    named = set(re.findall(r"`([A-Za-z_]\w*)`", prose.source))
+    assigned = set()
+    for node in ast.walk(ast.parse(nb.cells[at].source)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            assigned.add(node.id)
+    assert named, f"{path.name}: the cell above the parameters names none of them"
+    assert named <= assigned, f"{path.name}: the prose names {sorted(named - assigned)}, not parameters here"

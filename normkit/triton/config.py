@@ -161,8 +161,9 @@ def fwd_config(
     or, above 1024 rows, 2048 at 16; 1-256 rows of 8193-9216: chunks of 2048 at 16); of 12289-16384 (RMSNorm's
     8192-16384): chunks of 4096 at 8 warps (RMSNorm 16), but RMSNorm's 513-1024 rows of 8193-8448 and 8705-12288 a head
     tile of 8192 and a tail tile at 16 warps on a persistent grid of 2 programs a SM (8 warps with a bias or a tail of
-    2048; at 8705-9216 columns of whole 16-element vectors without a bias, chunks of 2048 at 8 warps a chunk ahead; on
-    slower DRAM, ``slower_dram``, 8193-12288 and 1025-2048 rows too, those not persistent), and LayerNorm's
+    2048; at 8705-9216 columns of whole 16-element vectors, without a bias or with one and 16-bit weights, chunks of
+    2048 at 8 warps a chunk ahead; on slower DRAM, ``slower_dram``, 8193-12288 and 1025-2048 rows too, those not
+    persistent), and LayerNorm's
     1025-2048 rows of 12289-14336 chunks of 2048 at 8 warps. Some chunked rows' second pass loads a chunk ahead
     (``_second_pass_ahead``).
 
@@ -276,13 +277,14 @@ def _infer_heuristic(
     if m > 8192 and is_rms and block_n in (512, 1024):
         return LaunchConfig(1024 // block_n, block_n, 1, 1)
     # RMSNorm's rows of at most 9216 columns with a bias keep the launch without one (``_fwd_heuristic``'s round 51
-    # rule: the inference call x0.943-0.975 there), but their 513-1024 rows of 8705-9216 take the launch they had
-    # before round 54 (a head tile and a tail of 1024 at 16 warps on a persistent grid): round 54's chunks of 2048
-    # there were timed without a bias alone
+    # rule: the inference call x0.943-0.975 there at 8 warps), but their 513-1024 rows of 8705-9216 take the training
+    # forward's launch with its bias: its chunks where it has them (16-bit weights, whole 16-element vectors; round
+    # 56, ``rmsbias56.py``, GPU run 463: x1.038-1.075 at 1024 x 8720-9216), else its head + tail at 16 warps
     widest = LIMITS["fwd_max_block_n"]
     bias_rule = has_bias and n > widest * 9 // 8
     if is_rms and has_bias and m == 1024 and not slower_dram and widest + widest // 16 < n <= widest * 9 // 8:
-        return LaunchConfig(1, widest, 1, 16, 2, tail_n=row_block_n(n - widest))
+        trained = _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, True, _limits)
+        return trained if trained.num_chunks > 1 else replace(trained, num_warps=16)
     return _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, bias_rule, _limits)
 
 
@@ -459,9 +461,12 @@ def _fwd_heuristic(
         # 9216-12288, x1.182 / x1.157 at 768 x 12288, with float32 weights x1.039-1.047 / x1.005-1.047, 1024 x 11264
         # fp16 x1.088 / x1.082; 600 x 9216 fp16 x0.979 / x0.949
         tail_n = row_block_n(n - widest)
-        if tail_n == widest // 8 and m == 1024 and not (slower_dram or has_bias) and n % 16 == 0:
-            # its 8705-9216 columns (rows of whole 16-element vectors, no bias) in chunks of 2048 at 8 warps, the
-            # second pass a chunk ahead (round 54, ``bench.ab`` against the head + tail, GPU runs 456-457): 1024 x
+        if tail_n == widest // 8 and m == 1024 and not slower_dram and n % 16 == 0 and (not has_bias or w_bytes == 2):
+            # its 8705-9216 columns (rows of whole 16-element vectors; with a bias, 16-bit weights) in chunks of 2048
+            # at 8 warps, the second pass a chunk ahead. With a bias (round 56, ``rmsbias56.py`` forced in turns, GPU
+            # run 463, the training forward / the inference call): 1024 x 8720-9216 bf16 x1.027-1.042 /
+            # x1.048-1.075, fp16 x1.030 / x1.038; with float32 weights x0.900-0.908 / x0.926-0.936 (so not there).
+            # Without (round 54, ``bench.ab`` against the head + tail, GPU runs 456-457): 1024 x
             # 8720-9216 x1.17-1.21 (the inference call x1.21-1.25), 600 x 8720-9216 fp16 x1.14-1.17, 768 x 9216
             # x1.07 / x1.14, float32 weights x1.07 / x1.06; but rows of 8705, 8711 and 9210 (not whole vectors)
             # x0.81-0.89: they keep the head + tail. Forced in turns beside cuDNN (``peers54.py``, runs 453-454) the
