@@ -163,9 +163,8 @@ def fwd_config(
     tile of 8192 and a tail tile at 16 warps on a persistent grid of 2 programs a SM (8 warps with a bias or a tail of
     2048; at 8705-9216 columns of whole 16-element vectors, without a bias or with one and 16-bit weights, chunks of
     2048 at 8 warps a chunk ahead; on slower DRAM, ``slower_dram``, 8193-12288 and 1025-2048 rows too, those not
-    persistent), and LayerNorm's
-    1025-2048 rows of 12289-14336 chunks of 2048 at 8 warps. Some chunked rows' second pass loads a chunk ahead
-    (``_second_pass_ahead``).
+    persistent), and LayerNorm's 1025-2048 rows of 12289-14336 chunks of 2048 at 8 warps. Some chunked rows' second
+    pass loads a chunk ahead (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
