@@ -945,16 +945,16 @@ def test_few_waves_rules():
             if n <= 9216:  # on slower DRAM the launch without a bias, as before
                 slower = config.infer_config(m, n, True, has_bias=True, slower_dram=True)
                 assert slower == config.infer_config(m, n, True, slower_dram=True), (m, n)
-        for n in (8720, 8960, 9216):
-            for w_bytes in (2, 4):
-                trained = config.fwd_config(m, n, True, w_bytes=w_bytes, has_bias=True)
-                assert trained == (chunks_2048 if w_bytes == 2 else config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=1024))
-                infer = config.infer_config(m, n, True, w_bytes=w_bytes, has_bias=True)
-                want = trained if w_bytes == 2 else dataclasses.replace(trained, num_warps=16)
-                assert infer == want, (m, n, w_bytes)
-        for n in (8705, 8711, 9210):  # not whole vectors: the head + tail, 8 warps training, 16 inference
-            assert config.fwd_config(m, n, True, has_bias=True) == config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=1024)
-            assert config.infer_config(m, n, True, has_bias=True) == config.LaunchConfig(1, 8192, 1, 16, 2, tail_n=1024)
+        # 8705-9216 with a bias: the head + tail at 8 warps in training, 16 in the inference call, where the weights
+        # are float32 or the rows not whole 16-element vectors (8705, 8711, 9210); else the chunks in both
+        trained_head_tail = config.LaunchConfig(1, 8192, 1, 8, 2, tail_n=1024)
+        inferred_head_tail = dataclasses.replace(trained_head_tail, num_warps=16)
+        for n in (8720, 8960, 9216):  # 16-bit weights
+            assert config.fwd_config(m, n, True, has_bias=True) == chunks_2048, (m, n)
+            assert config.infer_config(m, n, True, has_bias=True) == chunks_2048, (m, n)
+        for n, w_bytes in [(n, 4) for n in (8720, 8960, 9216)] + [(n, 2) for n in (8705, 8711, 9210)]:
+            assert config.fwd_config(m, n, True, w_bytes=w_bytes, has_bias=True) == trained_head_tail, (m, n, w_bytes)
+            assert config.infer_config(m, n, True, w_bytes=w_bytes, has_bias=True) == inferred_head_tail, (m, n)
         # but a bias with float32 weights keeps the chunks at 8193-8448 columns on an H200 (x0.858 at 8448, run 454)
         assert config.fwd_config(m, 8448, True, w_bytes=4, has_bias=True) == config.LaunchConfig(1, 4096, 3, 16)
         with_bias = config.fwd_config(m, 8448, True, w_bytes=4, has_bias=True, slower_dram=True)
