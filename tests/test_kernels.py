@@ -1826,6 +1826,18 @@ def test_tma_rules():
     assert bwd(16385, 2048) == bwd(32768, 2048) == LaunchConfig(1, 2048, 1, 4, 4, tma=True, tma_store=True)
     assert bwd(8193, 4096) == bwd(32768, 4096) == LaunchConfig(1, 4096, 1, 8, 2, tma=True, tma_store=True)
     assert bwd(4097, 8192) == bwd(32768, 8192) == LaunchConfig(1, 8192, 1, 8, 1, tma=True)
+    # rows of 513-1024 columns of 16-bit x, two a program (round 57): LayerNorm and RMSNorm with dB or without, the
+    # masked backward at a multiple of 128 columns; from 32769 rows of 1024
+    two_rows = LaunchConfig(2, 1024, 1, 4, 4, tma=True, tma_store=True)
+    for n in (520, 768, 1000, 1024):
+        m = config.TMA_MIN_ELEMENTS // n + 1
+        assert bwd(m, n) == bwd(m, n, is_rms=True) == two_rows, n
+        assert config.bwd_config(m, n, False, tma=True) == config.bwd_config(m, n, True, is_rms=True, tma=True), n
+        assert config.bwd_config(m, n, False, tma=True) == two_rows, n
+        assert bwd(m, n, has_mask=True) == (two_rows if n % 128 == 0 else bwd(m, n, has_mask=True, tma=False)), n
+        assert not bwd(m - 1, n).tma and not bwd(m, n, tma=False).tma, n
+        assert not config.bwd_config(m, n, True, tma=True, x_bytes=4).tma, n
+    assert not bwd(1 << 17, 512).tma and not bwd(1 << 17, 512, is_rms=True).tma
     untaken = [(16384, 2048), (8192, 4096), (4096, 8192), (32768, 1024), (32768, 3072), (32768, 16384)]
     untaken += [(4096, 4608, True), (4096, 5120, True), (32768, 4096, True), (32768, 8192, True)]
     for shape in untaken:
@@ -1883,7 +1895,7 @@ def test_tma_backward_on_the_gpu(op):
     shapes = [(16400, 2048, {ln, masked}), (8200, 4096, {ln, masked}), (4100, 8192, {ln, masked})]
     shapes += [(16384, 2048, set()), (8192, 8200 + 4096, set()), (3000, 4608, set()), (8200, 4608, {ln, masked})]
     shapes += [(4100, 9216, {ln, masked, rms}), (4100, 12288, {rms}), (8200, 6144, {ln, masked}), (8200, 6152, {ln})]
-    shapes += [(4096, 9216, {ln, rms})]
+    shapes += [(4096, 9216, {ln, rms}), (32776, 1024, {ln, masked, rms}), (33600, 1000, {ln, rms})]
     for m, n, taken in shapes:
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")
@@ -1892,18 +1904,28 @@ def test_tma_backward_on_the_gpu(op):
             assert launches.call_count == (op in taken), (m, n, dtypes)
 
 
-@pytest.mark.parametrize("g, n", [(1, 7), (300, 37), (9, 8300)])
+def test_sum_plan_loads_a_persistent_grids_partials_at_once():
+    """The backward's partials of 4 programs a SM on an H200 (528 rows) are loaded at once at columns of 16 (rows of
+    1024-4096): one round trip a program (round 57)."""
+    from normkit.triton import ops
+
+    for n in (1024, 2048, 4096):
+        _, values = ops._sum_plan(2, 528, n, torch.float32, True)
+        assert dict(zip(ops.SUM_PARTIALS.constexpr_names, values))["BLOCK_G"] >= 528, n
+
+
+@pytest.mark.parametrize("g, n", [(1, 7), (1100, 37), (9, 8300)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_sum_of_partials(g, n, dtype):
     """dW and dB from the backward's ``[2, G, N]`` float32 partials (``ops._sum_partials``): one program and one
-    partial; 300 partials, more than a program loads at once (``_sum_plan``: 256 at columns of 16), so its loop
+    partial; 1100 partials, more than a program loads at once (``_sum_plan``: 1024 at columns of 16), so its loop
     takes two steps, the second part past G; a row of 8300 in blocks of 32 columns, the last part past N."""
     from normkit.triton import ops
 
     partial = torch.randn(2, g, n, device=DEVICE)
     (_, which), values = ops._sum_plan(2, g, n, partial.dtype, False)
     block = dict(zip(ops.SUM_PARTIALS.constexpr_names, values))
-    assert which == 2 and (g <= block["BLOCK_G"]) == (g != 300)
+    assert which == 2 and (g <= block["BLOCK_G"]) == (g != 1100)
     dw, db = ops._sum_partials(partial, dtype)  # in the weights' dtype
     want = partial.sum(dim=1).to(dtype)
     compare(dw, want[0], "dw")

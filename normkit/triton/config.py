@@ -754,7 +754,25 @@ def _tma_bwd(
     rows of a multiple of ``MASK_TMA_COLUMNS`` (its mask loaded by the TMA too, round 34, below), more than 4096 rows:
     LayerNorm's launches at 5121-10240 as well, and at 4097-5120 and 8193-10240 dx stored by each thread, 16-bit weights
     not held in float32 (``widen_w``: fp16's held as loaded and widened at every row block, bfloat16's loaded again),
-    float32 weights held and the mask by the TMA as bytes rather than words (``mask_bytes``).
+    float32 weights held and the mask by the TMA as bytes rather than words (``mask_bytes``). Rows of 513-1024 columns
+    of 16-bit x (from 32769 rows of 1024), LayerNorm's and RMSNorm's with or without dB and the masked backward's of a
+    multiple of 128 columns: two rows a program of 4 warps, 4 programs a SM, dx stored by the TMA (round 57, below).
+
+    Round 57 (GPU runs 467-469, H200, 32768 rows bf16 x, float32 weights unless named; us a call, forced in turns, L2
+    flushed, ``.ab/probe/bwdsum57.py`` and ``bwdtma57.py``): at 1024 columns ``norm_bwd_kernel``'s LayerNorm launch
+    (two rows of 2 warps, 4 a SM) runs 12.5% of the warps a SM can hold (250 registers a thread, ncu) at 68% of the
+    DRAM's bandwidth, RMSNorm's (4 warps, 125 registers) at 74%. By the TMA, two rows of 4 warps, 4 a SM (the rows in
+    shared memory, not registers): LayerNorm x1.061 / x1.162 / x1.165 (bf16 x float32 / fp16 / bf16), x1.040 without
+    dB, x1.124 at 768, x1.092 at 65536 x 1024, x1.062 at 16384 x 1024; RMSNorm x1.028 / x1.035 (bf16 x float32 / fp16),
+    x1.084 with dB, x1.087 at 768, x1.031 at 65536 x 1024; the masked backward x1.079 / x1.126 (bf16 x float32 / fp16);
+    at 512 slower (0.86). Its host time is the TMA's: back to back, 50 calls, 32768 x 1024 took 77-118 us a call
+    against the rule's 58-74 (62 -> 77 for LayerNorm bf16 x float32), 65536 x 1024 104 against 114 (LayerNorm) and 102
+    against 105 (RMSNorm), so these too wait for ``TMA_MIN_ELEMENTS``. Other launches tried: 2 warps x1.033-1.142, dx
+    by each thread x1.013-1.147 (the masked 0.81), four rows of 4 warps two a SM x1.012-1.142, of 8 warps 0.94-1.06.
+    Against round 56 in turns (``bench.ab``, run 470, GB/s, with round 57's ``ops._sum_plan``): 65536 rows bf16 x
+    float32 x1.109 / x1.088 (LayerNorm at 768 / 1024), x1.105 / x1.029 (RMSNorm), x1.076 / x1.064 (masked); fp16
+    x1.178 / x1.049 / x1.143 at 1024. Back to back at 65536 x 1024 (``bench.overhead``): 102-104 us a call, the GPU's
+    106-109 (the host's 61-79).
 
     Round 37 (GPU runs 321-323): LayerNorm's own head + tail launch at 8193-10240 with ``widen_w`` (its fp16 weights
     held as loaded; bfloat16's stay held in float32): forced in turns (run 321, us a call) 32768 x 8704 / 9216 / 10240
@@ -845,9 +863,11 @@ def _tma_bwd(
     takes 143 registers, so one fits a SM where two were launched) and 32768 x 4096 (x1.00); LayerNorm at 4096 rows
     (0.78-0.98 in the trials: 170-250 registers with a tail or at 8192; at 16 warps 0.45-0.97); RMSNorm at 4096 x 7168
     and x 8192 (0.88-0.97); rows of 1024 (0.87-0.99); RMSNorm at 2048-3072 (0.97-1.05: level)."""
+    mask_by_tma = has_mask and n % MASK_TMA_COLUMNS == 0  # the mask by the TMA too (round 34)
+    if 512 < n <= 1024 and x_bytes == 2 and (mask_by_tma or not has_mask):  # any norm, with dB or without
+        return LaunchConfig(2, 1024, 1, 4, 4, tma=True, tma_store=True)
     if is_rms or not has_dbias:
         return None
-    mask_by_tma = has_mask and n % MASK_TMA_COLUMNS == 0  # the mask by the TMA too (round 34)
     if 8192 < n <= 10240 and x_bytes == 2 and not has_mask:
         return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, widen_w=w_bytes == 2)
     if m <= 4096:

@@ -370,8 +370,18 @@ def _pdl(device: int) -> bool:
 @functools.lru_cache(maxsize=1024)
 def _sum_plan(which: int, g: int, n: int, acc_dtype: torch.dtype, pdl: bool) -> tuple[tuple, tuple]:
     """``(grid, constexprs)`` of ``sum_partials_kernel`` over ``[which, g, n]`` partials: column blocks of 16-128,
-    narrow enough for about 256 programs (two a SM of an H100 or H200), each loading up to 4096 partials at a time
-    (all g rows of its block at once where they fit).
+    narrow enough for about 256 programs (two a SM of an H100 or H200), each loading up to 16384 partials at a time
+    (all g rows of its block at once where they fit: a persistent grid's up to 1024 rows at columns of 16).
+
+    Round 57 (GPU runs 467-469, H200, torch.profiler and in turns): the backward of 32768 x 1024 (bf16 x, float32
+    weights) is its row kernel (56 us for LayerNorm) and this kernel over 528 partial rows (3.3 us without PDL, for
+    4.3 MB: each program waits on three loads one after another); without it the call ran x1.06-1.08 faster, at 2048
+    columns x1.03-1.04. Loading the 528 rows at once (4096 -> 16384 partials a load) gave x1.005-1.053 at 512-1024
+    columns (16384-65536 rows, LayerNorm, RMSNorm and the masked backward), x1.004-1.009 at 32768 x 2048; 8 warps
+    x1.001-1.035, 8 or 32 columns a program x0.997-1.029. Against round 56 (``bench.ab``, in turns, GB/s, runs
+    470-472): 32768 rows (bf16 x, float32 weights) x1.011-1.065 at 256-2048 columns, x1.002-1.006 at 4096-8192, level
+    at 16384-65536 (x0.999-1.002); 4096 rows fp16 x1.094 / x1.058 at 1024 (LayerNorm / RMSNorm), level at 4096 and
+    15872 (x0.999-1.019); 4096 x 768 bf16 x1.015-1.142; 1024 x 12288 x0.998-1.032.
 
     Measured on an H200 (the whole backward call timed in turns with the rule before, GPU runs 132-134,
     ``benchmarks/README.md`` round 17): the rule before (blocks of up to 128 columns, 32-64 rows a load) gave a row
@@ -381,7 +391,7 @@ def _sum_plan(which: int, g: int, n: int, acc_dtype: torch.dtype, pdl: bool) -> 
     columns the launch is the one before)."""
     per_program = max(n // 256, 1)  # columns a program for 256 programs, rounded down to a power of two below
     block_n = min(128, max(16, 1 << (per_program.bit_length() - 1)))
-    block_g = min(max(16, next_power_of_2(g)), max(32, 4096 // block_n))
+    block_g = min(max(16, next_power_of_2(g)), max(32, 16384 // block_n))
     values = SUM_PARTIALS.values(BLOCK_G=block_g, BLOCK_N=block_n, ACC=_acc_of(acc_dtype)[0], PDL_WAIT=pdl)
     return (cdiv(n, block_n), which), values
 
