@@ -740,7 +740,8 @@ MASK_TMA_COLUMNS = 128
 def _tma_bwd(
     m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int
 ) -> LaunchConfig | None:
-    """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), one row a program:
+    """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), one row a program but at
+    513-1024 columns (two; last sentence of this paragraph):
     LayerNorm (with dB) at 2048 columns (4 warps, 4 programs a SM), 4096 (8 warps, 2 a SM; dx stored by the TMA at both)
     and 8192 (8 warps, one a SM, dx stored by each thread), in calls of at least ``TMA_MIN_ELEMENTS`` (``bwd_config``):
     from 16385 rows of 2048, 8193 of 4096, 4097 of 8192. The masked backward (LayerNorm + clamped ReLU) the same, its
@@ -862,7 +863,8 @@ def _tma_bwd(
     against 35), so calls back to back would run slower; RMSNorm at 4096 x 6144 (x0.91: with a tail of 2048 its program
     takes 143 registers, so one fits a SM where two were launched) and 32768 x 4096 (x1.00); LayerNorm at 4096 rows
     (0.78-0.98 in the trials: 170-250 registers with a tail or at 8192; at 16 warps 0.45-0.97); RMSNorm at 4096 x 7168
-    and x 8192 (0.88-0.97); rows of 1024 (0.87-0.99); RMSNorm at 2048-3072 (0.97-1.05: level)."""
+    and x 8192 (0.88-0.97); rows of 1024 one a program (0.87-0.99; round 57's two a program, above, gained);
+    RMSNorm at 2048-3072 (0.97-1.05: level)."""
     mask_by_tma = has_mask and n % MASK_TMA_COLUMNS == 0  # the mask by the TMA too (round 34)
     if 512 < n <= 1024 and x_bytes == 2 and (mask_by_tma or not has_mask):  # any norm, with dB or without
         return LaunchConfig(2, 1024, 1, 4, 4, tma=True, tma_store=True)
