@@ -766,9 +766,9 @@ def _tma_bwd(
     shared memory, not registers): LayerNorm x1.061 / x1.162 / x1.165 (bf16 x float32 / fp16 / bf16), x1.040 without
     dB, x1.124 at 768, x1.092 at 65536 x 1024, x1.062 at 16384 x 1024; RMSNorm x1.028 / x1.035 (bf16 x float32 / fp16),
     x1.084 with dB, x1.087 at 768, x1.031 at 65536 x 1024; the masked backward x1.079 / x1.126 (bf16 x float32 / fp16);
-    at 512 slower (0.86). Its host time is the TMA's: back to back, 50 calls, 32768 x 1024 took 77-118 us a call
+    at 512 slower (0.86). Its host time is the TMA's: back to back, 50 calls, 32768 x 1024 took 72-118 us a call
     against the rule's 58-74 (62 -> 77 for LayerNorm bf16 x float32), 65536 x 1024 104 against 114 (LayerNorm) and 102
-    against 105 (RMSNorm), so these too wait for ``TMA_MIN_ELEMENTS``. Other launches tried: 2 warps x1.033-1.142, dx
+    against 105 (RMSNorm), so these too wait for ``TMA_MIN_ELEMENTS``. Other launches tried: 2 warps x1.018-1.142, dx
     by each thread x1.013-1.147 (the masked 0.81), four rows of 4 warps two a SM x1.012-1.142, of 8 warps 0.94-1.06.
     Against round 56 in turns (``bench.ab``, run 470, GB/s, with round 57's ``ops._sum_plan``): 65536 rows bf16 x
     float32 x1.109 / x1.088 (LayerNorm at 768 / 1024), x1.105 / x1.029 (RMSNorm), x1.076 / x1.064 (masked); fp16
