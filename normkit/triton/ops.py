@@ -376,7 +376,7 @@ def _sum_plan(which: int, g: int, n: int, acc_dtype: torch.dtype, pdl: bool) -> 
     Round 57 (GPU runs 467-469, H200, torch.profiler and in turns): the backward of 32768 x 1024 (bf16 x, float32
     weights) is its row kernel (56 us for LayerNorm) and this kernel over 528 partial rows (3.3 us without PDL, for
     4.3 MB: each program waits on three loads one after another); without it the call ran x1.06-1.08 faster, at 2048
-    columns x1.03-1.04. Loading the 528 rows at once (4096 -> 16384 partials a load) gave x1.005-1.053 at 512-1024
+    columns x1.03-1.04. Loading the 528 rows at once (4096 -> 16384 partials a load) gave x1.000-1.053 at 512-1024
     columns (16384-65536 rows, LayerNorm, RMSNorm and the masked backward), x1.004-1.009 at 32768 x 2048; 8 warps
     x1.001-1.035, 8 or 32 columns a program x0.997-1.029. Against round 56 (``bench.ab``, in turns, GB/s, runs
     470-472): 32768 rows (bf16 x, float32 weights) x1.011-1.065 at 256-2048 columns, x1.002-1.006 at 4096-8192, level
