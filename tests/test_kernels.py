@@ -764,6 +764,57 @@ def test_persistent_forward_grid_fits_the_sm(monkeypatch):
         assert ops._persistent_grid(plan, x.get_device())[0] == min(plan.programs, min(fit, plan.programs_per_sm) * sms)
 
 
+def test_persistent_backward_grid_fits_the_sm(monkeypatch):
+    """A persistent backward asks at most as many programs a SM as fit on one by its compiled kernel's registers
+    (``ops._backward_grid``; ``Launcher.programs_that_fit_compiled`` compiles the kernel before its first launch),
+    worked out at its plan's first call and kept, so that every call sums the partials in the same order; never more
+    than the plan asks, and the plan's in the interpreter. On the GPU: a forced launch that asks more than fit (two
+    rows of 1024 at 4 warps, 4 programs a SM: 154 registers a thread, round 57) launches the grid that fits from its
+    first call, matches the reference, and gives the same bits on its first call and its second."""
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    class Fits:  # a launcher that answers ``fit`` and counts the questions
+        def __init__(self, fit):
+            self.fit, self.asked = fit, 0
+
+        def programs_that_fit_compiled(self, args, num_warps, values, device):
+            self.asked += 1
+            return self.fit
+
+    cfg = LaunchConfig(2, 1024, 1, 4, 4)
+
+    def plan():  # 32768 rows: 16384 row blocks over 4 programs a SM of 132
+        return ops._BackwardPlan(cfg, 528, 32, (), [])
+
+    monkeypatch.setattr(config, "multiprocessor_count", lambda device: 132)
+    fitted, three = plan(), Fits(3)
+    assert ops._backward_grid(fitted, three, (), 32768, 0) == (3 * 132, 42) == fitted.fitted[0]
+    assert ops._backward_grid(fitted, Fits(1), (), 32768, 0) == (396, 42) and three.asked == 1  # kept with the plan
+    for fit in (4, 8, None):
+        assert ops._backward_grid(plan(), Fits(fit), (), 32768, 0) == (528, 32), fit
+    interpreted, never = plan(), Fits(3)
+    assert ops._backward_grid(interpreted, never, (), 32768, -1) == (528, 32) and never.asked == 0
+    monkeypatch.undo()
+    if HAS_GPU:
+        x, w, b = make_inputs(32768, 1024, torch.bfloat16, torch.float32)
+        _, mean, rstd = reference.layer_norm_fwd(x, w, b, 1e-5)
+        dy = torch.randn_like(x)
+        with config.forced(bwd=cfg):
+            first, second = [ops.layer_norm_bwd(dy, x, w, mean, rstd) for _ in range(2)]
+            device = x.get_device()
+            # row_align given, as _backward gives it: lru_cache keys a default left out apart
+            launched = ops._backward_plan(
+                32768, 1024, x.dtype, w.dtype, True, False, False, False, device, True, config.generation, 1
+            )
+        fit = ops.NORM_BWD.programs_that_fit(launched.values, cfg.num_warps, device)
+        sms = config.multiprocessor_count(device)
+        assert fit is not None and launched.fitted[0][0] == min(launched.programs, min(fit, 4) * sms), (fit, launched)
+        for name, a, c, e in zip(("dx", "dw", "db"), first, second, reference.layer_norm_bwd(dy, x, w, mean, rstd)):
+            assert torch.equal(a, c), name
+            compare(a, e, name)
+
+
 def test_few_waves_rules():
     """2049-4096 rows (a call of a few waves of programs) take their own rules (``config._few_waves_fwd``,
     ``_few_waves_bwd`` and ``_few_waves_masked_bwd``); many rows and the fused forward keep theirs."""

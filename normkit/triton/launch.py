@@ -35,7 +35,8 @@ Triton's interpreter (no GPU), launch hooks
 (profilers such as proton set them) and Triton versions other than 3.6 take Triton's own path on every call.
 
 The launcher also keeps each compiled kernel's registers a thread and shared memory, so that a persistent grid can ask
-no more programs a SM than fit on one (``Launcher.programs_that_fit``; ``ops._persistent_grid``).
+no more programs a SM than fit on one (``Launcher.programs_that_fit``; ``ops._persistent_grid``; the backward's,
+compiled before its first launch, ``Launcher.programs_that_fit_compiled``, ``ops._backward_grid``).
 """
 
 from __future__ import annotations
@@ -260,6 +261,22 @@ class Launcher:
         if resources is None:
             return None
         return programs_per_sm(*resources, num_warps, _sm_limits(device))
+
+    def programs_that_fit_compiled(self, args: tuple, num_warps: int, values: tuple, device: int) -> int | None:
+        """``programs_that_fit``, the kernel compiled for these arguments first where none has been for these
+        constexprs and warps (Triton's ``warmup``: compiled, not launched), so that a grid can be sized before its
+        first launch: a persistent backward's grid is the order in which dW and dB are summed, the same from the
+        first call on (``ops._backward_grid``). None where the launch is not this class's own (the interpreter,
+        Triton versions other than 3.6: ``direct``)."""
+        fit = self.programs_that_fit(values, num_warps, device)
+        if fit is not None or not self.direct:
+            return fit
+        constexprs = dict(zip(self.constexpr_names, values))
+        options = {"launch_pdl": True} if self.pdl is not None and constexprs[self.pdl] else {}
+        compiled = self.kernel.warmup(*args, grid=(1,), num_warps=num_warps, **constexprs, **options)
+        compiled._init_handles()  # loads the module: its registers a thread are known from here on
+        self.resources.setdefault((values, num_warps), (compiled.n_regs, getattr(compiled.metadata, "shared", 0)))
+        return self.programs_that_fit(values, num_warps, device)
 
     def _tritons_launch(self, grid: tuple, args: tuple, num_warps: int, values: tuple):
         """``kernel[grid](...)``: Triton binds, specializes, compiles or finds the kernel and launches it."""

@@ -175,7 +175,8 @@ def _persistent_grid(plan: _ForwardPlan, device: int) -> tuple[int, int]:
     weights 72 (7 of 8). Forced to what fits on an H100 (GPU run 445, in turns against the plan's grid): 3000 x 1536
     x1.165 (LayerNorm) and x1.154 (RMSNorm), 4096 x 1536 x1.010, RMSNorm 3000 / 4096 x 3072 x1.052 / x1.164, 1024 x
     12288 (8 warps, 148 registers: 1 of 2) x1.022. The forward's rows are independent, so the grid changes no
-    output; the backward's (whose partials a program sums) keeps its plan's."""
+    output, and its first call (which compiles the kernel) may launch the plan's; the backward's grid is the order in
+    which its partials are summed, fixed before its first launch (``_backward_grid``)."""
     if plan.fitted:
         return plan.fitted[0]
     fit = NORM_FWD.programs_that_fit(plan.values, plan.num_warps, device) if device >= 0 else None
@@ -416,6 +417,9 @@ class _BackwardPlan(NamedTuple):
     programs: int
     blocks_per_program: int
     values: tuple  # norm_bwd_kernel's constexprs, in its order (empty for split rows)
+    # ``(programs, blocks_per_program)`` as launched from the first call on, fewer programs where fewer fit a SM than
+    # the config asks (``_backward_grid``); empty before
+    fitted: list
 
 
 def _tma_capable(device: int) -> bool:
@@ -447,7 +451,7 @@ def _backward_plan(
     x_bytes, w_bytes = x_dtype.itemsize, w_dtype.itemsize
     cfg = config.bwd_config(m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes)
     if cfg.parts > 1:
-        return _BackwardPlan(cfg, 0, 0, ())
+        return _BackwardPlan(cfg, 0, 0, (), [])
     if cfg.tma and not (tma and cfg.num_chunks == 1):
         cfg = replace(cfg, tma=False, tma_store=False)
     row_blocks = cdiv(m, cfg.block_m)
@@ -467,7 +471,32 @@ def _backward_plan(
             NUM_CHUNKS=cfg.num_chunks, CHUNKS_P2=next_power_of_2(cfg.num_chunks), HAS_MASK=has_mask, ALIGN=row_align,
             **common,
         )  # fmt: skip
-    return _BackwardPlan(cfg, programs, cdiv(row_blocks, programs), values)
+    return _BackwardPlan(cfg, programs, cdiv(row_blocks, programs), values, [])
+
+
+def _backward_grid(plan: _BackwardPlan, launcher: Launcher, args: tuple, m: int, device: int) -> tuple[int, int]:
+    """``(programs, blocks_per_program)`` of a persistent backward, worked out at its plan's first call (``args``:
+    that call's, at the plan's grid) and kept: the plan's, but at most as many programs a SM as fit on one at once
+    by the compiled kernel's registers, threads and shared memory, as the forward's (``_persistent_grid``). A grid
+    that asks more runs its last programs as a second wave, after the first's have done all their rows: round 57's
+    ``norm_bwd_kernel`` of two rows of 1024 columns at 4 warps held 154 registers, 3 programs of the 4 asked fit a SM,
+    and it ran x0.77. Each program sums its rows' partial dW and dB, so the grid is the order of those sums: it is
+    fixed before the first launch (``Launcher.programs_that_fit_compiled`` compiles the kernel first), and every call
+    of the plan gets the same bits. Round 58 (H200, GPU runs 477-478): that launch forced, the grid that fits against
+    the plan's in turns, LayerNorm bf16 x float32 x1.264 at 32768 x 1024 and x1.270 at 65536 x 1024, fp16 x0.931
+    (not read why); RMSNorm's fits. The rules' launches fit (rounds 52 and 57;
+    run 478: no grid changed at 32768 x 256-8192, 4096 x 128-8192 (fp16, bf16), 1024 x 12288, 65536 x 1024, 2048 x
+    512; LayerNorm, RMSNorm and the masked backward)."""
+    if plan.fitted:
+        return plan.fitted[0]
+    grid = (plan.programs, plan.blocks_per_program)
+    fit = launcher.programs_that_fit_compiled(args, plan.cfg.num_warps, plan.values, device) if device >= 0 else None
+    if fit is not None and fit < plan.cfg.programs_per_sm:
+        row_blocks = cdiv(m, plan.cfg.block_m)
+        programs = config.persistent_programs(device, row_blocks, fit)
+        grid = (programs, cdiv(row_blocks, programs))
+    plan.fitted.append(grid)
+    return grid
 
 
 def _mask_tma(n: int, cfg: config.LaunchConfig) -> bool:
@@ -549,22 +578,26 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     which = 2 if has_dbias else 1
     pdl = _pdl(index)  # the kernels after the first wait for the one before on the device (norm_bwd.py)
     if plan.programs:  # whole rows on a persistent grid
-        partial = x.new_empty((which, plan.programs, n), dtype=acc_torch)
-        if plan.cfg.tma:
-            NORM_BWD_TMA.launch(
-                (plan.programs,),
-                (*descriptors, weight, mean, rstd, mask, dx, partial,
-                 m, n // row_align, mask_stride, dx.stride(0) // row_align, plan.programs, plan.blocks_per_program),
-                plan.cfg.num_warps, plan.values,
+        launcher = NORM_BWD_TMA if plan.cfg.tma else NORM_BWD
+
+        def arguments(programs, blocks_per_program):  # the partials and the kernel's runtime arguments
+            partial = x.new_empty((which, programs, n), dtype=acc_torch)
+            if plan.cfg.tma:
+                return partial, (
+                    *descriptors, weight, mean, rstd, mask, dx, partial,
+                    m, n // row_align, mask_stride, dx.stride(0) // row_align, programs, blocks_per_program,
+                )  # fmt: skip
+            return partial, (
+                dy, x, weight, mean, rstd, mask, dx, partial, m, n // row_align, strides[0] // row_align,
+                strides[1] // row_align, dx.stride(0) // row_align, mask_stride, programs, blocks_per_program,
             )  # fmt: skip
-        else:
-            NORM_BWD.launch(
-                (plan.programs,),
-                (dy, x, weight, mean, rstd, mask, dx, partial, m, n // row_align, strides[0] // row_align,
-                 strides[1] // row_align, dx.stride(0) // row_align, mask_stride, plan.programs,
-                 plan.blocks_per_program),
-                plan.cfg.num_warps, plan.values,
-            )  # fmt: skip
+
+        grid = plan.fitted[0] if plan.fitted else (plan.programs, plan.blocks_per_program)
+        partial, args = arguments(*grid)
+        if not plan.fitted and _backward_grid(plan, launcher, args, m, index) != grid:
+            grid = plan.fitted[0]
+            partial, args = arguments(*grid)
+        launcher.launch((grid[0],), args, plan.cfg.num_warps, plan.values)
     else:  # long rows, each split over cfg.parts programs that exchange their row sums; RMSNorm's keep their
         # column bounds even where the parts are whole (norm_bwd.py: EVEN_N)
         cfg = plan.cfg
