@@ -1934,6 +1934,14 @@ def test_tma_rules():
     assert not bwd(16384, 2048, has_mask=True).tma and not bwd(4096, 8192, has_mask=True).tma
     assert not bwd(8192, 4096, has_mask=True).tma and not bwd(32768, 1024, has_mask=True).tma
     assert not config.bwd_config(32768, 4096, False, tma=True).tma  # LayerNorm without dB
+    # rows of 2048 of 16-bit x: RMSNorm's and LayerNorm's without dB as LayerNorm's with dB (round 58)
+    one_row = LaunchConfig(1, 2048, 1, 4, 4, tma=True, tma_store=True)
+    for has_dbias in (False, True):
+        assert config.bwd_config(16385, 2048, has_dbias, is_rms=True, tma=True) == one_row, has_dbias
+        assert config.bwd_config(32768, 2048, has_dbias, tma=True, w_bytes=4) == one_row, has_dbias
+        assert not config.bwd_config(16384, 2048, has_dbias, is_rms=True, tma=True).tma, has_dbias
+        assert not config.bwd_config(32768, 2048, has_dbias, is_rms=True, tma=True, x_bytes=4).tma, has_dbias
+        assert not config.bwd_config(32768, 2048, has_dbias, is_rms=True, tma=False).tma, has_dbias
 
 
 @pytest.mark.gpu
@@ -1943,7 +1951,7 @@ def test_tma_backward_on_the_gpu(op):
     compiled as launched, against the reference: each op takes it at the shapes whose set names it, and
     ``norm_bwd_kernel`` elsewhere (a width no rule names, 12296, and calls below ``TMA_MIN_ELEMENTS`` among them)."""
     ln, masked, rms = "layer_norm", "layer_norm_clamped_relu", "rms_norm"
-    shapes = [(16400, 2048, {ln, masked}), (8200, 4096, {ln, masked}), (4100, 8192, {ln, masked})]
+    shapes = [(16400, 2048, {ln, masked, rms}), (8200, 4096, {ln, masked}), (4100, 8192, {ln, masked})]
     shapes += [(16384, 2048, set()), (8192, 8200 + 4096, set()), (3000, 4608, set()), (8200, 4608, {ln, masked})]
     shapes += [(4100, 9216, {ln, masked, rms}), (4100, 12288, {rms}), (8200, 6144, {ln, masked}), (8200, 6152, {ln})]
     shapes += [(4096, 9216, {ln, rms}), (32776, 1024, {ln, masked, rms}), (33600, 1000, {ln, rms})]
