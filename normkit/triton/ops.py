@@ -484,9 +484,9 @@ def _backward_grid(plan: _BackwardPlan, launcher: Launcher, args: tuple, m: int,
     fixed before the first launch (``Launcher.programs_that_fit_compiled`` compiles the kernel first), and every call
     of the plan gets the same bits. Round 58 (H200, GPU runs 477-478): that launch forced, the grid that fits against
     the plan's in turns, LayerNorm bf16 x float32 x1.264 at 32768 x 1024 and x1.270 at 65536 x 1024, fp16 x0.931
-    (not read why); RMSNorm's fits. The rules' launches fit (rounds 52 and 57;
-    run 478: no grid changed at 32768 x 256-8192, 4096 x 128-8192 (fp16, bf16), 1024 x 12288, 65536 x 1024, 2048 x
-    512; LayerNorm, RMSNorm and the masked backward)."""
+    (not read why); RMSNorm's fits. The rules' launches fit (rounds 52 and 57; run 478: no persistent grid changed
+    at 32768 x 256-16384, 4096 x 128-15872 (fp16, bf16), 1024 x 12288, 65536 x 1024 and 2048 x 512, for LayerNorm,
+    RMSNorm and the masked backward)."""
     if plan.fitted:
         return plan.fitted[0]
     grid = (plan.programs, plan.blocks_per_program)
