@@ -1933,7 +1933,20 @@ def test_tma_rules():
     assert bwd(4097, 8192, has_mask=True) == LaunchConfig(1, 8192, 1, 8, 1, tma=True)
     assert not bwd(16384, 2048, has_mask=True).tma and not bwd(4096, 8192, has_mask=True).tma
     assert not bwd(8192, 4096, has_mask=True).tma and not bwd(32768, 1024, has_mask=True).tma
-    assert not config.bwd_config(32768, 4096, False, tma=True).tma  # LayerNorm without dB
+    # LayerNorm without dB of 16-bit x: its launches with dB at 4096 and 5121-8192, from 16385 rows (round 58)
+    for n, want in (
+        (4096, LaunchConfig(1, 4096, 1, 8, 2, tma=True, tma_store=True)),
+        (6144, LaunchConfig(1, 8192, 1, 8, 1, tma=True)),
+        (8192, LaunchConfig(1, 8192, 1, 8, 1, tma=True)),
+    ):
+        assert config.bwd_config(16385, n, False, tma=True) == config.bwd_config(32768, n, False, tma=True) == want, n
+        assert config.bwd_config(32768, n, False, tma=True, w_bytes=4) == want, n
+        assert not config.bwd_config(16384, n, False, tma=True).tma, n
+        assert not config.bwd_config(32768, n, False, tma=True, x_bytes=4).tma, n
+        assert not config.bwd_config(32768, n, False, has_mask=True, tma=True).tma, n
+    for n in (4608, 5120, 9216):
+        assert not config.bwd_config(32768, n, False, tma=True).tma, n
+    assert not config.bwd_config(32768, 8192, False, is_rms=True, tma=True).tma  # RMSNorm's: not taken
     # rows of 2048 of 16-bit x: RMSNorm's and LayerNorm's without dB as LayerNorm's with dB (round 58)
     one_row = LaunchConfig(1, 2048, 1, 4, 4, tma=True, tma_store=True)
     for has_dbias in (False, True):
@@ -1961,6 +1974,12 @@ def test_tma_backward_on_the_gpu(op):
             with tma_launches() as launches:
                 check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
             assert launches.call_count == (op in taken), (m, n, dtypes)
+    if op == ln:  # without dB: by the TMA from 16385 rows of 4096 and 5121-8192 columns (round 58)
+        for m, n, taken in ((16400, 4096, True), (16400, 6144, True), (16384, 4096, False)):
+            x, w, b = make_inputs(m, n, torch.bfloat16, torch.float32)
+            with tma_launches() as launches:
+                check_backward("triton", op, x, w, b, has_dbias=False)
+            assert launches.call_count == taken, (m, n)
 
 
 def test_sum_plan_loads_a_persistent_grids_partials_at_once():

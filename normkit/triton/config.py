@@ -759,13 +759,19 @@ def _tma_bwd(
     of 16-bit x (from 32769 rows of 1024), LayerNorm's and RMSNorm's with or without dB and the masked backward's of a
     multiple of 128 columns: two rows a program of 4 warps, 4 programs a SM, dx stored by the TMA (round 57, below).
     Rows of 2048 of 16-bit x without the mask, RMSNorm's and LayerNorm's without dB too: LayerNorm's launch (round 58).
+    LayerNorm's without dB of 16-bit x, more than 16384 rows (``m`` as ``_rows_key`` rounds it), of 4096 and 5121-8192
+    columns: LayerNorm's launches with dB (round 58).
 
     Round 58 (GPU run 483, H200, forced in turns, us a call, L2 flushed, ``.ab/probe/rms2048_58.py``): at 2048 columns
     by the TMA in one row of 4 warps, 4 programs a SM, dx stored by the TMA, against ``norm_bwd_kernel``'s two rows of 8
     warps (4 with dB), 2 a SM: RMSNorm at 32768 rows x1.008 / x1.028 / x1.022 (bf16 x float32 / fp16 / bf16), x1.045
     with dB, x1.022 at 65536 rows, x1.005 at 16400; LayerNorm without dB x1.039. dy and x loaded by the TMA alone (dx
     by each thread) x1.000-1.042, two rows of 8 warps x0.990-1.034, one row of 8 warps 0.86-0.89. At 32768 x 4096
-    (RMSNorm) x1.003-1.005: not taken.
+    (RMSNorm) x1.003-1.005: not taken. LayerNorm without dB in the launches of LayerNorm's with dB against
+    ``norm_bwd_kernel``'s (one row of 8 warps, 2 a SM, at 4096; of 16 warps, 1 a SM, at 5121-8192; GPU run 486,
+    ``.ab/probe/lnnodb58.py``): 32768 x 4096 x1.026 / x1.032 (bf16 x float32 / fp16), 32768 x 8192 x1.024 / x1.019,
+    32768 x 6144 x1.170; but 8200 x 4096 x0.998 and 4100 x 8192 x0.979, so from 16385 rows. RMSNorm at 32768 x 8192
+    x1.016: not taken.
 
     Round 57 (GPU runs 467-469, H200, 32768 rows bf16 x, float32 weights unless named; us a call, forced in turns, L2
     flushed, ``.ab/probe/bwdsum57.py`` and ``bwdtma57.py``): at 1024 columns ``norm_bwd_kernel``'s LayerNorm launch
@@ -878,6 +884,11 @@ def _tma_bwd(
         return LaunchConfig(2, 1024, 1, 4, 4, tma=True, tma_store=True)
     if n == 2048 and x_bytes == 2 and not has_mask:  # any norm, with dB or without (round 58)
         return LaunchConfig(1, 2048, 1, 4, 4, tma=True, tma_store=True)
+    if not (is_rms or has_dbias or has_mask) and x_bytes == 2 and m >= 32768:  # LayerNorm without dB (round 58)
+        if n == 4096:
+            return LaunchConfig(1, 4096, 1, 8, 2, tma=True, tma_store=True)
+        if 5120 < n <= 8192:
+            return LaunchConfig(1, 8192, 1, 8, 1, tma=True)
     if is_rms or not has_dbias:
         return None
     if 8192 < n <= 10240 and x_bytes == 2 and not has_mask:
