@@ -882,14 +882,11 @@ def _tma_bwd(
     mask_by_tma = has_mask and n % MASK_TMA_COLUMNS == 0  # the mask by the TMA too (round 34)
     if 512 < n <= 1024 and x_bytes == 2 and (mask_by_tma or not has_mask):  # any norm, with dB or without
         return LaunchConfig(2, 1024, 1, 4, 4, tma=True, tma_store=True)
-    if n == 2048 and x_bytes == 2 and not has_mask:  # any norm, with dB or without (round 58)
-        return LaunchConfig(1, 2048, 1, 4, 4, tma=True, tma_store=True)
-    if not (is_rms or has_dbias or has_mask) and x_bytes == 2 and m >= 32768:  # LayerNorm without dB (round 58)
-        if n == 4096:
-            return LaunchConfig(1, 4096, 1, 8, 2, tma=True, tma_store=True)
-        if 5120 < n <= 8192:
-            return LaunchConfig(1, 8192, 1, 8, 1, tma=True)
-    if is_rms or not has_dbias:
+    # rows that take LayerNorm's launches with dB below where they are RMSNorm's or without dB (round 58): 2048 of
+    # 16-bit x without the mask; LayerNorm's without dB at 4096 and 5121-8192 from 16385 rows
+    wide_ln = not is_rms and m >= 32768 and (n == 4096 or 5120 < n <= 8192)
+    as_with_dbias = x_bytes == 2 and not has_mask and (n == 2048 or wide_ln)
+    if (is_rms or not has_dbias) and not as_with_dbias:
         return None
     if 8192 < n <= 10240 and x_bytes == 2 and not has_mask:
         return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, widen_w=w_bytes == 2)
