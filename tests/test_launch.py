@@ -311,6 +311,43 @@ def test_tensor_maps_expand_each_descriptor_in_place_once_per_layout():
         assert len(encoded) == count and encoded[-1] == "meta of 1"
 
 
+def test_programs_that_fit_compiled_compiles_before_the_first_launch(monkeypatch):
+    """``Launcher.programs_that_fit_compiled`` (no GPU needed: the kernel's ``warmup`` is stubbed): where no kernel has
+    been compiled for the constexprs and warps, it compiles one through ``warmup`` (the constexprs by name, and
+    ``launch_pdl`` where the launcher's ``pdl`` constexpr is true, as Triton's launch takes them), keeps its registers
+    and shared memory, and answers what fits; then it asks no compile again. Not on Triton's own path (``direct``)."""
+    from normkit.triton.norm_bwd import sum_partials_kernel
+
+    launcher = launch.Launcher(sum_partials_kernel, pdl="PDL_WAIT")
+    compiles = []
+
+    class Compiled:
+        n_regs, metadata = 72, type("Metadata", (), {"shared": 0})
+
+        def _init_handles(self):
+            pass
+
+    class Kernel:
+        def warmup(self, *args, grid, num_warps, **keywords):
+            compiles.append((args, grid, num_warps, keywords))
+            return Compiled()
+
+    monkeypatch.setattr(launcher, "kernel", Kernel())
+    monkeypatch.setattr(launch, "_sm_limits", lambda device: (65536, 2048, 233472))
+    names = launcher.constexpr_names
+    for pdl in (True, False):
+        values = tuple(pdl if name == "PDL_WAIT" else 16 for name in names)
+        monkeypatch.setattr(launcher, "direct", False)
+        assert launcher.programs_that_fit_compiled(("a",), 4, values, 0) is None and not compiles
+        monkeypatch.setattr(launcher, "direct", True)
+        assert launcher.programs_that_fit_compiled(("a",), 4, values, 0) == 7  # 72 registers, 4 warps: 7 a SM
+        assert launcher.programs_that_fit_compiled(("a",), 4, values, 0) == 7 and len(compiles) == 1
+        args, grid, warps, keywords = compiles.pop()
+        assert (args, grid, warps) == (("a",), (1,), 4)
+        assert keywords == dict(zip(names, values), **({"launch_pdl": True} if pdl else {}))
+        assert launcher.resources[(values, 4)] == (72, 0)
+
+
 @pytest.mark.parametrize(
     "registers, shared, warps, fit",
     [

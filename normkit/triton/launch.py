@@ -271,18 +271,27 @@ class Launcher:
         fit = self.programs_that_fit(values, num_warps, device)
         if fit is not None or not self.direct:
             return fit
-        constexprs = dict(zip(self.constexpr_names, values))
-        options = {"launch_pdl": True} if self.pdl is not None and constexprs[self.pdl] else {}
-        compiled = self.kernel.warmup(*args, grid=(1,), num_warps=num_warps, **constexprs, **options)
+        compiled = self.kernel.warmup(*args, grid=(1,), num_warps=num_warps, **self._keywords(values))
         compiled._init_handles()  # loads the module: its registers a thread are known from here on
-        self.resources.setdefault((values, num_warps), (compiled.n_regs, getattr(compiled.metadata, "shared", 0)))
+        self._keep_resources(compiled, values, num_warps)
         return self.programs_that_fit(values, num_warps, device)
+
+    def _keywords(self, values: tuple) -> dict:
+        """The constexprs by name, and ``launch_pdl`` where the ``pdl`` constexpr is true: what Triton's launch and its
+        ``warmup`` take after the runtime arguments."""
+        constexprs = dict(zip(self.constexpr_names, values))
+        if self.pdl is not None and constexprs[self.pdl]:
+            constexprs["launch_pdl"] = True
+        return constexprs
+
+    def _keep_resources(self, compiled, values: tuple, num_warps: int) -> None:
+        """The registers a thread and shared memory of the first kernel compiled for these constexprs and warps
+        (``programs_that_fit``); ``compiled``'s module loaded."""
+        self.resources.setdefault((values, num_warps), (compiled.n_regs, getattr(compiled.metadata, "shared", 0)))
 
     def _tritons_launch(self, grid: tuple, args: tuple, num_warps: int, values: tuple):
         """``kernel[grid](...)``: Triton binds, specializes, compiles or finds the kernel and launches it."""
-        constexprs = dict(zip(self.constexpr_names, values))
-        options = {"launch_pdl": True} if self.pdl is not None and constexprs[self.pdl] else {}
-        return self.kernel[grid](*args, num_warps=num_warps, **constexprs, **options)
+        return self.kernel[grid](*args, num_warps=num_warps, **self._keywords(values))
 
     def launch(self, grid: tuple, args: tuple, num_warps: int, values: tuple) -> None:
         if len(args) != self.runtime_count:
@@ -305,8 +314,7 @@ class Launcher:
             if compiled is not None and key is not None:
                 compiled._init_handles()  # loads the module: compiled.run and .function are set from here on
                 self.compiled[key] = _entry(compiled)
-                shared = getattr(compiled.metadata, "shared", 0)
-                self.resources.setdefault((values, num_warps), (compiled.n_regs, shared))
+                self._keep_resources(compiled, values, num_warps)
             return
         run, head, maps = entry
         if maps is not None:
