@@ -1,8 +1,10 @@
 """Every kernel backend available here (Triton, and cuDNN on a GPU) against normkit.reference."""
 
+import contextlib
 import dataclasses
 import importlib
 import math
+import types
 
 import pytest
 import torch
@@ -319,7 +321,7 @@ def _record_launches(monkeypatch, *names: str) -> list[dict]:
     for name in names:
         launcher = getattr(ops, name)
 
-        def record(grid, args, num_warps, values, launcher=launcher):
+        def record(grid, args, num_warps, values, head=0, launcher=launcher):
             launched.append(dict(zip(launcher.constexpr_names, values), num_warps=num_warps, grid=grid))
 
         monkeypatch.setattr(launcher, "launch", record)
@@ -785,7 +787,7 @@ def test_persistent_backward_grid_fits_the_sm(monkeypatch):
     cfg = LaunchConfig(2, 1024, 1, 4, 4)
 
     def plan():  # 32768 rows: 16384 row blocks over 4 programs a SM of 132
-        return ops._BackwardPlan(cfg, 528, 32, (), [])
+        return ops._BackwardPlan(cfg, 528, 32, (), [], {})
 
     monkeypatch.setattr(config, "multiprocessor_count", lambda device: 132)
     fitted, three = plan(), Fits(3)
@@ -1721,13 +1723,32 @@ def test_masked_backward_weights_held_or_loaded_again(dtypes, kernel):
         check_backward("triton", "layer_norm_clamped_relu", x, w, b, zero_centered_gamma=True)
 
 
+@contextlib.contextmanager
 def tma_launches():
-    """A spy on the TMA backward's launches (``ops.NORM_BWD_TMA``): its ``call_count`` says whether it ran."""
-    from unittest import mock
-
+    """A spy on the TMA backward's launches (``ops.NORM_BWD_TMA``): its ``call_count`` says whether it ran, counting
+    its launches from kept descriptors (``launch_encoded``, from a plan's third call of the same rows on) too;
+    ``call_args`` holds the last ``launch``'s arguments (``.args``, ``.kwargs``)."""
     from normkit.triton import ops
 
-    return mock.patch.object(ops.NORM_BWD_TMA, "launch", wraps=ops.NORM_BWD_TMA.launch)
+    launcher = ops.NORM_BWD_TMA
+    spy = types.SimpleNamespace(call_count=0, call_args=None)
+    launch, launch_encoded = launcher.launch, launcher.launch_encoded
+
+    def counted(*args, **keywords):
+        spy.call_count += 1
+        spy.call_args = types.SimpleNamespace(args=args, kwargs=keywords)
+        return launch(*args, **keywords)
+
+    def counted_encoded(*args):
+        taken = launch_encoded(*args)
+        spy.call_count += taken
+        return taken
+
+    launcher.launch, launcher.launch_encoded = counted, counted_encoded
+    try:
+        yield spy
+    finally:
+        del launcher.launch, launcher.launch_encoded
 
 
 # (N, head tile, tail tile, rows a tile): one tile; a head and a whole tail; a ragged tail; one tile past the row's end

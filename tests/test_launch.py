@@ -225,6 +225,61 @@ def test_kept_tensor_maps_follow_address_shape_and_strides():
 
 @pytest.mark.skipif(
     not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
+    reason="needs a Hopper GPU: the TMA backward's kept descriptors",
+)
+@pytest.mark.parametrize("masked", [False, True])
+def test_tma_backward_launches_from_its_kept_descriptors(monkeypatch, masked):
+    """The TMA backward keeps its descriptors encoded per rows (``ops._rows_of``: dy's, x's, dx's and the mask's
+    addresses and strides) from its second call of them, and launches its later calls from them: right at each call,
+    for rows at other addresses, of another row stride and of the mask by the TMA, and with a launch hook set
+    (Triton's path, the descriptors made again)."""
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    taken = []
+    launch_encoded = ops.NORM_BWD_TMA.launch_encoded
+    monkeypatch.setattr(
+        ops.NORM_BWD_TMA, "launch_encoded", lambda *args: taken.append(launch_encoded(*args)) or taken[-1]
+    )
+    n = 1024
+    weight = torch.randn(n, device="cuda")
+    x_buffer, dy_buffer = torch.randn(2, 64 * (n + 64), device="cuda").bfloat16()
+    layouts = [
+        [buffer[: 64 * n].view(64, n) for buffer in (x_buffer, dy_buffer)],
+        [torch.randn(64, n, device="cuda").bfloat16() for _ in range(2)],  # another address
+        [buffer.as_strided((64, n), (n + 64, 1)) for buffer in (x_buffer, dy_buffer)],  # another row stride
+    ]
+
+    def backward(x, dy):
+        if masked:
+            _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, weight, weight, 1e-5)
+            got = ops.layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd)
+            want = reference.layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd)
+        else:
+            _, mean, rstd = reference.layer_norm_fwd(x, weight, weight, 1e-5)
+            got = ops.layer_norm_bwd(dy, x, weight, mean, rstd)
+            want = reference.layer_norm_bwd(dy, x, weight, mean, rstd)
+        for name, g, e in zip(("dx", "dw", "db"), got, want):
+            compare(g, e, name)
+
+    with config.forced(bwd=LaunchConfig(1, n, 1, 4, 1, tma=True, tma_store=True)):
+        for x, dy in layouts:
+            taken.clear()
+            for _ in range(4):  # the first compiles or finds the kernel, the second keeps, the others take them
+                backward(x, dy)
+            assert taken and all(taken[-2:]), taken
+        plan = ops._backward_plan(
+            64, n, torch.bfloat16, torch.float32, True, masked, False, False, 0, True, config.generation, 1
+        )  # fmt: skip
+        assert plan.cfg.tma and plan.values[ops._MASK_TMA_AT] == masked and len(plan.encoded) >= 3
+        monkeypatch.setattr(launch, "_hooked", lambda: True)
+        taken.clear()
+        backward(*layouts[0])
+        assert taken == [False]
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] < 9,
     reason="programmatic dependent launches need a GPU of compute capability 9.0 or newer",
 )
 @pytest.mark.parametrize(
@@ -346,6 +401,58 @@ def test_programs_that_fit_compiled_compiles_before_the_first_launch(monkeypatch
         assert (args, grid, warps) == (("a",), (1,), 4)
         assert keywords == dict(zip(names, values), **({"launch_pdl": True} if pdl else {}))
         assert launcher.resources[(values, 4)] == (72, 0)
+
+
+def test_launch_returns_its_descriptors_encoded_for_later_calls(monkeypatch):
+    """``Launcher.launch(..., head=k)`` and ``launch_encoded`` (no GPU needed: the compiled kernel and the device are
+    stubbed): a cached launch returns its first k arguments (tensor descriptors) as the key's part and the tensor maps
+    they launched with; ``launch_encoded`` of them and other arguments after them hands the compiled launcher what
+    ``launch`` of the descriptors and those arguments does. It launches nothing and answers False where the kept kernel
+    is not the one those arguments would get (another alignment), an argument is of another kind, another device is
+    current or a launch hook is set; ``launch`` returns nothing to keep without a kept kernel's tensor maps, or where a
+    descriptor comes after the first k."""
+    from normkit.triton.norm_bwd import norm_bwd_tma_kernel
+
+    launcher = launch.Launcher(norm_bwd_tma_kernel)
+    monkeypatch.setattr(launcher, "direct", True)
+    current = [0]
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: current[0], raising=False)
+    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: 100 + device, raising=False)
+    runs = []
+    maps = launch._TensorMaps(set(range(8)), [f"meta {i}" for i in range(8)])
+    maps.encode = lambda descriptor, meta: [f"map({meta})", *descriptor.shape, *descriptor.strides]
+    rows = [torch.zeros(8, 64, dtype=torch.bfloat16) for _ in range(3)]
+    descriptors = tuple(TensorDescriptor(rows[i % 3], [8, 64], [64, 1], [1, 64]) for i in range(8))
+    buffer = torch.zeros(1024)
+
+    def after(offset: int = 0, m: int = 8) -> tuple:  # W ... blocks_per_program: six tensors, six ints
+        return (*(buffer[16 * i + offset :] for i in range(6)), m, 64, 0, 64, 132, 1)
+
+    values = tuple(range(len(launcher.constexpr_names)))
+    key = launch._binder(tuple(map(launch._kind, (*descriptors, *after()))))(0, values, 4, *descriptors, *after())[0]
+    launcher.compiled[key] = (lambda *a: runs.append(a), ("front",), maps)
+
+    assert launcher.launch((3,), (*descriptors, *after()), 4, values) is None and len(runs) == 1  # head=0
+    encoded = launcher.launch((3,), (*descriptors, *after()), 4, values, head=8)
+    full = runs[-1]
+    assert encoded[0] == key[: 3 + 3 * 8] and encoded[1] == full[5 : 5 + 8 * 5]
+    assert full[:5] == (3, 1, 1, 100, "front") and full[5] == "map(meta 0)" and full[-len(values) :] == values
+    for other in (after(32), after(0, m=9)):  # other tensors and ints of the same key
+        assert launcher.launch_encoded((5,), encoded, other, 4, values)
+        launcher.launch((5,), (*descriptors, *other), 4, values)
+        assert runs[-1] == runs[-2]
+    count = len(runs)
+    assert not launcher.launch_encoded((5,), encoded, after(1), 4, values)  # misaligned: another kernel's key
+    assert not launcher.launch_encoded((5,), encoded, (*after()[:6], 8.0, *after()[7:]), 4, values)  # a float
+    current[0] = 1
+    assert not launcher.launch_encoded((5,), encoded, after(), 4, values)
+    current[0] = 0
+    monkeypatch.setattr(launch, "_hooked", lambda: True)
+    assert not launcher.launch_encoded((5,), encoded, after(), 4, values) and len(runs) == count
+    monkeypatch.setattr(launch, "_hooked", lambda: False)
+    assert launcher.launch((3,), (*descriptors, *after()), 4, values, head=4) is None  # descriptors after the head
+    launcher.compiled[key] = (lambda *a: runs.append(a), ("front",), None)  # Triton's wrapper encodes them
+    assert launcher.launch((3,), (*descriptors, *after()), 4, values, head=8) is None and len(runs) == count + 2
 
 
 @pytest.mark.parametrize(

@@ -31,8 +31,11 @@ which encodes every descriptor on every call) is encoded once per address, shape
 (``_TensorMaps``), and the compiled launcher's C function is called with it directly. The TMA backward's host time
 a call at 4096 x 4608: 102 microseconds through Triton's path (GPU run 151), 56-61 with the descriptors on this
 path (run 153), 66.3 -> 51.0 with the maps kept (run 163, in turns in one process; the pointer kernel 35).
-Triton's interpreter (no GPU), launch hooks
-(profilers such as proton set them) and Triton versions other than 3.6 take Triton's own path on every call.
+A caller can keep a launch's descriptors encoded (``Launcher.launch(..., head=k)``) and launch its later calls of
+the same rows from them (``launch_encoded``): no descriptor made, bound or encoded. The TMA backward's host time a
+small call above the pointer kernel's: 20-41 microseconds, 4-12 with them kept (GPU run 488, round 59). Triton's
+interpreter (no GPU), launch hooks (profilers such as proton set them) and Triton versions other than 3.6 take
+Triton's own path on every call.
 
 The launcher also keeps each compiled kernel's registers a thread and shared memory, so that a persistent grid can ask
 no more programs a SM than fit on one (``Launcher.programs_that_fit``; ``ops._persistent_grid``; the backward's,
@@ -75,14 +78,16 @@ def _key_of(arg) -> tuple:
     return (arg,) if kind == "bool" else ()
 
 
-def _binder(kinds: tuple[str, ...]):
+def _binder(kinds: tuple[str, ...], lead: bool = True):
     """``bind(device, values, num_warps, *args) -> (key, launch_args)`` for arguments of these kinds: the key is
     ``(device, values, num_warps)`` and then each argument's ``_key_of``, flat; ``launch_args`` the arguments with
     each tensor's address in its place (a descriptor whole). An argument of another kind than the binder's raises
     TypeError or AttributeError (a float where an int was, an int or None where a tensor was, a tensor where a
     descriptor was), and the launch takes Triton's path. A float is checked to be one: an int there would be
-    specialized by Triton on its value, which the key ignores."""
-    lines, key, launch_args = [], ["device", "values", "num_warps"], []
+    specialized by Triton on its value, which the key ignores. Not ``lead``: ``bind(*args)``, the key the arguments'
+    parts alone, so that a launch's key is its first arguments' (with the lead) and then its others'
+    (``Launcher.launch_encoded``)."""
+    lines, key, launch_args = [], ["device", "values", "num_warps"] if lead else [], []
     for i, kind in enumerate(kinds):
         a = f"a{i}"
         if kind == "tensor":
@@ -101,10 +106,10 @@ def _binder(kinds: tuple[str, ...]):
         elif kind == "bool":
             key.append(a)
         launch_args.append(a)
-    params = ", ".join(f"a{i}" for i in range(len(kinds)))
+    params = ", ".join(["device", "values", "num_warps"] * lead + [f"a{i}" for i in range(len(kinds))])
     body = "".join(f"    {line}\n" for line in lines)
     result = f"({', '.join(key)},), ({', '.join(launch_args)},)"
-    source = f"def bind(device, values, num_warps, {params}):\n{body}    return {result}\n"
+    source = f"def bind({params}):\n{body}    return {result}\n"
     scope: dict = {"TensorDescriptor": TensorDescriptor}
     exec(compile(source, f"<normkit launch binder {kinds}>", "exec"), scope)  # noqa: S102 (source built above)
     return scope["bind"]
@@ -240,6 +245,9 @@ class Launcher:
         # (``programs_that_fit``)
         self.resources: dict = {}
         self.bind = None  # ``_binder`` of the first cached call's argument kinds
+        # ``(head, binder)``: ``_binder`` (without the lead) of the arguments after the first ``head`` of the first
+        # call that asked ``launch`` for them encoded
+        self.tail = None
 
     def __getitem__(self, grid: tuple):
         return lambda *args, num_warps, **constexprs: self.launch(grid, args, num_warps, self.values(**constexprs))
@@ -276,6 +284,29 @@ class Launcher:
         self._keep_resources(compiled, values, num_warps)
         return self.programs_that_fit(values, num_warps, device)
 
+    def launch_encoded(self, grid: tuple, encoded: tuple, args: tuple, num_warps: int, values: tuple) -> bool:
+        """``launch`` of its first arguments as it returned them encoded (``encoded``) and then ``args``; False, and
+        nothing launched, where it cannot be: a launch hook is set (Triton's path calls it), another device is
+        current than the one they were encoded on, or no kernel is kept for these arguments (the caller launches them
+        through ``launch``). ``num_warps`` and ``values`` are those of the call that returned ``encoded`` (its key holds
+        them)."""
+        key, expanded, bind_tail = encoded
+        device = key[0]
+        if _hooked() or torch._C._cuda_getDevice() != device:
+            return False
+        try:
+            tail_key, launch_args = bind_tail(*args)
+        except (TypeError, AttributeError):
+            return False
+        entry = self.compiled.get(key + tail_key)
+        if entry is None:
+            return False
+        run, head, _ = entry
+        grid = (*grid, 1, 1)
+        stream = torch._C._cuda_getCurrentRawStream(device)
+        run(grid[0], grid[1], grid[2], stream, *head, *expanded, *launch_args, *values)
+        return True
+
     def _keywords(self, values: tuple) -> dict:
         """The constexprs by name, and ``launch_pdl`` where the ``pdl`` constexpr is true: what Triton's launch and its
         ``warmup`` take after the runtime arguments."""
@@ -293,14 +324,21 @@ class Launcher:
         """``kernel[grid](...)``: Triton binds, specializes, compiles or finds the kernel and launches it."""
         return self.kernel[grid](*args, num_warps=num_warps, **self._keywords(values))
 
-    def launch(self, grid: tuple, args: tuple, num_warps: int, values: tuple) -> None:
+    def launch(self, grid: tuple, args: tuple, num_warps: int, values: tuple, head: int = 0) -> tuple | None:
+        """Launches the kernel. ``head``: the count of its first runtime arguments, tensor descriptors, to return as
+        ``launch_encoded`` takes them in their place: ``(key, arguments, binder)``, the launch key's part they and
+        the lead make, their tensor maps as the compiled launcher takes them (``_TensorMaps``) and the binder of the
+        arguments after them. A caller that keeps these, keyed by what made the descriptors (their tensors'
+        addresses and strides, the blocks), makes, binds and encodes no descriptor at its later calls
+        (``ops._backward``). None where there is nothing to keep: the launch is not this class's own (``direct``, a
+        hook) or not of a kernel kept before this call (its first call compiles it)."""
         if len(args) != self.runtime_count:
             raise TypeError(
                 f"Launcher: {self.kernel.fn.__name__} takes {self.runtime_count} runtime arguments; got {len(args)}"
             )
         if not self.direct or _hooked():
             self._tritons_launch(grid, args, num_warps, values)
-            return
+            return None
         device = torch._C._cuda_getDevice()
         try:
             if self.bind is None:
@@ -315,9 +353,29 @@ class Launcher:
                 compiled._init_handles()  # loads the module: compiled.run and .function are set from here on
                 self.compiled[key] = _entry(compiled)
                 self._keep_resources(compiled, values, num_warps)
-            return
-        run, head, maps = entry
+            return None
+        run, front, maps = entry
         if maps is not None:
             launch_args = maps.expand(launch_args)
         grid = (*grid, 1, 1)
-        run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), *head, *launch_args, *values)
+        run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), *front, *launch_args, *values)
+        if not head or maps is None or maps.placed[0][0] >= head:  # placed from the last descriptor
+            return None
+        return self._encoded(key, launch_args, args, head)
+
+    def _encoded(self, key: tuple, launch_args: list, args: tuple, head: int) -> tuple | None:
+        """``launch``'s ``(key, arguments, binder)`` of its first ``head`` arguments, from its key and its arguments
+        as launched (``launch_args``, the descriptors expanded: the others one for one at its end); None where the
+        others are not of the kinds of the first call's (``tail``)."""
+        tail = args[head:]
+        if self.tail is None:
+            self.tail = (head, _binder(tuple(map(_kind, tail)), lead=False))
+        if self.tail[0] != head:
+            return None
+        try:
+            tail_key = self.tail[1](*tail)[0]
+        except (TypeError, AttributeError):
+            return None
+        if key[len(key) - len(tail_key) :] != tail_key:  # the same kinds as the binder's (its key parts)
+            return None
+        return key[: len(key) - len(tail_key)], tuple(launch_args[: len(launch_args) - len(tail)]), self.tail[1]

@@ -28,6 +28,7 @@ NORM_BWD_TMA = Launcher(norm_bwd_tma_kernel)
 _MASK_TMA_AT = NORM_BWD_TMA.constexpr_names.index("MASK_TMA")  # where a plan's values hold it
 TMA_STAGES = 3  # norm_bwd_tma_kernel's STAGES: two row blocks in flight (GPU run 142: 4 stages 0.92-1.0x of 3)
 MASK_BY_TMA = True  # norm_bwd_tma_kernel's MASK_TMA where the mask's rows allow it (_mask_tma)
+ENCODED_ROWS = 256  # a backward plan's rows whose TMA descriptors it keeps encoded (_keep_encoded)
 
 
 def _acc_of(dtype: torch.dtype):
@@ -420,6 +421,9 @@ class _BackwardPlan(NamedTuple):
     # ``(programs, blocks_per_program)`` as launched from the first call on, fewer programs where fewer fit a SM than
     # the config asks (``_backward_grid``); empty before
     fitted: list
+    # the TMA kernel's descriptors as ``Launcher.launch`` returns them encoded, by their rows (``_rows_of``): made,
+    # bound and encoded at a plan's first calls of those rows only
+    encoded: dict
 
 
 def _tma_capable(device: int) -> bool:
@@ -451,7 +455,7 @@ def _backward_plan(
     x_bytes, w_bytes = x_dtype.itemsize, w_dtype.itemsize
     cfg = config.bwd_config(m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes)
     if cfg.parts > 1:
-        return _BackwardPlan(cfg, 0, 0, (), [])
+        return _BackwardPlan(cfg, 0, 0, (), [], {})
     if cfg.tma and not (tma and cfg.num_chunks == 1):
         cfg = replace(cfg, tma=False, tma_store=False)
     row_blocks = cdiv(m, cfg.block_m)
@@ -471,7 +475,7 @@ def _backward_plan(
             NUM_CHUNKS=cfg.num_chunks, CHUNKS_P2=next_power_of_2(cfg.num_chunks), HAS_MASK=has_mask, ALIGN=row_align,
             **common,
         )  # fmt: skip
-    return _BackwardPlan(cfg, programs, cdiv(row_blocks, programs), values, [])
+    return _BackwardPlan(cfg, programs, cdiv(row_blocks, programs), values, [], {})
 
 
 def _backward_grid(plan: _BackwardPlan, launcher: Launcher, args: tuple, m: int, device: int) -> tuple[int, int]:
@@ -554,6 +558,24 @@ def _descriptors(cfg: config.LaunchConfig, dy, x, dx, mask, mask_tma: bool) -> l
     return heads + tails + [mask_head, mask_tail]
 
 
+def _rows_of(dy, x, dx, mask) -> tuple:
+    """What a TMA backward's descriptors are made of beside its plan (the shape, x's dtype, the blocks): dy's dtype,
+    dy's, x's, dx's and the mask's (None where the plan loads it otherwise) addresses and strides; the key of
+    ``_BackwardPlan.encoded``."""
+    return (
+        dy.dtype, dy.data_ptr(), *dy.stride(), x.data_ptr(), *x.stride(), dx.data_ptr(),
+        *((mask.data_ptr(), *mask.stride()) if mask is not None else ()),
+    )  # fmt: skip
+
+
+def _keep_encoded(plan: _BackwardPlan, rows: tuple, encoded: tuple) -> None:
+    """Keeps ``Launcher.launch``'s encoded descriptors of these rows with the plan, at most ``ENCODED_ROWS`` of them
+    (all forgotten when full: a new address of dy, x or dx is new rows)."""
+    if len(plan.encoded) >= ENCODED_ROWS:
+        plan.encoded.clear()
+    plan.encoded[rows] = encoded
+
+
 def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, has_dbias):
     m, n = x.shape
     dx = torch.empty_like(x, memory_format=torch.contiguous_format)  # as the forward's y (``_forward_outputs``)
@@ -566,11 +588,14 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     strides = (dy.stride(0), x.stride(0))
     row_align = 1 if not (n | strides[0] | strides[1]) & 15 else _row_align(x.element_size(), n, *strides)
     plan = _backward_plan(*key, _tma_capable(index), config.generation, row_align)
-    descriptors = None  # made only where the plan takes the TMA
+    descriptors = encoded = rows = None  # where the plan takes the TMA: made, or kept from a call of the same rows
     if plan.cfg.tma:
-        descriptors = _descriptors(plan.cfg, dy, x, dx, mask, plan.values[_MASK_TMA_AT])
-    if plan.cfg.tma and descriptors is None:  # rows the TMA cannot load: the plan without it
-        plan = _backward_plan(*key, False, config.generation, row_align)
+        rows = _rows_of(dy, x, dx, mask if plan.values[_MASK_TMA_AT] else None)
+        encoded = plan.encoded.get(rows)
+        if encoded is None:
+            descriptors = _descriptors(plan.cfg, dy, x, dx, mask, plan.values[_MASK_TMA_AT])
+            if descriptors is None:  # rows the TMA cannot load: the plan without it
+                plan = _backward_plan(*key, False, config.generation, row_align)
     acc_tl, acc_torch = _acc_of(x.dtype)
     # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean, no mask passes dx for it
     mean = mean if mean is not None else rstd
@@ -580,11 +605,12 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     if plan.programs:  # whole rows on a persistent grid
         launcher = NORM_BWD_TMA if plan.cfg.tma else NORM_BWD
 
-        def arguments(programs, blocks_per_program):  # the partials and the kernel's runtime arguments
+        def arguments(programs, blocks_per_program):  # the partials and the kernel's runtime arguments (the TMA
+            # kernel's after its descriptors)
             partial = x.new_empty((which, programs, n), dtype=acc_torch)
             if plan.cfg.tma:
                 return partial, (
-                    *descriptors, weight, mean, rstd, mask, dx, partial,
+                    weight, mean, rstd, mask, dx, partial,
                     m, n // row_align, mask_stride, dx.stride(0) // row_align, programs, blocks_per_program,
                 )  # fmt: skip
             return partial, (
@@ -594,10 +620,17 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
 
         grid = plan.fitted[0] if plan.fitted else (plan.programs, plan.blocks_per_program)
         partial, args = arguments(*grid)
-        if not plan.fitted and _backward_grid(plan, launcher, args, m, index) != grid:
-            grid = plan.fitted[0]
-            partial, args = arguments(*grid)
-        launcher.launch((grid[0],), args, plan.cfg.num_warps, plan.values)
+        num_warps, values = plan.cfg.num_warps, plan.values
+        if encoded is None or not launcher.launch_encoded((grid[0],), encoded, args, num_warps, values):
+            if plan.cfg.tma and descriptors is None:  # kept, but not launched from what was kept (a launch hook)
+                descriptors = _descriptors(plan.cfg, dy, x, dx, mask, values[_MASK_TMA_AT])
+            head = tuple(descriptors or ())
+            if not plan.fitted and _backward_grid(plan, launcher, (*head, *args), m, index) != grid:
+                grid = plan.fitted[0]
+                partial, args = arguments(*grid)
+            kept = launcher.launch((grid[0],), (*head, *args), num_warps, values, head=len(head))
+            if kept is not None:
+                _keep_encoded(plan, rows, kept)
     else:  # long rows, each split over cfg.parts programs that exchange their row sums; RMSNorm's keep their
         # column bounds even where the parts are whole (norm_bwd.py: EVEN_N)
         cfg = plan.cfg
