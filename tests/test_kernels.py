@@ -1894,7 +1894,11 @@ def test_tma_rules():
     def bwd(m, n, is_rms=False, tma=True, has_mask=False, w_bytes=2):
         return config.bwd_config(m, n, not is_rms, has_mask=has_mask, is_rms=is_rms, tma=tma, w_bytes=w_bytes)
 
-    assert config.TMA_MIN_ELEMENTS == 8192 * 4096 + 1
+    assert config.TMA_MIN_ELEMENTS == 8192 * 4096 + 1 and config.TMA_MIN_ELEMENTS_LAYER_NORM == 8192 * 4096
+    # LayerNorm's (not the masked backward's) from 2**25 elements (round 59)
+    assert bwd(16384, 2048) == bwd(16385, 2048) and bwd(8192, 4096) == bwd(8193, 4096)
+    assert config.bwd_config(16384, 2048, False, tma=True) == bwd(16384, 2048)  # without dB too
+    assert not bwd(16383, 2048).tma and not bwd(8191, 4096).tma and not bwd(4096, 8192).tma
     assert bwd(16385, 2048) == bwd(32768, 2048) == LaunchConfig(1, 2048, 1, 4, 4, tma=True, tma_store=True)
     assert bwd(8193, 4096) == bwd(32768, 4096) == LaunchConfig(1, 4096, 1, 8, 2, tma=True, tma_store=True)
     assert bwd(4097, 8192) == bwd(32768, 8192) == LaunchConfig(1, 8192, 1, 8, 1, tma=True)
@@ -1907,10 +1911,11 @@ def test_tma_rules():
         assert config.bwd_config(m, n, False, tma=True) == config.bwd_config(m, n, True, is_rms=True, tma=True), n
         assert config.bwd_config(m, n, False, tma=True) == two_rows, n
         assert bwd(m, n, has_mask=True) == (two_rows if n % 128 == 0 else bwd(m, n, has_mask=True, tma=False)), n
-        assert not bwd(m - 1, n).tma and not bwd(m, n, tma=False).tma, n
+        assert not bwd(m - 1, n, is_rms=True).tma and not bwd(m - 1, n, has_mask=True).tma, n
+        assert bwd(m - 1, n).tma == (n == 1024) and not bwd(m - 2, n).tma and not bwd(m, n, tma=False).tma, n
         assert not config.bwd_config(m, n, True, tma=True, x_bytes=4).tma, n
     assert not bwd(1 << 17, 512).tma and not bwd(1 << 17, 512, is_rms=True).tma
-    untaken = [(16384, 2048), (8192, 4096), (4096, 8192), (32768, 1024), (32768, 3072), (32768, 16384)]
+    untaken = [(16383, 2048), (8191, 4096), (4096, 8192), (32767, 1024), (32768, 3072), (32768, 16384)]
     untaken += [(4096, 4608, True), (4096, 5120, True), (32768, 4096, True), (32768, 8192, True)]
     for shape in untaken:
         assert not bwd(*shape).tma, shape
@@ -1986,7 +1991,7 @@ def test_tma_backward_on_the_gpu(op):
     ``norm_bwd_kernel`` elsewhere (a width no rule names, 12296, and calls below ``TMA_MIN_ELEMENTS`` among them)."""
     ln, masked, rms = "layer_norm", "layer_norm_clamped_relu", "rms_norm"
     shapes = [(16400, 2048, {ln, masked, rms}), (8200, 4096, {ln, masked}), (4100, 8192, {ln, masked})]
-    shapes += [(16384, 2048, set()), (8192, 8200 + 4096, set()), (3000, 4608, set()), (8200, 4608, {ln, masked})]
+    shapes += [(16384, 2048, {ln}), (8192, 8200 + 4096, set()), (3000, 4608, set()), (8200, 4608, {ln, masked})]
     shapes += [(4100, 9216, {ln, masked, rms}), (4100, 12288, {rms}), (8200, 6144, {ln, masked}), (8200, 6152, {ln})]
     shapes += [(4096, 9216, {ln, rms}), (32776, 1024, {ln, masked, rms}), (33600, 1000, {ln, rms})]
     for m, n, taken in shapes:

@@ -233,11 +233,11 @@ def bwd_config(
     x 128 the rule's config was not among the 12 fastest printed (so at most 0.86 and 0.96 of the fastest). Split rows:
     ``split_rows_config``. ``tma``: the call's rows may be loaded by the TMA (a GPU of compute capability 9.0 or newer,
     rows 16-byte aligned: ``ops._tma_capable``, ``ops._tma_rows``): ``_tma_bwd``'s shapes then are, in calls of at least
-    ``TMA_MIN_ELEMENTS``.
+    ``TMA_MIN_ELEMENTS`` (LayerNorm's ``TMA_MIN_ELEMENTS_LAYER_NORM``).
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
-    tma = tma and m * n >= TMA_MIN_ELEMENTS
+    tma = tma and m * n >= (TMA_MIN_ELEMENTS if is_rms or has_mask else TMA_MIN_ELEMENTS_LAYER_NORM)
     limits = tuple(LIMITS.values())
     return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, w_bytes, limits)
 
@@ -730,8 +730,15 @@ def _masked_tile(m: int, block_n: int) -> int:
 # are kept per address (launch._TensorMaps, GPU run 163) the TMA kernel's calls cost 9-15 us less host time; at
 # 2**25 elements again (run 166, in turns with this rule): GPU x1.047 (8192 x 4096) and x1.009 (16384 x 2048), but
 # back to back 66.4 us against 63.4 at 8192 x 4096 (58.2 against 60.9 at 16384 x 2048), and the masked backward at
-# 8192 x 4096 85.9 against 67.0: the minimum stays.
+# 8192 x 4096 85.9 against 67.0: the minimum stays. Round 59 keeps the TMA kernel's descriptors encoded per rows
+# (``ops._BackwardPlan.encoded``): a small call's host time 4-12 us above the pointer kernel's, from 20-41 (GPU run
+# 488, in turns in one process). Calls back to back at 2**25 elements then (run 489, 6 turns of 300 calls, H200):
+# LayerNorm x1.070 / x1.155 at 32768 x 1024 (bf16 x float32 / fp16), x1.048 at 16384 x 2048, x1.071 at 8192 x 4096
+# (its GPU time x1.04-1.14), so LayerNorm's takes it from 2**25 (``TMA_MIN_ELEMENTS_LAYER_NORM``); RMSNorm x1.003 /
+# x1.015 and the masked backward x0.87-1.06 (0.91 / 0.87 in turns whose host set the pace, at 67-109 us a call, which
+# the TMA's 6-14 us more host time a call made slower): not.
 TMA_MIN_ELEMENTS = (1 << 25) + 1
+TMA_MIN_ELEMENTS_LAYER_NORM = 1 << 25
 # the TMA backward loads the packed clamped-ReLU mask by the TMA too (``ops._mask_tma``) where its rows are a multiple
 # of 16 bytes, as a mask of rows of a multiple of this many columns has
 MASK_TMA_COLUMNS = 128
