@@ -115,13 +115,17 @@ def _some_args(seed: int) -> list:
 
 def test_binder_writes_each_arguments_key():
     """The written binder's key is (device, constexprs, warps) and each argument's ``_key_of``, and it hands the
-    launcher each tensor's address in the tensor's place."""
+    launcher each tensor's address in the tensor's place; without the lead, the arguments' parts alone. Its
+    ``key_parts`` counts them."""
     kinds = ("tensor", "int", "tensor", "float", "bool", "int", "float", "descriptor")
-    bind = launch._binder(kinds)
+    bind, bind_tail = launch._binder(kinds), launch._binder(kinds[3:], lead=False)
     for seed in range(200):
         args = _some_args(seed)
         key, launch_args = bind(0, (16, True), 4, *args)
         assert key == (0, (16, True), 4, *[part for arg in args for part in launch._key_of(arg)])
+        tail_parts = tuple(part for arg in args[3:] for part in launch._key_of(arg))  # without the lead
+        assert bind.key_parts == len(key) - 3 and bind_tail.key_parts == len(tail_parts)
+        assert bind_tail(*args[3:])[0] == tail_parts == key[len(key) - len(tail_parts) :]
         want = [a.data_ptr() if isinstance(a, torch.Tensor) else a for a in args]  # a descriptor whole
         assert list(launch_args) == want and all(type(a) is type(b) for a, b in zip(launch_args, want))
 
@@ -437,6 +441,7 @@ def test_launch_returns_its_descriptors_encoded_for_later_calls(monkeypatch):
     full = runs[-1]
     assert encoded[0] == key[: 3 + 3 * 8] and encoded[1] == full[5 : 5 + 8 * 5]
     assert full[:5] == (3, 1, 1, 100, "front") and full[5] == "map(meta 0)" and full[-len(values) :] == values
+    assert launcher.launch((3,), (*descriptors, *after(32)), 4, values, head=8)[2] is encoded[2]  # one binder a head
     for other in (after(32), after(0, m=9)):  # other tensors and ints of the same key
         assert launcher.launch_encoded((5,), encoded, other, 4, values)
         launcher.launch((5,), (*descriptors, *other), 4, values)

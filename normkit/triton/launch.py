@@ -86,7 +86,7 @@ def _binder(kinds: tuple[str, ...], lead: bool = True):
     descriptor was), and the launch takes Triton's path. A float is checked to be one: an int there would be
     specialized by Triton on its value, which the key ignores. Not ``lead``: ``bind(*args)``, the key the arguments'
     parts alone, so that a launch's key is its first arguments' (with the lead) and then its others'
-    (``Launcher.launch_encoded``)."""
+    (``Launcher.launch_encoded``). ``bind.key_parts``: the count of the arguments' parts of its key."""
     lines, key, launch_args = [], ["device", "values", "num_warps"] if lead else [], []
     for i, kind in enumerate(kinds):
         a = f"a{i}"
@@ -112,7 +112,9 @@ def _binder(kinds: tuple[str, ...], lead: bool = True):
     source = f"def bind({params}):\n{body}    return {result}\n"
     scope: dict = {"TensorDescriptor": TensorDescriptor}
     exec(compile(source, f"<normkit launch binder {kinds}>", "exec"), scope)  # noqa: S102 (source built above)
-    return scope["bind"]
+    bind = scope["bind"]
+    bind.key_parts = len(key) - 3 * lead
+    return bind
 
 
 def _direct_launch_supported() -> bool:
@@ -244,10 +246,9 @@ class Launcher:
         # (constexprs, num_warps) -> (registers a thread, shared memory bytes) of the first kernel compiled for them
         # (``programs_that_fit``)
         self.resources: dict = {}
-        self.bind = None  # ``_binder`` of the first cached call's argument kinds
-        # ``(head, binder)``: ``_binder`` (without the lead) of the arguments after the first ``head`` of the first
-        # call that asked ``launch`` for them encoded
-        self.tail = None
+        self.kinds = None  # the first cached call's argument kinds: those of every call ``bind`` binds
+        self.bind = None  # ``_binder`` of ``kinds``
+        self.tails: dict = {}  # head -> ``_binder`` (without the lead) of ``kinds`` after the first ``head``
 
     def __getitem__(self, grid: tuple):
         return lambda *args, num_warps, **constexprs: self.launch(grid, args, num_warps, self.values(**constexprs))
@@ -342,7 +343,8 @@ class Launcher:
         device = torch._C._cuda_getDevice()
         try:
             if self.bind is None:
-                self.bind = _binder(tuple(map(_kind, args)))
+                self.kinds = tuple(map(_kind, args))
+                self.bind = _binder(self.kinds)
             key, launch_args = self.bind(device, values, num_warps, *args)
         except (TypeError, AttributeError):  # arguments of other kinds than the binder's: Triton's path, uncached
             key = None
@@ -361,21 +363,14 @@ class Launcher:
         run(grid[0], grid[1], grid[2], torch._C._cuda_getCurrentRawStream(device), *front, *launch_args, *values)
         if not head or maps is None or maps.placed[0][0] >= head:  # placed from the last descriptor
             return None
-        return self._encoded(key, launch_args, args, head)
+        return self._encoded(key, launch_args, head)
 
-    def _encoded(self, key: tuple, launch_args: list, args: tuple, head: int) -> tuple | None:
+    def _encoded(self, key: tuple, launch_args: list, head: int) -> tuple:
         """``launch``'s ``(key, arguments, binder)`` of its first ``head`` arguments, from its key and its arguments
-        as launched (``launch_args``, the descriptors expanded: the others one for one at its end); None where the
-        others are not of the kinds of the first call's (``tail``)."""
-        tail = args[head:]
-        if self.tail is None:
-            self.tail = (head, _binder(tuple(map(_kind, tail)), lead=False))
-        if self.tail[0] != head:
-            return None
-        try:
-            tail_key = self.tail[1](*tail)[0]
-        except (TypeError, AttributeError):
-            return None
-        if key[len(key) - len(tail_key) :] != tail_key:  # the same kinds as the binder's (its key parts)
-            return None
-        return key[: len(key) - len(tail_key)], tuple(launch_args[: len(launch_args) - len(tail)]), self.tail[1]
+        as launched (``launch_args``, the descriptors expanded: the others one for one at its end). A call ``bind``
+        bound has ``kinds``, so the binder of the others and their count of key parts are those of ``kinds``."""
+        bind_tail = self.tails.get(head)
+        if bind_tail is None:
+            bind_tail = self.tails[head] = _binder(self.kinds[head:], lead=False)
+        others = self.runtime_count - head
+        return key[: len(key) - bind_tail.key_parts], tuple(launch_args[: len(launch_args) - others]), bind_tail
