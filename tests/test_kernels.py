@@ -730,40 +730,60 @@ def test_slower_dram_by_the_gpus_memory(dram, props, slower):
 
 def test_persistent_forward_grid_fits_the_sm(monkeypatch):
     """A persistent forward asks at most as many programs a SM as fit on one by its compiled kernel's registers
-    (``ops._persistent_grid``; ``Launcher.programs_that_fit``, known from the kernel's first launch on): before that,
-    the plan's grid; after, the fitted one, kept with the plan. On the GPU: LayerNorm's 3000 x 1536 with float32
-    weights (1-warp programs, 16 a SM asked) launches that grid from its second call, and matches the reference."""
+    (``ops._persistent_grid``; ``Launcher.programs_that_fit_compiled`` compiles the kernel before its first launch),
+    worked out at its plan's first call and kept; never more than the plan asks, and the plan's in the interpreter. On
+    the GPU: LayerNorm's 3000 x 1536 with float32 weights (1-warp programs, 16 a SM asked, 12 fit) launches the grid
+    that fits from its first call, and matches the reference."""
     from normkit.triton import config, ops
 
     plan_args = (3000, 1536, torch.bfloat16, torch.float32, True, False, False, None, True)
+    asked = []
+
+    def fits(fit):  # NORM_FWD.programs_that_fit_compiled answering ``fit``, the arguments it was asked with kept
+        return lambda args, warps, values, device: asked.append(args) or fit
+
     monkeypatch.setattr(config, "multiprocessor_count", lambda device: 132)
     monkeypatch.setattr(config, "slower_dram", lambda device: False)
     ops._forward_plan.cache_clear()
     try:
         plan = ops._forward_plan(*plan_args, 0, config.generation)
         assert (plan.programs_per_sm, plan.programs, plan.row_blocks) == (16, 16 * 132, 3000)
-        monkeypatch.setattr(ops.NORM_FWD, "programs_that_fit", lambda values, warps, device: None)
-        assert ops._persistent_grid(plan, 0) == (plan.programs, plan.blocks_per_program) and not plan.fitted
-        monkeypatch.setattr(ops.NORM_FWD, "programs_that_fit", lambda values, warps, device: 12)
-        assert ops._persistent_grid(plan, 0) == (12 * 132, 2) == plan.fitted[0]
-        monkeypatch.setattr(ops.NORM_FWD, "programs_that_fit", lambda values, warps, device: 1)
-        assert ops._persistent_grid(plan, 0) == (12 * 132, 2)  # kept with the plan
+        monkeypatch.setattr(ops.NORM_FWD, "programs_that_fit_compiled", fits(12))
+        assert ops._persistent_grid(plan, ("args",), 0) == (12 * 132, 2) == plan.fitted[0] and asked == [("args",)]
+        monkeypatch.setattr(ops.NORM_FWD, "programs_that_fit_compiled", fits(1))
+        assert ops._persistent_grid(plan, ("args",), 0) == (12 * 132, 2) and len(asked) == 1  # kept with the plan
         roomy = ops._forward_plan(*plan_args[:3], torch.bfloat16, *plan_args[4:], 0, config.generation)
-        monkeypatch.setattr(ops.NORM_FWD, "programs_that_fit", lambda values, warps, device: 32)
-        assert ops._persistent_grid(roomy, 0) == (roomy.programs, roomy.blocks_per_program)  # never more
-        assert ops._persistent_grid(plan, -1) == (12 * 132, 2)
+        monkeypatch.setattr(ops.NORM_FWD, "programs_that_fit_compiled", fits(32))
+        assert ops._persistent_grid(roomy, (), 0) == (roomy.programs, roomy.blocks_per_program)  # never more
+        not_compiled = ops._forward_plan(*plan_args[:2], torch.float16, *plan_args[3:], 0, config.generation)
+        monkeypatch.setattr(ops.NORM_FWD, "programs_that_fit_compiled", fits(None))  # Triton's own path
+        grid = (not_compiled.programs, not_compiled.blocks_per_program)
+        assert ops._persistent_grid(not_compiled, (), 0) == grid == not_compiled.fitted[0]
+        interpreted = ops._forward_plan(*plan_args, -1, config.generation)
+        assert ops._persistent_grid(interpreted, (), -1) == (interpreted.programs, interpreted.blocks_per_program)
+        assert len(asked) == 3  # the interpreter not asked
     finally:
         monkeypatch.undo()
         ops._forward_plan.cache_clear()
     if HAS_GPU:
         x, w, b = make_inputs(3000, 1536, torch.bfloat16, torch.float32)
-        for _ in range(2):
-            check_forward("triton", "layer_norm", x, w, b)
-        plan = ops._forward_plan(*plan_args, x.get_device(), config.generation)
+        launches, launch = [], ops.NORM_FWD.launch
+
+        def recorded(grid, args, num_warps, values, head=0):
+            launches.append((grid, args[-2:]))
+            return launch(grid, args, num_warps, values, head)
+
+        with pytest.MonkeyPatch.context() as recording:
+            recording.setattr(ops.NORM_FWD, "launch", recorded)
+            for _ in range(2):
+                check_forward("triton", "layer_norm", x, w, b)
+        plan = ops._forward_plan(*plan_args, x.get_device(), config.generation, 1)
         fit = ops.NORM_FWD.programs_that_fit(plan.values, plan.num_warps, x.get_device())
         assert fit is not None and plan.programs_per_sm > 0
         sms = config.multiprocessor_count(x.get_device())
-        assert ops._persistent_grid(plan, x.get_device())[0] == min(plan.programs, min(fit, plan.programs_per_sm) * sms)
+        programs = min(plan.programs, min(fit, plan.programs_per_sm) * sms)
+        first = ((programs,), (programs, -(-3000 // programs)))
+        assert launches[0] == first and launches[-1] == first, (fit, launches)
 
 
 def test_persistent_backward_grid_fits_the_sm(monkeypatch):

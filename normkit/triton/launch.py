@@ -38,8 +38,8 @@ interpreter (no GPU), launch hooks (profilers such as proton set them) and Trito
 Triton's own path on every call.
 
 The launcher also keeps each compiled kernel's registers a thread and shared memory, so that a persistent grid can ask
-no more programs a SM than fit on one (``Launcher.programs_that_fit``; ``ops._persistent_grid``; the backward's,
-compiled before its first launch, ``Launcher.programs_that_fit_compiled``, ``ops._backward_grid``).
+no more programs a SM than fit on one (``Launcher.programs_that_fit``), the kernel compiled before its first launch
+(``Launcher.programs_that_fit_compiled``; ``ops._persistent_grid``, ``ops._backward_grid``).
 """
 
 from __future__ import annotations
@@ -275,7 +275,8 @@ class Launcher:
         """``programs_that_fit``, the kernel compiled for these arguments first where none has been for these
         constexprs and warps (Triton's ``warmup``: compiled, not launched), so that a grid can be sized before its
         first launch: a persistent backward's grid is the order in which dW and dB are summed, the same from the
-        first call on (``ops._backward_grid``). None where the launch is not this class's own (the interpreter,
+        first call on (``ops._backward_grid``), and a persistent forward's first call runs on the grid of its later
+        ones (``ops._persistent_grid``). None where the launch is not this class's own (the interpreter,
         Triton versions other than 3.6: ``direct``)."""
         fit = self.programs_that_fit(values, num_warps, device)
         if fit is not None or not self.direct:

@@ -47,8 +47,8 @@ class _ForwardPlan(NamedTuple):
     stat_dtype: torch.dtype
     row_blocks: int
     programs_per_sm: int  # a persistent grid's (0: one program a row block)
-    # a persistent grid's ``(programs, blocks_per_program)`` as launched once its kernel is compiled, fewer programs
-    # where fewer fit a SM than it asks (``_persistent_grid``); empty before
+    # a persistent grid's ``(programs, blocks_per_program)`` as launched, worked out at the plan's first call: fewer
+    # programs where fewer fit a SM than it asks (``_persistent_grid``); empty before
     fitted: list
 
 
@@ -152,40 +152,43 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None, t
         config.generation, row_align,
     )  # fmt: skip
     y, mean, rstd, mask = _forward_outputs(x, plan.stat_dtype, is_rms, clamp, training)
-    programs, blocks_per_program = _persistent_grid(plan, device) if plan.programs_per_sm else plan[:2]
+    grid = plan.fitted[0] if plan.fitted else plan[:2]
     # the kernel takes a pointer for every argument: RMSNorm passes rstd for the mean, what is not written passes y
     rstd_or_y = rstd if rstd is not None else y
-    NORM_FWD.launch(
-        (programs,),
-        (x, y, weight, bias if bias is not None else weight, mean if mean is not None else rstd_or_y, rstd_or_y,
-         mask if mask is not None else y,
-         m, n // row_align, stride_x // row_align, y.stride(0) // row_align, mask.stride(0) if mask is not None else 0,
-         float(eps),
-         *plan.thresholds, programs, blocks_per_program),
-        plan.num_warps, plan.values,
+    args = (
+        x, y, weight, bias if bias is not None else weight, mean if mean is not None else rstd_or_y, rstd_or_y,
+        mask if mask is not None else y,
+        m, n // row_align, stride_x // row_align, y.stride(0) // row_align, mask.stride(0) if mask is not None else 0,
+        float(eps), *plan.thresholds, *grid,
     )  # fmt: skip
+    if plan.programs_per_sm and not plan.fitted and _persistent_grid(plan, args, device) != grid:
+        grid = plan.fitted[0]
+        args = (*args[:-2], *grid)
+    NORM_FWD.launch((grid[0],), args, plan.num_warps, plan.values)
     return y, mean, rstd, mask
 
 
-def _persistent_grid(plan: _ForwardPlan, device: int) -> tuple[int, int]:
-    """``(programs, blocks_per_program)`` of a persistent forward: the plan's, but at most as many programs a SM as
-    fit on one at once by the compiled kernel's registers, threads and shared memory (``Launcher.programs_that_fit``,
-    known from its first launch on). A grid that asks more runs them in two waves, the second after the first's
-    programs have done all their rows: read on the CPU (sm_90), LayerNorm's 1-warp programs of 1536 columns with
-    float32 weights hold 168 registers (12 of 16 fit), RMSNorm's 4-warp programs of 3072 with a bias and float32
-    weights 72 (7 of 8). Forced to what fits on an H100 (GPU run 445, in turns against the plan's grid): 3000 x 1536
-    x1.165 (LayerNorm) and x1.154 (RMSNorm), 4096 x 1536 x1.010, RMSNorm 3000 / 4096 x 3072 x1.052 / x1.164, 1024 x
-    12288 (8 warps, 148 registers: 1 of 2) x1.022. The forward's rows are independent, so the grid changes no
-    output, and its first call (which compiles the kernel) may launch the plan's; the backward's grid is the order in
-    which its partials are summed, fixed before its first launch (``_backward_grid``)."""
+def _persistent_grid(plan: _ForwardPlan, args: tuple, device: int) -> tuple[int, int]:
+    """``(programs, blocks_per_program)`` of a persistent forward, worked out at its plan's first call (``args``: that
+    call's, at the plan's grid) and kept: the plan's, but at most as many programs a SM as fit on one at once by the
+    compiled kernel's registers, threads and shared memory (``Launcher.programs_that_fit_compiled`` compiles the kernel
+    before its first launch, as the backward's ``_backward_grid``); the plan's in the interpreter. A grid that asks
+    more runs them in two waves, the second after the first's programs have done all their rows: read on the CPU
+    (sm_90), LayerNorm's 1-warp programs of 1536 columns with float32 weights hold 168 registers (12 of 16 fit),
+    RMSNorm's 4-warp programs of 3072 with a bias and float32 weights 72 (7 of 8). Forced to what fits on an H100 (GPU
+    run 445, in turns against the plan's grid): 3000 x 1536 x1.165 (LayerNorm) and x1.154 (RMSNorm), 4096 x 1536
+    x1.010, RMSNorm 3000 / 4096 x 3072 x1.052 / x1.164, 1024 x 12288 (8 warps, 148 registers: 1 of 2) x1.022. The
+    forward's rows are independent, so the grid changes no output; worked out before the first launch (round 61), the
+    first call launches the grid of the later ones."""
     if plan.fitted:
         return plan.fitted[0]
-    fit = NORM_FWD.programs_that_fit(plan.values, plan.num_warps, device) if device >= 0 else None
-    if fit is None:  # not compiled yet (the call that compiles it), or the interpreter
-        return plan.programs, plan.blocks_per_program
-    programs = config.persistent_programs(device, plan.row_blocks, min(fit, plan.programs_per_sm))
-    plan.fitted.append((programs, cdiv(plan.row_blocks, programs)))
-    return plan.fitted[0]
+    grid = plan.programs, plan.blocks_per_program
+    fit = NORM_FWD.programs_that_fit_compiled(args, plan.num_warps, plan.values, device) if device >= 0 else None
+    if fit is not None and fit < plan.programs_per_sm:
+        programs = config.persistent_programs(device, plan.row_blocks, fit)
+        grid = (programs, cdiv(plan.row_blocks, programs))
+    plan.fitted.append(grid)
+    return grid
 
 
 def _row_align(itemsize: int, *lengths: int) -> int:
