@@ -180,14 +180,28 @@ def _persistent_grid(plan: _ForwardPlan, args: tuple, device: int) -> tuple[int,
     x1.010, RMSNorm 3000 / 4096 x 3072 x1.052 / x1.164, 1024 x 12288 (8 warps, 148 registers: 1 of 2) x1.022. The
     forward's rows are independent, so the grid changes no output; worked out before the first launch (round 61), the
     first call launches the grid of the later ones."""
-    if plan.fitted:
-        return plan.fitted[0]
-    grid = plan.programs, plan.blocks_per_program
-    fit = NORM_FWD.programs_that_fit_compiled(args, plan.num_warps, plan.values, device) if device >= 0 else None
-    if fit is not None and fit < plan.programs_per_sm:
-        programs = config.persistent_programs(device, plan.row_blocks, fit)
-        grid = (programs, cdiv(plan.row_blocks, programs))
-    plan.fitted.append(grid)
+    return _fitted_grid(
+        plan.fitted, plan[:2], NORM_FWD, args, plan.num_warps, plan.values, plan.programs_per_sm, plan.row_blocks,
+        device,
+    )  # fmt: skip
+
+
+def _fitted_grid(
+    fitted: list, grid: tuple, launcher: Launcher, args: tuple, num_warps: int, values: tuple, programs_per_sm: int,
+    row_blocks: int, device: int,
+) -> tuple[int, int]:  # fmt: skip
+    """A persistent plan's ``(programs, blocks_per_program)``, the forward's (``_persistent_grid``) and the
+    backward's (``_backward_grid``): ``fitted[0]`` once worked out; else ``grid`` (the plan's, asking
+    ``programs_per_sm`` a SM over ``row_blocks``), but with as many programs a SM as fit on one where fewer do, asked
+    of the kernel compiled for ``args`` before its first launch (``Launcher.programs_that_fit_compiled``; never on the
+    CPU, ``device`` -1), and kept in ``fitted``."""
+    if fitted:
+        return fitted[0]
+    fit = launcher.programs_that_fit_compiled(args, num_warps, values, device) if device >= 0 else None
+    if fit is not None and fit < programs_per_sm:
+        programs = config.persistent_programs(device, row_blocks, fit)
+        grid = (programs, cdiv(row_blocks, programs))
+    fitted.append(grid)
     return grid
 
 
@@ -494,16 +508,11 @@ def _backward_grid(plan: _BackwardPlan, launcher: Launcher, args: tuple, m: int,
     (not read why); RMSNorm's fits. The rules' launches fit (rounds 52 and 57; run 478: no persistent grid changed
     at 32768 x 256-16384, 4096 x 128-15872 (fp16, bf16), 1024 x 12288, 65536 x 1024 and 2048 x 512, for LayerNorm,
     RMSNorm and the masked backward)."""
-    if plan.fitted:
-        return plan.fitted[0]
+    cfg = plan.cfg
     grid = (plan.programs, plan.blocks_per_program)
-    fit = launcher.programs_that_fit_compiled(args, plan.cfg.num_warps, plan.values, device) if device >= 0 else None
-    if fit is not None and fit < plan.cfg.programs_per_sm:
-        row_blocks = cdiv(m, plan.cfg.block_m)
-        programs = config.persistent_programs(device, row_blocks, fit)
-        grid = (programs, cdiv(row_blocks, programs))
-    plan.fitted.append(grid)
-    return grid
+    return _fitted_grid(
+        plan.fitted, grid, launcher, args, cfg.num_warps, plan.values, cfg.programs_per_sm, cdiv(m, cfg.block_m), device
+    )
 
 
 def _mask_tma(n: int, cfg: config.LaunchConfig) -> bool:
