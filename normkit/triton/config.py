@@ -21,7 +21,10 @@ import torch
 # rms/ln_bwd_chunked_max_n: the longest row whose backward runs as one program a row, in chunks, with the whole
 # row's dW/dB partials in registers (two float32 rows of 16384 fill half the register file of an SM); longer rows
 # are split. LayerNorm has no chunked rows (its limit is bwd_max_block_n): its split rows ran 1.34x (32768 x 12288)
-# to 1.52x (4096 x 15872, fp16) faster than its chunked ones or the two kernels that came before (GPU run 82);
+# to 1.52x (4096 x 15872, fp16) faster than its chunked ones or the two kernels that came before (GPU run 82), and
+# again 1.10-2.0x faster than today's chunked kernel (chunks of 2048 / 4096 at 16 / 32 warps, one program a SM, forced)
+# at 4096 and 32768 rows of 12288-16384 (GPU run 503); with dB's partials in registers too they spill 72-112 bytes a
+# thread (sm_90), but fp16's chunks of 4096 at 16 warps spill none and still ran 0.70-0.91x the split rows;
 # RMSNorm's chunked rows at 16384 ran 1.03x faster than split ones (at 9216 and 12288 slower: ``chunked_max_n``).
 # tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32 weights over 16-bit x hold their
 # tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
