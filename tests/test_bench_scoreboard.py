@@ -114,3 +114,14 @@ def test_the_command_draws_the_csvs_gb_per_s(tmp_path, capsys):
     out = tmp_path / "board.png"
     scoreboard.main([_csv(tmp_path, "a.csv", rows), "--plot", str(out)])
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_file_that_is_not_a_bench_csv_is_named(tmp_path, capsys):
+    path = tmp_path / "notes.csv"
+    path.write_text("op,M,N\nln_fwd,8,8\n")
+    with pytest.raises(SystemExit):
+        scoreboard.main([str(path)])
+    assert f"{path} is not a CSV of python -m normkit.bench: no column x_dtype" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        scoreboard.main([str(tmp_path / "absent.csv")])
+    assert "absent.csv" in capsys.readouterr().err

@@ -10,8 +10,8 @@ never counted as a speed) and reports:
   ``LARGE_CALL_BYTES`` whether that share reaches ``COPY_SHARE_TARGET`` (target 2);
 - with ``--sweep``, the cases of those sweeps (``cases.SWEEPS``, the ops given) that no CSV holds: not measured.
 
-Only rows of one run are comparable (the peers' and the copy's): pass the CSVs of one GPU session. A case measured
-twice keeps the row of the last CSV given.
+A case's rows (normkit's, its peers', the copy's share) are only compared with each other, so each case's rows should
+come from one run; where a case and provider come twice, the row of the last CSV given is kept.
 
 Example: ``python -m normkit.bench.scoreboard benchmarks/results/round62/*.csv --sweep genai small tutorial --plot
 board.png``
@@ -25,13 +25,14 @@ import statistics
 from dataclasses import dataclass
 
 from .__main__ import plot
-from .cases import SWEEPS
+from .cases import OPS, SWEEPS
 from .providers import SAME_SIZE_COPY
 
 NORMKIT = "triton"
 LARGE_CALL_BYTES = 128 * 10**6  # target 2's "calls that move 128 MB or more" (GB/s here are 1e9 bytes a second too)
 COPY_SHARE_TARGET = 85.0  # % of the copy's bandwidth
 LEVEL = 0.98  # "within 2%" in the summary
+_COLUMNS = ("op", "M", "N", "x_dtype", "w_dtype", "provider", "status", "bytes")  # every row has these, timed or not
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,6 @@ class Standing:
     nbytes: int
     best_peer: str | None  # None: no peer ran correctly on this case
     peer_us: float | None
-    peer_gbs: float | None
     peer_pct_of_copy: float | None
     failed_peers: tuple[str, ...]  # "liger: wrong", ...
 
@@ -72,7 +72,11 @@ def read_rows(paths: list[str]) -> dict[tuple, dict[str, dict]]:
     cases: dict[tuple, dict[str, dict]] = {}
     for path in paths:
         with open(path, newline="") as f:
-            for row in csv.DictReader(f):
+            reader = csv.DictReader(f)
+            lacking = [c for c in _COLUMNS if c not in (reader.fieldnames or ())]
+            if lacking:
+                raise ValueError(f"{path} is not a CSV of python -m normkit.bench: no column {', '.join(lacking)}")
+            for row in reader:
                 key = (row["op"], int(row["M"]), int(row["N"]), row["x_dtype"], row["w_dtype"])
                 cases.setdefault(key, {})[row["provider"]] = row
     return cases
@@ -109,7 +113,6 @@ def standings(cases: dict[tuple, dict[str, dict]]) -> list[Standing]:
                 nbytes=int(ours["bytes"]),
                 best_peer=best,
                 peer_us=timed.get(best),
-                peer_gbs=float(peers[best]["gbs"]) if best else None,
                 peer_pct_of_copy=float(peers[best]["pct_of_copy"]) if best else None,
                 failed_peers=failed,
             )
@@ -192,13 +195,16 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m normkit.bench.scoreboard", description=__doc__.splitlines()[0])
     parser.add_argument("csv", nargs="+", help="CSVs written by python -m normkit.bench")
     parser.add_argument("--sweep", nargs="*", default=[], choices=sorted(SWEEPS), help="list these sweeps' gaps")
-    parser.add_argument("--ops", nargs="+", default=["ln_fwd", "ln_bwd", "rms_fwd", "rms_bwd"])
+    parser.add_argument("--ops", nargs="+", default=["ln_fwd", "ln_bwd", "rms_fwd", "rms_bwd"], choices=list(OPS))
     parser.add_argument("--out", help="also write the tables to this markdown file")
-    parser.add_argument("--plot", help="also draw the CSVs' GB/s against N, one panel per op and shape, to this file")
+    parser.add_argument("--plot", help="also draw the ops' GB/s against N (a panel per op, rows, dtype) to this file")
     args = parser.parse_args(argv)
-    cases = read_rows(args.csv)
+    try:
+        cases = read_rows(args.csv)
+    except (OSError, ValueError) as why:
+        parser.error(str(why))
     if args.plot:
-        plot(_typed([row for rows in cases.values() for row in rows.values()]), args.plot)
+        plot(_typed([row for key, rows in cases.items() if key[0] in args.ops for row in rows.values()]), args.plot)
     rows = [s for s in standings(cases) if s.op in args.ops]
     if not rows:
         raise SystemExit(f"no timed {NORMKIT} row of the ops {args.ops} in {args.csv}")
