@@ -58,7 +58,7 @@ def test_a_case_without_a_timed_normkit_row_or_without_peers(tmp_path):
     assert "| rms_bwd" not in scoreboard.summary([s])  # no ratio to sum up
 
 
-def test_target_two_counts_only_calls_of_128_mb_or_more(tmp_path):
+def test_target_two_counts_only_calls_of_128_mb_or_more(tmp_path, capsys):
     big = scoreboard.LARGE_CALL_BYTES
     rows = [
         _row("ln_bwd", 32768, 1024, "triton", us=big / 3.2e3 / 1e3, nbytes=big),  # 3200 GB/s: 80% of 4000
@@ -68,10 +68,13 @@ def test_target_two_counts_only_calls_of_128_mb_or_more(tmp_path):
     ]
     got = scoreboard.standings(scoreboard.read_rows([_csv(tmp_path, "a.csv", rows)]))
     assert [s.large for s in got] == [True, True, False]
-    text = scoreboard.summary(got)
-    assert "Calls of at least 128 MB: 2, at 85% of copy or more: 1" in text
-    assert "ln_bwd 32768 x 1024 bf16 80% (cudnn 75%)" in text
+    assert "Calls of at least 128 MB: 2, at 85% of copy or more: 1." in scoreboard.summary(got)
+    (short,) = scoreboard.short_of_copy(got)
+    assert (short.op, short.pct_of_copy, short.peer_pct_of_copy) == ("ln_bwd", 80.0, 75.0)
     assert [line.split("|")[-3].strip() for line in scoreboard.table(got).splitlines()[2:]] == ["**no**", "yes", "-"]
+    scoreboard.main([str(tmp_path / "a.csv")])
+    below = capsys.readouterr().out.split("Below 85% of copy at 128 MB or more:")[1].split("Every case:")[0]
+    assert [line.split(" | ")[:2] for line in below.strip().splitlines()[2:]] == [["| ln_bwd", "32768 x 1024"]]
 
 
 def test_summary_counts_fastest_and_within_two_percent_per_op(tmp_path):
@@ -97,6 +100,7 @@ def test_the_command_lists_the_sweeps_cases_it_was_not_given(tmp_path, capsys):
     scoreboard.main([path, "--sweep", "small", "--ops", "ln_fwd", "rms_fwd", "--out", str(out)])
     printed = capsys.readouterr().out
     assert out.read_text() == printed
+    assert "Below 85% of copy" not in printed  # no call of 128 MB: no such table
     expected = 2 * len(SWEEPS["small"]) - 1
     assert f"Not measured ({expected} of the sweeps' cases)" in printed
     assert f"rms_fwd {m} x {n}" in printed and f"ln_fwd {m} x {n}," not in printed

@@ -137,29 +137,31 @@ def _ratio(s: Standing) -> str:
     return "no peer" if r is None else f"**{r:.3f}**" if r < 1 else f"{r:.3f}"
 
 
-def _peer_share(s: Standing) -> str:
-    return "no peer" if s.best_peer is None else f"{s.best_peer} {s.peer_pct_of_copy:.0f}%"
+def short_of_copy(rows: list[Standing]) -> list[Standing]:
+    """The calls of at least ``LARGE_CALL_BYTES`` whose share of the copy is below ``COPY_SHARE_TARGET``."""
+    return [s for s in rows if s.large and s.pct_of_copy < COPY_SHARE_TARGET]
 
 
 def table(rows: list[Standing]) -> str:
     """A markdown table, one line a case; ratios below 1 (a peer faster) in bold."""
     lines = [
-        "| op | M x N | dtype | normkit us | GB/s | % of copy | best peer | its us | normkit's speed over it | "
-        f">= {LARGE_CALL_BYTES // 10**6} MB: >= {COPY_SHARE_TARGET:.0f}% of copy | peers not timed |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| op | M x N | dtype | normkit us | GB/s | % of copy | best peer | its us | its % of copy | "
+        f"normkit's speed over it | >= {LARGE_CALL_BYTES // 10**6} MB: >= {COPY_SHARE_TARGET:.0f}% of copy | "
+        "peers not timed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in rows:
         target2 = ("yes" if s.pct_of_copy >= COPY_SHARE_TARGET else "**no**") if s.large else "-"
-        peer_us = "-" if s.peer_us is None else f"{s.peer_us:.1f}"
+        peer = "- | -" if s.peer_us is None else f"{s.peer_us:.1f} | {s.peer_pct_of_copy:.1f}"
         lines.append(
             f"| {s.op} | {s.m} x {s.n} | {s.dtype} | {s.us:.1f} | {s.gbs:.0f} | {s.pct_of_copy:.1f} | "
-            f"{s.best_peer or '-'} | {peer_us} | {_ratio(s)} | {target2} | {', '.join(s.failed_peers) or '-'} |"
+            f"{s.best_peer or '-'} | {peer} | {_ratio(s)} | {target2} | {', '.join(s.failed_peers) or '-'} |"
         )
     return "\n".join(lines)
 
 
 def summary(rows: list[Standing]) -> str:
-    """Per op: cases, ahead of or level with the best peer, within 2%, the lowest ratio; then target 2."""
+    """Per op: cases, ahead of or level with the best peer, within 2%, the lowest ratio; then target 2's count."""
     lines = [
         "| op | cases | normkit fastest | within 2% of the best peer | lowest speed over the best peer | median |",
         "|---|---|---|---|---|---|",
@@ -175,18 +177,11 @@ def summary(rows: list[Standing]) -> str:
             f"{low.speed_over_best_peer:.3f} ({low.m} x {low.n} {low.dtype}, {low.best_peer}) | "
             f"{statistics.median(ratios):.3f} |"
         )
-    large = [s for s in rows if s.large]
-    short = [s for s in large if s.pct_of_copy < COPY_SHARE_TARGET]
+    large = sum(s.large for s in rows)
     lines.append("")
     lines.append(
-        f"Calls of at least {LARGE_CALL_BYTES // 10**6} MB: {len(large)}, at {COPY_SHARE_TARGET:.0f}% of copy or more: "
-        f"{len(large) - len(short)}"
-        + (
-            "; below (normkit's share, then the best peer's): "
-            + ", ".join(f"{s.op} {s.m} x {s.n} {s.dtype} {s.pct_of_copy:.0f}% ({_peer_share(s)})" for s in short)
-            if short
-            else ""
-        )
+        f"Calls of at least {LARGE_CALL_BYTES // 10**6} MB: {large}, at {COPY_SHARE_TARGET:.0f}% of copy or more: "
+        f"{large - len(short_of_copy(rows))}."
     )
     return "\n".join(lines)
 
@@ -208,7 +203,13 @@ def main(argv=None) -> None:
     rows = [s for s in standings(cases) if s.op in args.ops]
     if not rows:
         raise SystemExit(f"no timed {NORMKIT} row of the ops {args.ops} in {args.csv}")
-    parts = [summary(rows), table(rows)]
+    short = short_of_copy(rows)
+    parts = [summary(rows)]
+    if short:
+        parts.append(
+            f"Below {COPY_SHARE_TARGET:.0f}% of copy at {LARGE_CALL_BYTES // 10**6} MB or more:\n\n{table(short)}"
+        )
+    parts.append(f"Every case:\n\n{table(rows)}")
     missing = missing_cases(cases, args.sweep, args.ops)
     if args.sweep:
         listed = ", ".join(f"{op} {m} x {n}" for op, m, n, _, _ in missing) or "none"
