@@ -129,3 +129,28 @@ def test_a_file_that_is_not_a_bench_csv_is_named(tmp_path, capsys):
     with pytest.raises(SystemExit):
         scoreboard.main([str(tmp_path / "absent.csv")])
     assert "absent.csv" in capsys.readouterr().err
+
+
+def test_a_round_folder_reads_the_round_it_builds_on_first(tmp_path, capsys):
+    full, later = tmp_path / "round1", tmp_path / "round2"
+    (later / "ab").mkdir(parents=True)
+    full.mkdir()
+    _csv(full, "a.csv", [_row("ln_fwd", 4096, 768, "triton", 10.0), _row("ln_fwd", 4096, 768, "cudnn", 9.0)])
+    _csv(full, "b.csv", [_row("rms_fwd", 4096, 768, "triton", 8.0), _row("rms_fwd", 4096, 768, "cudnn", 9.0)])
+    _csv(later, "c.csv", [_row("ln_fwd", 4096, 768, "triton", 8.5), _row("ln_fwd", 4096, 768, "cudnn", 9.1)])
+    (later / "ab" / "ab.csv").write_text("op,M,N\nln_fwd,8,8\n")  # bench.ab's CSVs, in a subfolder, are not read
+    (later / "builds_on.txt").write_text("round1\n")
+    paths = scoreboard.round_csvs(str(later))
+    assert [p.split("/")[-2:] for p in paths] == [["round1", "a.csv"], ["round1", "b.csv"], ["round2", "c.csv"]]
+    board = {s.op: s for s in scoreboard.standings(scoreboard.read_rows(paths))}
+    assert (board["ln_fwd"].us, board["ln_fwd"].peer_us) == (8.5, 9.1)  # round 2's rows of the case it timed again
+    assert board["rms_fwd"].us == 8.0  # and round 1's of the others
+    scoreboard.main([str(later)])  # a folder given to the command reads the same CSVs
+    out = capsys.readouterr().out
+    assert "| ln_fwd | 1 | 1 | 1 | 1.071 (4096 x 768 bf16, cudnn)" in out and "| rms_fwd | 1 | 1 | 1 | 1.125" in out
+    (later / "builds_on.txt").write_text("round0\n")
+    with pytest.raises(ValueError, match="names 'round0', which is no folder"):
+        scoreboard.round_csvs(str(later))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="empty holds no CSV"):
+        scoreboard.round_csvs(str(tmp_path / "empty"))

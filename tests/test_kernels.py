@@ -858,12 +858,17 @@ def test_few_waves_rules():
         assert fwd(m, 6144) == (4096, 1, 8, 2048)
         assert fwd(m, 6656) == fwd(m, 8192) == (8192, 1, 8, 0)  # one tile, 32 a thread
         assert fwd(m, 8704) == (2048, 5, 8, 0)
-        assert fwd(m, 12288) == (2048, 6, 16, 0) and fwd(m, 14337) == (2048, 8, 8, 0)
+        # 10241-12288 with 16-bit weights: a head of 8192 and a tail of 4096 at 8 warps (GPU run 508); float32
+        # weights keep chunks of 2048 at 4 a thread
+        assert fwd(m, 10241) == fwd(m, 12288) == (8192, 1, 8, 4096)
+        assert config.infer_config(m, 11000).tail_n == 4096 and config.infer_config(m, 11000, w_bytes=4).tail_n == 0
+        assert fwd(m, 10240) == (2048, 5, 8, 0) and fwd(m, 12289) == (2048, 7, 16, 0)
+        assert fwd(m, 12288, w_bytes=4) == (2048, 6, 16, 0) and fwd(m, 14337) == (2048, 8, 8, 0)
         # 12289-14336 at 8 a thread for fp16 x with fp16 weights only (GPU runs 374-375)
         assert fwd(m, 12800) == fwd(m, 14336) == (2048, 7, 16, 0)  # bf16 x (fwd_config's default)
         fp16 = config.fwd_config(m, 12800, x_fp16=True), config.infer_config(m, 14336, x_fp16=True)
         assert [(c.block_n, c.num_chunks, c.num_warps) for c in fp16] == [(2048, 7, 8), (2048, 7, 8)]
-        assert config.fwd_config(m, 12288, x_fp16=True).num_warps == 16
+        assert config.fwd_config(m, 12288, x_fp16=True).tail_n == 4096
         assert config.fwd_config(m, 12800, w_bytes=4, x_fp16=True).num_warps == 16
         assert fwd(m, 4608, True) == (2048, 3, 8, 0)
         assert fwd(m, 8704, True) == (4096, 3, 16, 0)
@@ -1368,6 +1373,7 @@ def test_few_waves_on_the_gpu(op):
     shapes += [(3000, 1200), (3000, 1536), (3000, 2000), (3000, 3072), (3000, 5500)]  # persistent, head + tail
     shapes += [(3000, 4400), (3000, 1300)]  # 16-bit weights: LayerNorm's 4096 + 512 at 2 warps, RMSNorm's 1024 + 512
     shapes += [(3000, 5888)]  # the fused forward's head + tail of 4096 + 2048 at 4 warps
+    shapes += [(3000, 11000)]  # LayerNorm's head + tail of 8192 + 4096 at 8 warps with 16-bit weights (round 63)
     few_rows = [(1024, 12288), (700, 10240), (700, 14000), (300, 20480), (300, 10240), (700, 6144)]
     few_rows += [(1500, 4500), (2000, 5200), (1100, 7000), (1500, 13000)]  # 1025-2048 rows (round 47)
     few_rows += [(1000, 9216), (1800, 8800), (700, 8200), (600, 12000)]  # 513-2048 rows of 8193-12288 (round 48)

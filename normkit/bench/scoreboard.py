@@ -13,7 +13,10 @@ never counted as a speed) and reports:
 A case's rows (normkit's, its peers', the copy's share) are only compared with each other, so each case's rows should
 come from one run; where a case and provider come twice, the row of the last CSV given is kept.
 
-Example: ``python -m normkit.bench.scoreboard benchmarks/results/round62/*.csv --sweep genai small tutorial --plot
+A folder given in place of a CSV stands for its CSVs (``round_csvs``): a round of ``benchmarks/results/`` that timed
+again only the cases its change touched names the round it builds on in a ``builds_on.txt``, whose CSVs come first.
+
+Example: ``python -m normkit.bench.scoreboard benchmarks/results/round63 --sweep genai small tutorial --plot
 board.png``
 """
 
@@ -21,6 +24,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import glob
+import os
 import statistics
 from dataclasses import dataclass
 
@@ -33,6 +38,7 @@ LARGE_CALL_BYTES = 128 * 10**6  # target 2's "calls that move 128 MB or more" (G
 COPY_SHARE_TARGET = 85.0  # % of the copy's bandwidth
 LEVEL = 0.98  # "within 2%" in the summary
 _COLUMNS = ("op", "M", "N", "x_dtype", "w_dtype", "provider", "status", "bytes")  # every row has these, timed or not
+BUILDS_ON = "builds_on.txt"
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,25 @@ class Standing:
     @property
     def dtype(self) -> str:
         return self.x_dtype if self.w_dtype == self.x_dtype else f"{self.x_dtype}/{self.w_dtype}"
+
+
+def round_csvs(folder: str) -> list[str]:
+    """The CSVs a results folder's scoreboard reads, in ``read_rows``' order: first those of the folders its
+    ``builds_on.txt`` names (one a line, beside this folder; theirs in turn), then its own ``*.csv`` (not its
+    subfolders', where ``bench.ab``'s CSVs go), so that its rows replace the older ones of the same case."""
+    paths = []
+    listing = os.path.join(folder, BUILDS_ON)
+    if os.path.exists(listing):
+        with open(listing) as f:
+            for name in (line.strip() for line in f):
+                base = os.path.join(os.path.dirname(os.path.abspath(folder)), name)
+                if name and not os.path.isdir(base):
+                    raise ValueError(f"{listing} names {name!r}, which is no folder beside {folder}")
+                paths += round_csvs(base) if name else []
+    own = sorted(glob.glob(os.path.join(folder, "*.csv")))
+    if not own and not paths:
+        raise ValueError(f"{folder} holds no CSV of python -m normkit.bench")
+    return paths + own
 
 
 def read_rows(paths: list[str]) -> dict[tuple, dict[str, dict]]:
@@ -188,14 +213,14 @@ def summary(rows: list[Standing]) -> str:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m normkit.bench.scoreboard", description=__doc__.splitlines()[0])
-    parser.add_argument("csv", nargs="+", help="CSVs written by python -m normkit.bench")
+    parser.add_argument("csv", nargs="+", help="CSVs of python -m normkit.bench, or folders of them (round_csvs)")
     parser.add_argument("--sweep", nargs="*", default=[], choices=sorted(SWEEPS), help="list these sweeps' gaps")
     parser.add_argument("--ops", nargs="+", default=["ln_fwd", "ln_bwd", "rms_fwd", "rms_bwd"], choices=list(OPS))
     parser.add_argument("--out", help="also write the tables to this markdown file")
     parser.add_argument("--plot", help="also draw the ops' GB/s against N (a panel per op, rows, dtype) to this file")
     args = parser.parse_args(argv)
     try:
-        cases = read_rows(args.csv)
+        cases = read_rows([path for arg in args.csv for path in (round_csvs(arg) if os.path.isdir(arg) else [arg])])
     except (OSError, ValueError) as why:
         parser.error(str(why))
     if args.plot:

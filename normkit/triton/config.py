@@ -155,19 +155,19 @@ def fwd_config(
     of 2049-4096 rows (a few waves of programs) of 1153-3072 columns: most on a persistent grid
     (``_few_waves_persistent_fwd``; the masked forward's rows of 1793-2048 two a step); RMSNorm's of 3073-4095 columns
     one row a tile of 8 warps; of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of
-    4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``; the masked forward's too at 4353-5888 with
-    16-bit weights, its tail of 2048 at 4 warps); 1025-2048 rows of 4353-8191 columns: LayerNorm's as a few waves' (a
-    head tile of 4096 and a tail up to 6144, one tile of 8192 above), RMSNorm's of 6145-8191 one tile of 8192 at 16
-    warps. LayerNorm's few rows (at most 2048) of 8193-12288 columns: a head tile of 8192 and a tail tile (513-1024 rows
-    of 9217-12288 with 16-bit weights on a persistent grid of 2 programs a SM; 257-512 rows: chunks of 2048 at 8 warps;
-    513-1024 rows of 4097-8192: chunks of 1024 at 4; 513-2048 rows of 8193-9216: chunks of 4 a thread, 1024 at 8 warps
-    or, above 1024 rows, 2048 at 16; 1-256 rows of 8193-9216: chunks of 2048 at 16); of 12289-16384 (RMSNorm's
-    8192-16384): chunks of 4096 at 8 warps (RMSNorm 16), but RMSNorm's 513-1024 rows of 8193-8448 and 8705-12288 a head
-    tile of 8192 and a tail tile at 16 warps on a persistent grid of 2 programs a SM (8 warps with a bias or a tail of
-    2048; at 8705-9216 columns of whole 16-element vectors, without a bias or with one and 16-bit weights, chunks of
-    2048 at 8 warps a chunk ahead; on slower DRAM, ``slower_dram``, 8193-12288 and 1025-2048 rows too, those not
-    persistent), and LayerNorm's 1025-2048 rows of 12289-14336 chunks of 2048 at 8 warps. Some chunked rows' second
-    pass loads a chunk ahead (``_second_pass_ahead``).
+    4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``; of 10241-12288 with 16-bit weights 8192 and
+    4096; the masked forward's too at 4353-5888 with 16-bit weights, its tail of 2048 at 4 warps); 1025-2048 rows of
+    4353-8191 columns: LayerNorm's as a few waves' (a head tile of 4096 and a tail up to 6144, one tile of 8192 above),
+    RMSNorm's of 6145-8191 one tile of 8192 at 16 warps. LayerNorm's few rows (at most 2048) of 8193-12288 columns: a
+    head tile of 8192 and a tail tile (513-1024 rows of 9217-12288 with 16-bit weights on a persistent grid of 2
+    programs a SM; 257-512 rows: chunks of 2048 at 8 warps; 513-1024 rows of 4097-8192: chunks of 1024 at 4; 513-2048
+    rows of 8193-9216: chunks of 4 a thread, 1024 at 8 warps or, above 1024 rows, 2048 at 16; 1-256 rows of 8193-9216:
+    chunks of 2048 at 16); of 12289-16384 (RMSNorm's 8192-16384): chunks of 4096 at 8 warps (RMSNorm 16), but RMSNorm's
+    513-1024 rows of 8193-8448 and 8705-12288 a head tile of 8192 and a tail tile at 16 warps on a persistent grid of 2
+    programs a SM (8 warps with a bias or a tail of 2048; at 8705-9216 columns of whole 16-element vectors, without a
+    bias or with one and 16-bit weights, chunks of 2048 at 8 warps a chunk ahead; on slower DRAM, ``slower_dram``,
+    8193-12288 and 1025-2048 rows too, those not persistent), and LayerNorm's 1025-2048 rows of 12289-14336 chunks of
+    2048 at 8 warps. Some chunked rows' second pass loads a chunk ahead (``_second_pass_ahead``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; benchmarks/tuning/): at every N from 256 to 4096 this
     choice was the fastest candidate timed or within 1% of it. GPU runs 60-61 timed 4-16 elements a thread and tiles
@@ -580,7 +580,8 @@ def _few_waves_fwd(n: int, is_rms: bool, w_bytes: int, x_fp16: bool, widest: int
     an eighth of it, chunks of head / 4 (with 16-bit weights, ``w_bytes`` 2, past a sixteenth of it the head and a
     tail of 512 at 2 warps); up to a half, the head and a tail tile after it (``tail_n``, 8 elements a thread: 5120 =
     4096 + 1024 at 4 warps, 6144 = 4096 + 2048 at 8); longer, one tile of 32 a thread; above, chunks of 2048, 8 a
-    thread but at 10241-14336 columns 4 (16 warps), where 8 ran 2-4% slower (fp16 x with 16-bit weights: 10241-12288).
+    thread but at 10241-14336 columns 4 (16 warps), where 8 ran 2-4% slower (fp16 x with 16-bit weights: 10241-12288);
+    with 16-bit weights, rows of 10241-12288 columns as a head tile of 8192 and a tail of 4096 at 8 warps (round 63).
 
     Measured on an H200 (4096 rows, fp16; the tuner, GPU run 107, then runs 109-110 in turns in one process,
     ``benchmarks/results/logs/run1{07,09,10}*``), the rules for many rows (4 elements a thread) -> these (cuDNN):
@@ -603,10 +604,17 @@ def _few_waves_fwd(n: int, is_rms: bool, w_bytes: int, x_fp16: bool, widest: int
     full = row_block_n(n)
     if is_rms:
         return _chunked(n, widest, 2048 if full <= 8192 else 4096, 8, one_tile)
-    if full > widest:  # 8 a thread, but 4 (the rule of many rows) at 10241-12288 columns (14336 but for fp16)
-        return _chunked(
-            n, widest, 2048, 4 if 10240 < n <= (12288 if x_fp16 and w_bytes == 2 else 14336) else 8, one_tile
-        )
+    if w_bytes == 2 and widest + widest // 4 < n <= widest + widest // 2:
+        # 10241-12288 columns with 16-bit weights: the few rows' head tile of 8192 and tail of 4096 at 8 warps, one
+        # program a row, not chunks of 2048 (round 63). In turns against the chunks (``bench.ab``, H200, GPU run 508,
+        # 10752 / 11264 / 11776 / 12288): 4096 rows fp16 x1.044-1.067 (the inference call x1.060-1.122), bf16
+        # x1.079-1.116 (x1.053-1.139), 3000 rows fp16 x1.048-1.088 (x1.079-1.137), 2500 rows bf16 x1.087-1.108
+        # (x1.065-1.144); but float32 weights x0.949-0.973 (4096 and 3000 rows), which keep their chunks. Forced (run
+        # 507, fp16): 16 warps x0.88-0.93, chunks of 4096 at 16 x0.87-0.89. Tails of 512-2048 (8704-10240 columns)
+        # at 8 or 4 warps ran x0.65-0.98 of the chunks there (run 508), but 9216's 8192 + 1024 at 4 warps x1.018
+        return LaunchConfig(1, widest, 1, 8, tail_n=widest // 2)
+    if full > widest:  # 8 a thread, but 4 (the rule of many rows) at 10241-14336 columns unless fp16 x, 16-bit weights
+        return _chunked(n, widest, 2048, 4 if 10240 < n <= 14336 and not (x_fp16 and w_bytes == 2) else 8, one_tile)
     head = full // 2
     if n <= head + head // 8:
         if w_bytes == 2 and n > head + head // 16:
