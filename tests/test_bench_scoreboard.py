@@ -1,5 +1,7 @@
 """``python -m normkit.bench.scoreboard``: normkit against the best peer, read from the bench's CSVs (no GPU)."""
 
+from pathlib import Path
+
 import pytest
 
 from normkit.bench import __main__ as bench
@@ -141,7 +143,7 @@ def test_a_round_folder_reads_the_round_it_builds_on_first(tmp_path, capsys):
     (later / "ab" / "ab.csv").write_text("op,M,N\nln_fwd,8,8\n")  # bench.ab's CSVs, in a subfolder, are not read
     (later / "builds_on.txt").write_text("round1\n")
     paths = scoreboard.round_csvs(str(later))
-    assert [p.split("/")[-2:] for p in paths] == [["round1", "a.csv"], ["round1", "b.csv"], ["round2", "c.csv"]]
+    assert [Path(p).parts[-2:] for p in paths] == [("round1", "a.csv"), ("round1", "b.csv"), ("round2", "c.csv")]
     board = {s.op: s for s in scoreboard.standings(scoreboard.read_rows(paths))}
     assert (board["ln_fwd"].us, board["ln_fwd"].peer_us) == (8.5, 9.1)  # round 2's rows of the case it timed again
     assert board["rms_fwd"].us == 8.0  # and round 1's of the others
@@ -150,6 +152,10 @@ def test_a_round_folder_reads_the_round_it_builds_on_first(tmp_path, capsys):
     assert "| ln_fwd | 1 | 1 | 1 | 1.071 (4096 x 768 bf16, cudnn)" in out and "| rms_fwd | 1 | 1 | 1 | 1.125" in out
     (later / "builds_on.txt").write_text("round0\n")
     with pytest.raises(ValueError, match="names 'round0', which is no folder"):
+        scoreboard.round_csvs(str(later))
+    (later / "builds_on.txt").write_text("round1\n")
+    (full / "builds_on.txt").write_text("round2\n")
+    with pytest.raises(ValueError, match="builds_on.txt of .*round2 leads back to it"):
         scoreboard.round_csvs(str(later))
     (tmp_path / "empty").mkdir()
     with pytest.raises(ValueError, match="empty holds no CSV"):

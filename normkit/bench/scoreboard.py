@@ -73,10 +73,13 @@ class Standing:
         return self.x_dtype if self.w_dtype == self.x_dtype else f"{self.x_dtype}/{self.w_dtype}"
 
 
-def round_csvs(folder: str) -> list[str]:
+def round_csvs(folder: str, _within: tuple[str, ...] = ()) -> list[str]:
     """The CSVs a results folder's scoreboard reads, in ``read_rows``' order: first those of the folders its
     ``builds_on.txt`` names (one a line, beside this folder; theirs in turn), then its own ``*.csv`` (not its
     subfolders', where ``bench.ab``'s CSVs go), so that its rows replace the older ones of the same case."""
+    here = os.path.realpath(folder)
+    if here in _within:
+        raise ValueError(f"{BUILDS_ON} of {folder} leads back to it")
     paths = []
     listing = os.path.join(folder, BUILDS_ON)
     if os.path.exists(listing):
@@ -85,7 +88,7 @@ def round_csvs(folder: str) -> list[str]:
                 base = os.path.join(os.path.dirname(os.path.abspath(folder)), name)
                 if name and not os.path.isdir(base):
                     raise ValueError(f"{listing} names {name!r}, which is no folder beside {folder}")
-                paths += round_csvs(base) if name else []
+                paths += round_csvs(base, (*_within, here)) if name else []
     own = sorted(glob.glob(os.path.join(folder, "*.csv")))
     if not own and not paths:
         raise ValueError(f"{folder} holds no CSV of python -m normkit.bench")
