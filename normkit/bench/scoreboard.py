@@ -84,11 +84,12 @@ def round_csvs(folder: str, _within: tuple[str, ...] = ()) -> list[str]:
     listing = os.path.join(folder, BUILDS_ON)
     if os.path.exists(listing):
         with open(listing) as f:
-            for name in (line.strip() for line in f):
-                base = os.path.join(os.path.dirname(os.path.abspath(folder)), name)
-                if name and not os.path.isdir(base):
-                    raise ValueError(f"{listing} names {name!r}, which is no folder beside {folder}")
-                paths += round_csvs(base, (*_within, here)) if name else []
+            names = [line.strip() for line in f if line.strip()]
+        for name in names:
+            base = os.path.join(os.path.dirname(os.path.abspath(folder)), name)
+            if not os.path.isdir(base):
+                raise ValueError(f"{listing} names {name!r}, which is no folder beside {folder}")
+            paths += round_csvs(base, (*_within, here))
     own = sorted(glob.glob(os.path.join(folder, "*.csv")))
     if not own and not paths:
         raise ValueError(f"{folder} holds no CSV of python -m normkit.bench")
