@@ -1913,7 +1913,8 @@ def test_tma_rules():
     and the masked backward, more than 4096 rows). The masked backward's rows of a multiple of 128 columns (its mask by
     the TMA too) from 4097 rows at 5121-8191 in 8192's tile and at 8193-10240 as LayerNorm's; at 4097-5120 and
     8193-10240 with dx by each thread, its 16-bit weights not held in float32 (``widen_w``), its mask by the TMA as
-    bytes where the weights are float32 (``mask_bytes``; 32-bit words elsewhere)."""
+    bytes where the weights are float32 (``mask_bytes``; 32-bit words elsewhere). LayerNorm's with dB at 2049-4096 rows
+    of 6145-8192 in 8192's tile from three quarters of its minimum (``_few_waves_tma_bwd``)."""
     from dataclasses import replace
 
     from normkit.triton import config
@@ -1926,7 +1927,7 @@ def test_tma_rules():
     # LayerNorm's (not the masked backward's) from 2**25 elements (round 59)
     assert bwd(16384, 2048) == bwd(16385, 2048) and bwd(8192, 4096) == bwd(8193, 4096)
     assert config.bwd_config(16384, 2048, False, tma=True) == bwd(16384, 2048)  # without dB too
-    assert not bwd(16383, 2048).tma and not bwd(8191, 4096).tma and not bwd(4096, 8192).tma
+    assert not bwd(16383, 2048).tma and not bwd(8191, 4096).tma and not bwd(4096, 8192, tma=False).tma
     assert bwd(16385, 2048) == bwd(32768, 2048) == LaunchConfig(1, 2048, 1, 4, 4, tma=True, tma_store=True)
     assert bwd(8193, 4096) == bwd(32768, 4096) == LaunchConfig(1, 4096, 1, 8, 2, tma=True, tma_store=True)
     assert bwd(4097, 8192) == bwd(32768, 8192) == LaunchConfig(1, 8192, 1, 8, 1, tma=True)
@@ -1943,7 +1944,7 @@ def test_tma_rules():
         assert bwd(m - 1, n).tma == (n == 1024) and not bwd(m - 2, n).tma and not bwd(m, n, tma=False).tma, n
         assert not config.bwd_config(m, n, True, tma=True, x_bytes=4).tma, n
     assert not bwd(1 << 17, 512).tma and not bwd(1 << 17, 512, is_rms=True).tma
-    untaken = [(16383, 2048), (8191, 4096), (4096, 8192), (32767, 1024), (32768, 3072), (32768, 16384)]
+    untaken = [(16383, 2048), (8191, 4096), (4096, 8192, True), (32767, 1024), (32768, 3072), (32768, 16384)]
     untaken += [(4096, 4608, True), (4096, 5120, True), (32768, 4096, True), (32768, 8192, True)]
     for shape in untaken:
         assert not bwd(*shape).tma, shape
@@ -1977,10 +1978,20 @@ def test_tma_rules():
     assert not bwd(7281, 4608).tma  # 7281 x 4608 < TMA_MIN_ELEMENTS
     for n in (5632, 6144, 7168, 8191):  # LayerNorm's 5121-8191 in 8192's tile (the masked backward's at 128s)
         assert bwd(32768, n) == LaunchConfig(1, 8192, 1, 8, 1, tma=True), n
-        assert bwd(32768, n, has_mask=True).tma == (n % 128 == 0) and not bwd(4096, n).tma, n
+        assert bwd(32768, n, has_mask=True).tma == (n % 128 == 0) and not bwd(3000, n).tma, n
         assert not config.bwd_config(32768, n, True, tma=True, x_bytes=4).tma, n
     for n in (10248, 12288):
         assert not bwd(32768, n).tma, n
+    # LayerNorm's with dB of 2049-4096 rows of 6145-8192 columns, from three quarters of TMA_MIN_ELEMENTS_LAYER_NORM
+    # (``_few_waves_tma_bwd``, round 64): 8192's tile; not the masked backward's, RMSNorm's, without dB, nor float32 x
+    tile8k = LaunchConfig(1, 8192, 1, 8, 1, tma=True)
+    for m, n in ((4096, 6145), (4096, 7168), (3511, 7168), (3072, 8192), (4096, 8192)):
+        assert bwd(m, n) == bwd(m, n, w_bytes=4) == tile8k, (m, n)
+        assert not bwd(m, n, tma=False).tma and not bwd(m, n, is_rms=True).tma, (m, n)
+        assert not bwd(m, n, has_mask=True).tma and not config.bwd_config(m, n, False, tma=True).tma, (m, n)
+        assert not config.bwd_config(m, n, True, tma=True, x_bytes=4).tma, (m, n)
+    for m, n in ((4096, 6144), (3510, 7168), (3071, 8192), (3000, 6656), (2049, 8192), (4096, 8200)):
+        assert bwd(m, n) != tile8k, (m, n)
     # the masked backward at 2048 and 4096 columns (its mask bytes a row block ahead) and 8192
     assert bwd(16385, 2048, has_mask=True) == LaunchConfig(1, 2048, 1, 4, 4, ahead=True, tma=True, tma_store=True)
     assert bwd(8193, 4096, has_mask=True) == LaunchConfig(1, 4096, 1, 4, 2, ahead=True, tma=True, tma_store=True)
@@ -2022,6 +2033,7 @@ def test_tma_backward_on_the_gpu(op):
     shapes += [(16384, 2048, {ln}), (8192, 8200 + 4096, set()), (3000, 4608, set()), (8200, 4608, {ln, masked})]
     shapes += [(4100, 9216, {ln, masked, rms}), (4100, 12288, {rms}), (8200, 6144, {ln, masked}), (8200, 6152, {ln})]
     shapes += [(4096, 9216, {ln, rms}), (32776, 1024, {ln, masked, rms}), (33600, 1000, {ln, rms})]
+    shapes += [(4096, 7000, {ln}), (3000, 7000, set())]  # LayerNorm's few waves of 6145-8192 (round 64)
     for m, n, taken in shapes:
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")

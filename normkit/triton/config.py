@@ -220,10 +220,10 @@ def bwd_config(
     accumulator needs the registers of more threads). Longer rows, and the others above 8192 columns, split over several
     programs (``split_rows_config``). Calls of 2049-4096 rows (no mask): ``_few_waves_bwd`` (rows of 2049-4096 columns
     two a tile at 16 elements a thread, one 16-warp program a SM; LayerNorm's of 4097-5120 split in parts of 1024, of
-    5121-6144 a head and a tail tile); with the mask, ``_few_waves_masked_bwd`` (rows of 4097-5632, 6144 and 7168
-    columns split in parts of 1024). RMSNorm's rows of 4097-5120 and 8193-12288 columns with 16-bit x (``x_bytes``, the
-    size of an element of x; ``w_bytes``, of the weights): ``_rms_head_tail_bwd`` (at 8193-12288 by the TMA where
-    ``tma``).
+    5121-6144 a head and a tail tile; LayerNorm's of 6145-8192 with dB by the TMA, ``_few_waves_tma_bwd``); with the
+    mask, ``_few_waves_masked_bwd`` (rows of 4097-5632, 6144 and 7168 columns split in parts of 1024). RMSNorm's rows of
+    4097-5120 and 8193-12288 columns with 16-bit x (``x_bytes``, the size of an element of x; ``w_bytes``, of the
+    weights): ``_rms_head_tail_bwd`` (at 8193-12288 by the TMA where ``tma``).
 
     Measured on an H200 (bf16 x, fp32 weights, M = 32768; GPU runs 40-43, every candidate of tiles 1024-8192, 4-32
     elements a thread and 1-8 programs a SM timed in one process, ``benchmarks/results/logs/run4[013]_*``): the
@@ -240,7 +240,8 @@ def bwd_config(
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
-    tma = tma and m * n >= (TMA_MIN_ELEMENTS if is_rms or has_mask else TMA_MIN_ELEMENTS_LAYER_NORM)
+    few_waves_tma = _few_waves_tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
+    tma = tma and (m * n >= (TMA_MIN_ELEMENTS if is_rms or has_mask else TMA_MIN_ELEMENTS_LAYER_NORM) or few_waves_tma)
     limits = tuple(LIMITS.values())
     return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, w_bytes, limits)
 
@@ -759,26 +760,27 @@ def _tma_bwd(
     m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int
 ) -> LaunchConfig | None:
     """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), one row a program but at
-    513-1024 columns (two; last sentence of this paragraph):
-    LayerNorm (with dB) at 2048 columns (4 warps, 4 programs a SM), 4096 (8 warps, 2 a SM; dx stored by the TMA at both)
-    and 8192 (8 warps, one a SM, dx stored by each thread), in calls of at least ``TMA_MIN_ELEMENTS`` (``bwd_config``):
-    from 16385 rows of 2048, 8193 of 4096, 4097 of 8192. The masked backward (LayerNorm + clamped ReLU) the same, its
-    programs of 4 warps at 4096, its mask loaded by the TMA (``ops._mask_tma``; where that cannot be, its bytes a row
-    block ahead at 2048 and 4096: ``ahead``). With 16-bit x (``x_bytes``), head + tail tiles (round 33, below):
-    LayerNorm's rows of 8193-10240 columns a head of 8192 and a tail of 2048 at 8 warps, one a SM (any rows, as the call
-    is large enough; fp16 weights held as loaded, ``widen_w``); LayerNorm's and the masked backward's rows of 4097-5120
-    in calls of more than 4096 rows a head of 4096 and a tail of 1024 at 4 warps, two a SM, dx stored by the TMA;
-    LayerNorm's rows of 5121-8191 in calls of more than 4096 rows in 8192's tile. None elsewhere (RMSNorm's head + tail
-    tiles by the TMA are ``_rms_head_tail_bwd``'s, beside their launches on ``norm_bwd_kernel``). The masked backward's
-    rows of a multiple of ``MASK_TMA_COLUMNS`` (its mask loaded by the TMA too, round 34, below), more than 4096 rows:
-    LayerNorm's launches at 5121-10240 as well, and at 4097-5120 and 8193-10240 dx stored by each thread, 16-bit weights
-    not held in float32 (``widen_w``: fp16's held as loaded and widened at every row block, bfloat16's loaded again),
-    float32 weights held and the mask by the TMA as bytes rather than words (``mask_bytes``). Rows of 513-1024 columns
-    of 16-bit x (from 32769 rows of 1024), LayerNorm's and RMSNorm's with or without dB and the masked backward's of a
-    multiple of 128 columns: two rows a program of 4 warps, 4 programs a SM, dx stored by the TMA (round 57, below).
-    Rows of 2048 of 16-bit x without the mask, RMSNorm's and LayerNorm's without dB too: LayerNorm's launch (round 58).
-    LayerNorm's without dB of 16-bit x, more than 16384 rows (``m`` as ``_rows_key`` rounds it), of 4096 and 5121-8192
-    columns: LayerNorm's launches with dB (round 58).
+    513-1024 columns (two; last sentence of this paragraph): LayerNorm (with dB) at 2048 columns (4 warps, 4 programs a
+    SM), 4096 (8 warps, 2 a SM; dx stored by the TMA at both) and 8192 (8 warps, one a SM, dx stored by each thread), in
+    calls of at least ``TMA_MIN_ELEMENTS`` (``bwd_config``): from 16385 rows of 2048, 8193 of 4096, 4097 of 8192;
+    LayerNorm's with dB of 6145-8192 columns at 2049-4096 rows of 16-bit x in 8192's tile from three quarters of that
+    minimum (``_few_waves_tma_bwd``). The masked backward (LayerNorm + clamped ReLU) the same, its programs of 4 warps
+    at 4096, its mask loaded by the TMA (``ops._mask_tma``; where that cannot be, its bytes a row block ahead at 2048
+    and 4096: ``ahead``). With 16-bit x (``x_bytes``), head + tail tiles (round 33, below): LayerNorm's rows of
+    8193-10240 columns a head of 8192 and a tail of 2048 at 8 warps, one a SM (any rows, as the call is large enough;
+    fp16 weights held as loaded, ``widen_w``); LayerNorm's and the masked backward's rows of 4097-5120 in calls of more
+    than 4096 rows a head of 4096 and a tail of 1024 at 4 warps, two a SM, dx stored by the TMA; LayerNorm's rows of
+    5121-8191 in calls of more than 4096 rows in 8192's tile. None elsewhere (RMSNorm's head + tail tiles by the TMA are
+    ``_rms_head_tail_bwd``'s, beside their launches on ``norm_bwd_kernel``). The masked backward's rows of a multiple of
+    ``MASK_TMA_COLUMNS`` (its mask loaded by the TMA too, round 34, below), more than 4096 rows: LayerNorm's launches at
+    5121-10240 as well, and at 4097-5120 and 8193-10240 dx stored by each thread, 16-bit weights not held in float32
+    (``widen_w``: fp16's held as loaded and widened at every row block, bfloat16's loaded again), float32 weights held
+    and the mask by the TMA as bytes rather than words (``mask_bytes``). Rows of 513-1024 columns of 16-bit x (from
+    32769 rows of 1024), LayerNorm's and RMSNorm's with or without dB and the masked backward's of a multiple of 128
+    columns: two rows a program of 4 warps, 4 programs a SM, dx stored by the TMA (round 57, below). Rows of 2048 of
+    16-bit x without the mask, RMSNorm's and LayerNorm's without dB too: LayerNorm's launch (round 58). LayerNorm's
+    without dB of 16-bit x, more than 16384 rows (``m`` as ``_rows_key`` rounds it), of 4096 and 5121-8192 columns:
+    LayerNorm's launches with dB (round 58).
 
     Round 58 (GPU run 483, H200, forced in turns, us a call, L2 flushed, ``.ab/probe/rms2048_58.py``): at 2048 columns
     by the TMA in one row of 4 warps, 4 programs a SM, dx stored by the TMA, against ``norm_bwd_kernel``'s two rows of 8
@@ -908,8 +910,8 @@ def _tma_bwd(
         return None
     if 8192 < n <= 10240 and x_bytes == 2 and not has_mask:
         return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, widen_w=w_bytes == 2)
-    if m <= 4096:
-        return None
+    if m <= 4096:  # at 2049-4096 rows LayerNorm's 6145-8192 with dB (``_few_waves_tma_bwd``, which lets ``tma`` be)
+        return LaunchConfig(1, 8192, 1, 8, 1, tma=True) if 6144 < n <= 8192 and x_bytes == 2 and not has_mask else None
     if 8192 < n <= 10240 and x_bytes == 2 and mask_by_tma:
         return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, widen_w=w_bytes == 2, mask_bytes=w_bytes == 4)
     if 4096 < n <= 5120 and x_bytes == 2 and mask_by_tma:
@@ -923,6 +925,26 @@ def _tma_bwd(
     if n == 8192 or (5120 < n < 8192 and x_bytes == 2 and (mask_by_tma or not has_mask)):
         return LaunchConfig(1, 8192, 1, 8, 1, tma=True)
     return None
+
+
+def _few_waves_tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:
+    """Whether LayerNorm's backward with dB of 2049-4096 rows of 6145-8192 columns of 16-bit x, no mask, takes the
+    TMA kernel (one row of 8192's tile a program of 8 warps, one a SM: ``_tma_bwd``) in calls below
+    ``TMA_MIN_ELEMENTS_LAYER_NORM``, from three quarters of it (25165824 elements: at 4096 rows from 6145 columns, at
+    3072 rows at 8192). ``norm_bwd_kernel``'s one tile of 8192 at 8 warps ran there before.
+
+    Round 64 (GPU runs 512-513, H200, forced in turns, GPU time with L2 flushed, us a call; ``.ab/probe/bwd64.py``,
+    ``forced64.py``): 4096 rows fp16 6656 / 7168 / 7680 / 8192 64.1 -> 57.4 (x1.116) / x1.110 / x1.107 / x1.039 (200
+    calls back to back x1.118 / x1.120 / x1.141 / x1.043; cuDNN 61.6 at 6656); 3000 rows bf16 x float32 weights x1.095 /
+    x1.079 / x1.092 / x1.132 in GPU time, but back to back 1.005 / 1.083 / 0.939 / 0.964 (the rule's calls took 47-63 us
+    there against 51-56 of GPU time: the host's time near the GPU's, and the TMA's host time is longer), so calls below
+    three quarters of the minimum keep ``norm_bwd_kernel``. At 5121-6144 (a head of 4096 and a tail of 2048 by the TMA,
+    or 8192's tile) fp16 0.96-0.99, bf16 x float32 x1.05-1.09 in GPU time but 0.95-0.99 back to back; 4096 x 5120
+    0.83-1.06: not there."""
+    return (
+        2048 < m <= 4096 and 6144 < n <= 8192 and m * n >= 3 * TMA_MIN_ELEMENTS_LAYER_NORM // 4 and has_dbias
+        and not has_mask and not is_rms and x_bytes == 2
+    )  # fmt: skip
 
 
 def _few_waves_bwd(n: int, is_rms: bool) -> LaunchConfig | None:
