@@ -1927,7 +1927,7 @@ def test_tma_rules():
     # LayerNorm's (not the masked backward's) from 2**25 elements (round 59)
     assert bwd(16384, 2048) == bwd(16385, 2048) and bwd(8192, 4096) == bwd(8193, 4096)
     assert config.bwd_config(16384, 2048, False, tma=True) == bwd(16384, 2048)  # without dB too
-    assert not bwd(16383, 2048).tma and not bwd(8191, 4096).tma and not bwd(4096, 8192, tma=False).tma
+    assert not bwd(16383, 2048).tma and not bwd(8191, 4096).tma  # 4096 x 8192: ``_few_waves_tma_bwd``, below
     assert bwd(16385, 2048) == bwd(32768, 2048) == LaunchConfig(1, 2048, 1, 4, 4, tma=True, tma_store=True)
     assert bwd(8193, 4096) == bwd(32768, 4096) == LaunchConfig(1, 4096, 1, 8, 2, tma=True, tma_store=True)
     assert bwd(4097, 8192) == bwd(32768, 8192) == LaunchConfig(1, 8192, 1, 8, 1, tma=True)

@@ -896,7 +896,8 @@ def _tma_bwd(
     direct path, the descriptors built unchecked; 81 us through Triton's own; 51 with the tensor maps kept, run 163,
     against 35), so calls back to back would run slower; RMSNorm at 4096 x 6144 (x0.91: with a tail of 2048 its program
     takes 143 registers, so one fits a SM where two were launched) and 32768 x 4096 (x1.00); LayerNorm at 4096 rows
-    (0.78-0.98 in the trials: 170-250 registers with a tail or at 8192; at 16 warps 0.45-0.97); RMSNorm at 4096 x 7168
+    (0.78-0.98 in the trials: 170-250 registers with a tail or at 8192; at 16 warps 0.45-0.97; since round 64 its
+    6145-8192 by the TMA there, ``_few_waves_tma_bwd``, with the kernel as it is now); RMSNorm at 4096 x 7168
     and x 8192 (0.88-0.97); rows of 1024 one a program (0.87-0.99; round 57's two a program, above, gained);
     RMSNorm at 2048-3072 (0.97-1.05: level)."""
     mask_by_tma = has_mask and n % MASK_TMA_COLUMNS == 0  # the mask by the TMA too (round 34)
