@@ -911,8 +911,8 @@ def _tma_bwd(
         return None
     if 8192 < n <= 10240 and x_bytes == 2 and not has_mask:
         return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, widen_w=w_bytes == 2)
-    if m <= 4096:  # at 2049-4096 rows LayerNorm's 6145-8192 with dB (``_few_waves_tma_bwd``, which lets ``tma`` be)
-        return LaunchConfig(1, 8192, 1, 8, 1, tma=True) if 6144 < n <= 8192 and x_bytes == 2 and not has_mask else None
+    if m <= 4096 and not (6144 < n <= 8192 and x_bytes == 2 and not has_mask):
+        return None  # at 2049-4096 rows only LayerNorm's 6145-8192 (``_few_waves_tma_bwd``): 8192's tile, below
     if 8192 < n <= 10240 and x_bytes == 2 and mask_by_tma:
         return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, widen_w=w_bytes == 2, mask_bytes=w_bytes == 4)
     if 4096 < n <= 5120 and x_bytes == 2 and mask_by_tma:
