@@ -873,6 +873,12 @@ def test_few_waves_rules():
         assert config.fwd_config(m, 12288, x_fp16=True).tail_n == 4096
         assert config.fwd_config(m, 12800, w_bytes=4, x_fp16=True).num_warps == 16
         assert fwd(m, 4608, True) == (2048, 3, 8, 0)
+        # RMSNorm's 7169-8192 with 16-bit weights, float32 weights at 8192: one tile at 16 warps (GPU run 519)
+        assert fwd(m, 7169, True) == fwd(m, 7680, True) == fwd(m, 8192, True, w_bytes=4) == (8192, 1, 16, 0)
+        assert fwd(m, 7168, True) == (2048, 4, 8, 0) and fwd(m, 7680, True, w_bytes=4) == (2048, 4, 8, 0)
+        assert config.infer_config(m, 8000, is_rms=True).num_chunks == 1 and fwd(m, 8000) == (8192, 1, 8, 0)
+        for call in (config.fwd_config, config.infer_config):  # with a bias: chunks (forced in turns, GPU run 520)
+            assert call(m, 7680, is_rms=True, has_bias=True).num_chunks == 4
         assert fwd(m, 8704, True) == (4096, 3, 16, 0)
         assert fwd(m, 4096) == fwd(32768, 4096)  # one-tile rows as before
         assert fwd(m, 3584, True) == fwd(m, 3073, True) == (4096, 1, 8, 0)  # RMSNorm's 3073-4095: one row a tile
@@ -882,6 +888,12 @@ def test_few_waves_rules():
     assert config.fwd_config(2048, 3584, True).block_m == config.fwd_config(32768, 3584, True).block_m == 2
     assert config.fwd_config(4096, 4096, True).block_m == 2
     assert fwd(1024, 12288) == (8192, 1, 8, 4096)  # few rows: LayerNorm's head + tail
+    # at most 4096 rows of 65-128 columns: tiles of 8 rows at 1 warp (round 65, GPU runs 520-521); 129-256 and more
+    # rows as before
+    for m, n, is_rms in ((4096, 128, False), (4096, 65, True), (2049, 100, False), (1024, 128, True)):
+        assert (config.fwd_config(m, n, is_rms).block_m, config.fwd_config(m, n, is_rms).num_warps) == (8, 1)
+    assert config.fwd_config(4097, 128).block_m == 32 and config.fwd_config(4096, 256).block_m == 8
+    assert config.fwd_config(4096, 64).block_m == 32 and config.fwd_config(4096, 64).num_warps == 2
     assert fwd(2048, 12288, True)[3] == fwd(1024, 12289)[3] == 0 and fwd(1024, 12288, True) == (8192, 1, 16, 4096)
 
     # the fused forward of a few waves of rows of 4353-5888 with 16-bit weights takes the plain one's head + tail
@@ -1376,6 +1388,7 @@ def test_few_waves_on_the_gpu(op):
     shapes += [(3000, 4400), (3000, 1300)]  # 16-bit weights: LayerNorm's 4096 + 512 at 2 warps, RMSNorm's 1024 + 512
     shapes += [(3000, 5888)]  # the fused forward's head + tail of 4096 + 2048 at 4 warps
     shapes += [(3000, 11000)]  # LayerNorm's head + tail of 8192 + 4096 at 8 warps with 16-bit weights (round 63)
+    shapes += [(3000, 7500), (3000, 8192)]  # RMSNorm's one tile of 8192 at 16 warps (round 65; float32 weights: 8192)
     few_rows = [(1024, 12288), (700, 10240), (700, 14000), (300, 20480), (300, 10240), (700, 6144)]
     few_rows += [(1500, 4500), (2000, 5200), (1100, 7000), (1500, 13000)]  # 1025-2048 rows (round 47)
     few_rows += [(1000, 9216), (1800, 8800), (700, 8200), (600, 12000)]  # 513-2048 rows of 8193-12288 (round 48)
@@ -1391,6 +1404,19 @@ def test_few_waves_on_the_gpu(op):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")
             check_forward("triton", op, x, w, b)
             check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", list(FORWARDS))
+def test_few_short_rows_on_the_gpu(op):
+    """At most 4096 rows of 65-128 columns: tiles of 8 rows at 1 warp (round 65), compiled as launched, forward and
+    backward, against the reference; with and without a bias, fp16 and bf16 x with float32 weights."""
+    for m, n in ((4096, 128), (3000, 100), (7, 128), (1, 97)):
+        for dtypes in (DTYPES[1], DTYPES[3]):
+            for bias in (True, False):
+                x, w, b = make_inputs(m, n, *dtypes, bias=bias)
+                check_forward("triton", op, x, w, b)
+                check_backward("triton", op, x, w, b, has_dbias=bias and op != "rms_norm")
 
 
 @pytest.mark.parametrize("op", list(FORWARDS))

@@ -139,22 +139,23 @@ def fwd_config(
     m: int, n: int, is_rms: bool = False, has_mask: bool = False, w_bytes: int = 2, x_fp16: bool = False,
     slower_dram: bool = False, has_bias: bool = False,
 ) -> LaunchConfig:  # fmt: skip
-    """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns), 32
-    elements a thread (RMSNorm's tiles of 2 rows of 1024: 16). Above 4096 columns, when there are more than 2048 rows, 4
-    elements a thread (as Inductor's looped reductions): chunks of 2048 at 16 warps, or for LayerNorm up to 8192 columns
-    (7168 on slower DRAM, ``slower_dram``) 1024 at 8 warps; with fewer rows, chunks of 2048 (4096 above N = 8192) at 4
-    warps, so that every program runs in the first wave. Many rows above 16384 columns: one program of 32 warps a SM,
-    chunks of 4096 (above 32768 columns 8192, 8 elements a thread). The clamped ReLU's forward of more than 4096 rows of
-    512-4096 columns: two rows a tile (one of 4096); of many rows above 4096 columns, and of few rows (at most 2048) of
-    4097-16384: 8 chunks a row (N rounded up to a power of two, / 8), 8 elements a thread (1024 at 4 warps up to 8192
-    columns, 2048 at 8 up to 16384, 4096 at 16, 8192 at 32), but on slower DRAM many rows of 4097-8192 columns
-    (16-element aligned) the plain forward's chunks of 4 a thread, their mask bytes by nibbles (7169-8192: chunks of
-    2048 at 8 warps), and 129-256 and 513-1024 rows of 8193-9216 columns (16-element aligned) the plain forward's chunks
-    of 4 a thread, their mask bytes by nibbles (``ops._pair_nibbles``). The forwards (the fused one too) of more than
-    4096 rows of 256 columns: eight rows a tile of 2 warps, above 8192 rows on a persistent grid, 8 programs a SM. Calls
-    of 2049-4096 rows (a few waves of programs) of 1153-3072 columns: most on a persistent grid
+    """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns, 1024
+    of at most 128), 32 elements a thread (RMSNorm's tiles of 2 rows of 1024: 16). Above 4096 columns, when there are
+    more than 2048 rows, 4 elements a thread (as Inductor's looped reductions): chunks of 2048 at 16 warps, or for
+    LayerNorm up to 8192 columns (7168 on slower DRAM, ``slower_dram``) 1024 at 8 warps; with fewer rows, chunks of 2048
+    (4096 above N = 8192) at 4 warps, so that every program runs in the first wave. Many rows above 16384 columns: one
+    program of 32 warps a SM, chunks of 4096 (above 32768 columns 8192, 8 elements a thread). The clamped ReLU's forward
+    of more than 4096 rows of 512-4096 columns: two rows a tile (one of 4096); of many rows above 4096 columns, and of
+    few rows (at most 2048) of 4097-16384: 8 chunks a row (N rounded up to a power of two, / 8), 8 elements a thread
+    (1024 at 4 warps up to 8192 columns, 2048 at 8 up to 16384, 4096 at 16, 8192 at 32), but on slower DRAM many rows of
+    4097-8192 columns (16-element aligned) the plain forward's chunks of 4 a thread, their mask bytes by nibbles
+    (7169-8192: chunks of 2048 at 8 warps), and 129-256 and 513-1024 rows of 8193-9216 columns (16-element aligned) the
+    plain forward's chunks of 4 a thread, their mask bytes by nibbles (``ops._pair_nibbles``). The forwards (the fused
+    one too) of more than 4096 rows of 256 columns: eight rows a tile of 2 warps, above 8192 rows on a persistent grid,
+    8 programs a SM. Calls of 2049-4096 rows (a few waves of programs) of 1153-3072 columns: most on a persistent grid
     (``_few_waves_persistent_fwd``; the masked forward's rows of 1793-2048 two a step); RMSNorm's of 3073-4095 columns
-    one row a tile of 8 warps; of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread, and LayerNorm's rows of
+    one row a tile of 8 warps; of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread (RMSNorm's of 7169-8192
+    without a bias, with 16-bit weights or float32 at 8192, one tile of 8192 at 16 warps), and LayerNorm's rows of
     4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``; of 10241-12288 with 16-bit weights 8192 and
     4096; the masked forward's too at 4353-5888 with 16-bit weights, its tail of 2048 at 4 warps); 1025-2048 rows of
     4353-8191 columns: LayerNorm's as a few waves' (a head tile of 4096 and a tail up to 6144, one tile of 8192 above),
@@ -282,9 +283,11 @@ def _infer_heuristic(
     # RMSNorm's rows of at most 9216 columns with a bias keep the launch without one (``_fwd_heuristic``'s round 51
     # rule: the inference call x0.943-0.975 there at 8 warps), but their 513-1024 rows of 8705-9216 take the training
     # forward's launch with its bias: its chunks where it has them (16-bit weights, whole 16-element vectors; round
-    # 56, ``rmsbias56.py``, GPU run 463: x1.038-1.075 at 1024 x 8720-9216), else its head + tail at 16 warps
+    # 56, ``rmsbias56.py``, GPU run 463: x1.038-1.075 at 1024 x 8720-9216), else its head + tail at 16 warps. So do
+    # RMSNorm's 7169-8192 columns with a bias: the launch without one there (``_few_waves_fwd``'s one tile at 16 warps,
+    # round 65) ran x0.94-0.95 of the chunks in the training forward with a bias (GPU run 520)
     widest = LIMITS["fwd_max_block_n"]
-    bias_rule = has_bias and n > widest * 9 // 8
+    bias_rule = has_bias and (n > widest * 9 // 8 or (is_rms and widest * 7 // 8 < n <= widest))
     if is_rms and has_bias and m == 1024 and not slower_dram and widest + widest // 16 < n <= widest * 9 // 8:
         trained = _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, True, _limits)
         return trained if trained.num_chunks > 1 else replace(trained, num_warps=16)
@@ -334,7 +337,7 @@ def _fwd_heuristic(
         # turns, run 397); on an H200 (runs 397-398) bf16 4096 x 4400 / 4608 / 5120 x1.291 / x1.307 / x1.054, 3000 x
         # 4608 / 5120 x1.236 / x1.036, 4096 x 5376-5888 x1.078-1.108 (fp16 and bf16; the tail at 8 warps x1.03-1.08),
         # but 6144 x0.997, and float32 weights x0.949-1.008 (4608-6144): those keep their chunks
-        head_tail = _few_waves_fwd(n, is_rms, w_bytes, x_fp16, widest, one_tile)
+        head_tail = _few_waves_fwd(n, is_rms, w_bytes, x_fp16, has_bias, widest, one_tile)
         if head_tail.tail_n:
             return replace(head_tail, num_warps=min(4, head_tail.num_warps))
     if m == 2048 and not has_mask and one_tile + one_tile // 16 < n < widest and (not is_rms or n > one_tile * 3 // 2):
@@ -349,7 +352,9 @@ def _fwd_heuristic(
         # RMSNorm's head + tail tiles ran x1.04-1.15 at 2048 rows but x0.945-0.990 at 1100-1536 rows, and one tile of
         # 8192 x0.97-0.99 there (run 407), so RMSNorm keeps its chunks there
         whole_row = (
-            LaunchConfig(1, widest, 1, 16) if is_rms else _few_waves_fwd(n, is_rms, w_bytes, x_fp16, widest, one_tile)
+            LaunchConfig(1, widest, 1, 16)
+            if is_rms
+            else _few_waves_fwd(n, is_rms, w_bytes, x_fp16, has_bias, widest, one_tile)
         )
         if whole_row.num_chunks == 1:
             return whole_row
@@ -382,7 +387,9 @@ def _fwd_heuristic(
         # 512 rows of at most 8192 (128 x 8192 fp16 x0.916; M as _rows_key rounds it up to a power of two)
         chunked = _chunked(n, widest, row_block_n(n) // 8, 8, one_tile)
     elif 2048 < m <= 4096 and row_block_n(n) <= 16384 and row_block_n(n) > one_tile:
-        return _second_pass_ahead(_few_waves_fwd(n, is_rms, w_bytes, x_fp16, widest, one_tile), n, is_rms, has_mask)
+        return _second_pass_ahead(
+            _few_waves_fwd(n, is_rms, w_bytes, x_fp16, has_bias, widest, one_tile), n, is_rms, has_mask
+        )
     elif m > 2048 and row_block_n(n) > 16384:
         # one program of 32 warps a SM, so that the rows pass two reads again stay in L2: chunks of 4096 (4 elements
         # a thread), above 32768 columns 8192 (8 a thread)
@@ -530,7 +537,7 @@ def _fwd_heuristic(
         # level; 8200 x 512 x1.008, x 4096 x1.042)
         tile = min(4096, 2 * block_n)
     else:
-        tile = 2048 if _few_short_rows(m, block_n) else max(4096, 2 * block_n)
+        tile = (1024 if block_n == 128 else 2048) if _few_short_rows(m, block_n) else max(4096, 2 * block_n)
     block_m = _rows_per_tile(m, block_n, tile)
     if is_rms and not has_mask and 2048 < m <= 4096 and 3072 < n < 4096:
         # RMSNorm's few waves of 3073-4095 columns: one row a tile of 8 warps, not two (the tuner, GPU run 354: 4096
@@ -574,15 +581,18 @@ def _second_pass_ahead(cfg: LaunchConfig, n: int, is_rms: bool, has_mask: bool) 
     return replace(cfg, ahead=True) if ahead else cfg
 
 
-def _few_waves_fwd(n: int, is_rms: bool, w_bytes: int, x_fp16: bool, widest: int, one_tile: int) -> LaunchConfig:
-    """Rows too long for one tile of ``one_tile`` when there are 2049-4096 of them (a call of a few waves of
-    programs): 8 elements a thread, where many rows are faster at 4. RMSNorm in chunks of 2048 (4096 above 8192
-    columns); LayerNorm up to ``widest`` (8192) columns by the row's length past the half tile ``head`` (4096): up to
-    an eighth of it, chunks of head / 4 (with 16-bit weights, ``w_bytes`` 2, past a sixteenth of it the head and a
-    tail of 512 at 2 warps); up to a half, the head and a tail tile after it (``tail_n``, 8 elements a thread: 5120 =
-    4096 + 1024 at 4 warps, 6144 = 4096 + 2048 at 8); longer, one tile of 32 a thread; above, chunks of 2048, 8 a
-    thread but at 10241-14336 columns 4 (16 warps), where 8 ran 2-4% slower (fp16 x with 16-bit weights: 10241-12288);
-    with 16-bit weights, rows of 10241-12288 columns as a head tile of 8192 and a tail of 4096 at 8 warps (round 63).
+def _few_waves_fwd(
+    n: int, is_rms: bool, w_bytes: int, x_fp16: bool, has_bias: bool, widest: int, one_tile: int
+) -> LaunchConfig:
+    """Rows too long for one tile of ``one_tile`` when there are 2049-4096 of them (a call of a few waves of programs):
+    8 elements a thread, where many rows are faster at 4. RMSNorm in chunks of 2048 (4096 above 8192 columns), but
+    7169-8192 columns with 16-bit weights (float32 weights: 8192) and no bias in one tile at 16 warps; LayerNorm up to
+    ``widest`` (8192) columns by the row's length past the half tile ``head`` (4096): up to an eighth of it, chunks of
+    head / 4 (with 16-bit weights, ``w_bytes`` 2, past a sixteenth of it the head and a tail of 512 at 2 warps); up to a
+    half, the head and a tail tile after it (``tail_n``, 8 elements a thread: 5120 = 4096 + 1024 at 4 warps, 6144 = 4096
+    + 2048 at 8); longer, one tile of 32 a thread; above, chunks of 2048, 8 a thread but at 10241-14336 columns 4 (16
+    warps), where 8 ran 2-4% slower (fp16 x with 16-bit weights: 10241-12288); with 16-bit weights, rows of 10241-12288
+    columns as a head tile of 8192 and a tail of 4096 at 8 warps (round 63).
 
     Measured on an H200 (4096 rows, fp16; the tuner, GPU run 107, then runs 109-110 in turns in one process,
     ``benchmarks/results/logs/run1{07,09,10}*``), the rules for many rows (4 elements a thread) -> these (cuDNN):
@@ -603,6 +613,15 @@ def _few_waves_fwd(n: int, is_rms: bool, w_bytes: int, x_fp16: bool, widest: int
     x0.971 at 3000 x 12800 / 14336 (the inference call x0.982 / x0.965), and with float32 weights x0.983 / x0.946:
     those keep 4 a thread (``x_fp16``, ``w_bytes``)."""
     full = row_block_n(n)
+    if is_rms and not has_bias and widest * 7 // 8 < n <= widest and (w_bytes == 2 or n == widest):
+        # RMSNorm's 7169-8192 columns with 16-bit weights (float32 weights at 8192 only): one tile of 8192 at 16
+        # warps, not chunks of 2048 (round 65). Forced (round 64, GPU runs 512-513, 4096 fp16) x1.005-1.034; in turns
+        # against the chunks (``bench.ab``, H200, run 519; training forward / inference call) at 7680 / 8192: 4096
+        # rows fp16 x1.025 / x1.015, x1.024 / x1.005, bf16 x1.010 / x1.002, x1.007 / x1.014, 3000 rows fp16 x1.022 /
+        # x1.029, x1.028 / x0.992, float32 weights at 8192 x1.034 / x1.030; but float32 weights at 7680 x0.962 /
+        # x0.968 and every call at 7168 x0.995-1.001, which keep their chunks. With a bias (forced in turns, run 520)
+        # x0.951 at 4096 x 7680 fp16, x0.939 at 4096 x 7424 bf16, x0.982-0.999 at 8192: it keeps them too
+        return LaunchConfig(1, widest, 1, 16)
     if is_rms:
         return _chunked(n, widest, 2048 if full <= 8192 else 4096, 8, one_tile)
     if w_bytes == 2 and widest + widest // 4 < n <= widest + widest // 2:
@@ -660,7 +679,12 @@ def _few_waves_persistent_fwd(n: int, is_rms: bool, w_bytes: int) -> LaunchConfi
 
 def _few_short_rows(m: int, block_n: int) -> bool:
     """At most 4096 rows of at most 1024 columns: a call of a few microseconds, where the forward's smaller tiles
-    (2048 elements) win (tuner, GPU run 33: 4096 x 768 and 4096 x 128)."""
+    (2048 elements) win (tuner, GPU run 33: 4096 x 768 and 4096 x 128); rows of 65-128 columns in tiles of 1024 (8
+    rows at 1 warp; round 65). Those, forced in turns on an H200 (GPU run 520, 4096 x 128 bf16 LayerNorm, GPU time):
+    x1.045 over 16 rows at 2 warps (8 rows at 2 warps x1.028, 4 rows at 1 warp x1.022). In turns against 16 rows
+    (``bench.ab``, run 521; training forward, inference call, fused forward): 2048-4096 rows of 96 LayerNorm
+    x1.035-1.056 / x0.989-1.018 / x0.984-1.048, RMSNorm x1.000-1.019 / x1.000-1.074; 1024 x 128 bf16 LayerNorm
+    x1.030, RMSNorm x0.988."""
     return m <= 4096 and block_n <= 1024
 
 
