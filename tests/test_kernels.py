@@ -876,7 +876,7 @@ def test_few_waves_rules():
         # RMSNorm's 7169-8192 with 16-bit weights, float32 weights at 8192: one tile at 16 warps (GPU run 519)
         assert fwd(m, 7169, True) == fwd(m, 7680, True) == fwd(m, 8192, True, w_bytes=4) == (8192, 1, 16, 0)
         assert fwd(m, 7168, True) == (2048, 4, 8, 0) and fwd(m, 7680, True, w_bytes=4) == (2048, 4, 8, 0)
-        assert config.infer_config(m, 8000, is_rms=True).num_chunks == 1 and fwd(m, 8000) == (8192, 1, 8, 0)
+        assert config.infer_config(m, 8000, is_rms=True).num_chunks == 1
         for call in (config.fwd_config, config.infer_config):  # with a bias: chunks (forced in turns, GPU run 520)
             assert call(m, 7680, is_rms=True, has_bias=True).num_chunks == 4
         assert fwd(m, 8704, True) == (4096, 3, 16, 0)
@@ -1416,7 +1416,7 @@ def test_few_short_rows_on_the_gpu(op):
             for bias in (True, False):
                 x, w, b = make_inputs(m, n, *dtypes, bias=bias)
                 check_forward("triton", op, x, w, b)
-                check_backward("triton", op, x, w, b, has_dbias=bias and op != "rms_norm")
+                check_backward("triton", op, x, w, b, has_dbias=bias)
 
 
 @pytest.mark.parametrize("op", list(FORWARDS))
