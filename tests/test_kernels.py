@@ -891,7 +891,8 @@ def test_few_waves_rules():
     # at most 4096 rows of 65-128 columns: tiles of 8 rows at 1 warp (round 65, GPU runs 520-521); 129-256 and more
     # rows as before
     for m, n, is_rms in ((4096, 128, False), (4096, 65, True), (2049, 100, False), (1024, 128, True)):
-        assert (config.fwd_config(m, n, is_rms).block_m, config.fwd_config(m, n, is_rms).num_warps) == (8, 1)
+        short = config.fwd_config(m, n, is_rms)
+        assert (short.block_m, short.num_warps) == (8, 1), (m, n, is_rms)
     assert config.fwd_config(4097, 128).block_m == 32 and config.fwd_config(4096, 256).block_m == 8
     assert config.fwd_config(4096, 64).block_m == 32 and config.fwd_config(4096, 64).num_warps == 2
     assert fwd(2048, 12288, True)[3] == fwd(1024, 12289)[3] == 0 and fwd(1024, 12288, True) == (8192, 1, 16, 4096)

@@ -287,7 +287,7 @@ def _infer_heuristic(
     # RMSNorm's 7169-8192 columns with a bias: the launch without one there (``_few_waves_fwd``'s one tile at 16 warps,
     # round 65) ran x0.94-0.95 of the chunks in the training forward with a bias (GPU run 520)
     widest = LIMITS["fwd_max_block_n"]
-    bias_rule = has_bias and (n > widest * 9 // 8 or (is_rms and widest * 7 // 8 < n <= widest))
+    bias_rule = has_bias and (n > widest * 9 // 8 or (is_rms and _rms_one_tile_n(n, widest)))
     if is_rms and has_bias and m == 1024 and not slower_dram and widest + widest // 16 < n <= widest * 9 // 8:
         trained = _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, True, _limits)
         return trained if trained.num_chunks > 1 else replace(trained, num_warps=16)
@@ -581,6 +581,13 @@ def _second_pass_ahead(cfg: LaunchConfig, n: int, is_rms: bool, has_mask: bool) 
     return replace(cfg, ahead=True) if ahead else cfg
 
 
+def _rms_one_tile_n(n: int, widest: int) -> bool:
+    """RMSNorm's rows of the last eighth below ``widest`` (7169-8192 columns), which a few waves of rows without a
+    bias take in one tile at 16 warps (``_few_waves_fwd``) and where the inference call with a bias keeps the training
+    forward's launch with its bias (``_infer_heuristic``'s ``bias_rule``): one band for both (round 65)."""
+    return widest * 7 // 8 < n <= widest
+
+
 def _few_waves_fwd(
     n: int, is_rms: bool, w_bytes: int, x_fp16: bool, has_bias: bool, widest: int, one_tile: int
 ) -> LaunchConfig:
@@ -613,7 +620,7 @@ def _few_waves_fwd(
     x0.971 at 3000 x 12800 / 14336 (the inference call x0.982 / x0.965), and with float32 weights x0.983 / x0.946:
     those keep 4 a thread (``x_fp16``, ``w_bytes``)."""
     full = row_block_n(n)
-    if is_rms and not has_bias and widest * 7 // 8 < n <= widest and (w_bytes == 2 or n == widest):
+    if is_rms and not has_bias and _rms_one_tile_n(n, widest) and (w_bytes == 2 or n == widest):
         # RMSNorm's 7169-8192 columns with 16-bit weights (float32 weights at 8192 only): one tile of 8192 at 16
         # warps, not chunks of 2048 (round 65). Forced (round 64, GPU runs 512-513, 4096 fp16) x1.005-1.034; in turns
         # against the chunks (``bench.ab``, H200, run 519; training forward / inference call) at 7680 / 8192: 4096
