@@ -894,6 +894,13 @@ def test_few_waves_rules():
         short = config.fwd_config(m, n, is_rms)
         assert (short.block_m, short.num_warps) == (8, 1), (m, n, is_rms)
     assert config.fwd_config(4097, 128).block_m == 32 and config.fwd_config(4096, 256).block_m == 8
+    # ... but LayerNorm's inference call keeps 16 rows at 2 warps (round 66, GPU runs 526-527); RMSNorm's takes the 8
+    for m, n in ((4096, 128), (2048, 96), (100, 65)):
+        for w_bytes in (2, 4):
+            kept = config.infer_config(m, n, w_bytes=w_bytes)
+            assert (kept.block_m, kept.num_warps) == (16, 2), (m, n, w_bytes)
+    assert config.infer_config(7, 128).block_m == 8 and config.infer_config(4097, 128).block_m == 32
+    assert config.infer_config(4096, 128, is_rms=True).block_m == 8
     assert config.fwd_config(4096, 64).block_m == 32 and config.fwd_config(4096, 64).num_warps == 2
     assert fwd(2048, 12288, True)[3] == fwd(1024, 12289)[3] == 0 and fwd(1024, 12288, True) == (8192, 1, 16, 4096)
 

@@ -291,7 +291,15 @@ def _infer_heuristic(
     if is_rms and has_bias and m == 1024 and not slower_dram and widest + widest // 16 < n <= widest * 9 // 8:
         trained = _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, True, _limits)
         return trained if trained.num_chunks > 1 else replace(trained, num_warps=16)
-    return _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, bias_rule, _limits)
+    trained = _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, bias_rule, _limits)
+    if not is_rms and block_n == 128 and _few_short_rows(m, block_n):
+        # LayerNorm's inference call of at most 4096 rows of 65-128 columns keeps tiles of 2048 elements (16 rows at 2
+        # warps), not the training forward's 1024 (round 65): in turns against them (``bench.ab``, GPU run 526) 4096 x
+        # 128 x0.969 with float32 weights, x0.994-1.006 at 2048-4096 rows of 16-bit weights (run 521 at 96 columns:
+        # x0.989-1.018)
+        rows = _rows_per_tile(m, block_n, 2048)
+        return replace(trained, block_m=rows, num_warps=max(1, rows * block_n // 1024))
+    return trained
 
 
 def _rows_key(m: int) -> int:
@@ -691,7 +699,8 @@ def _few_short_rows(m: int, block_n: int) -> bool:
     x1.045 over 16 rows at 2 warps (8 rows at 2 warps x1.028, 4 rows at 1 warp x1.022). In turns against 16 rows
     (``bench.ab``, run 521; training forward, inference call, fused forward): 2048-4096 rows of 96 LayerNorm
     x1.035-1.056 / x0.989-1.018 / x0.984-1.048, RMSNorm x1.000-1.019 / x1.000-1.074; 1024 x 128 bf16 LayerNorm
-    x1.030, RMSNorm x0.988."""
+    x1.030, RMSNorm x0.988. LayerNorm's inference call keeps 16 rows at 2 warps there (``_infer_heuristic``, round
+    66)."""
     return m <= 4096 and block_n <= 1024
 
 
