@@ -135,6 +135,11 @@ def _rows_per_tile(m: int, block_n: int, tile: int) -> int:
     return max(1, min(tile // block_n, next_power_of_2(max(m, 1))))
 
 
+def _row_tiles(block_m: int, block_n: int) -> LaunchConfig:
+    """Tiles of ``block_m`` whole rows of ``block_n`` columns, 32 elements a thread (1-16 warps)."""
+    return LaunchConfig(block_m, block_n, 1, max(1, min(16, block_m * block_n // (32 * 32))))
+
+
 def fwd_config(
     m: int, n: int, is_rms: bool = False, has_mask: bool = False, w_bytes: int = 2, x_fp16: bool = False,
     slower_dram: bool = False, has_bias: bool = False,
@@ -253,7 +258,8 @@ def infer_config(
 ) -> LaunchConfig:  # fmt: skip
     """The inference forward's launch (y alone, no statistics or mask stored: ``ops.infer_unchecked``): for many rows
     (more than 8192) of 256 columns, four rows (RMSNorm eight) a program of 2 warps, one program a row block; RMSNorm's
-    rows of 257-1024 columns in tiles of 1024 elements at one warp (Inductor's tile for these rows); elsewhere the
+    rows of 257-1024 columns in tiles of 1024 elements at one warp (Inductor's tile for these rows); LayerNorm's at most
+    4096 rows of 65-128 columns in tiles of 16 rows at 2 warps (the training forward's: 8 at one); elsewhere the
     training forward's (``fwd_config``, the clamped ReLU's as the plain LayerNorm's: it stores no mask here).
 
     Measured on an H200 (GPU run 216; bf16 x, fp32 weights; us a call of tiles forced in turns, median of 3 rounds,
@@ -297,8 +303,7 @@ def _infer_heuristic(
         # warps), not the training forward's 1024 (round 65): in turns against them (``bench.ab``, GPU run 526) 4096 x
         # 128 x0.969 with float32 weights, x0.994-1.006 at 2048-4096 rows of 16-bit weights (run 521 at 96 columns:
         # x0.989-1.018)
-        rows = _rows_per_tile(m, block_n, 2048)
-        return replace(trained, block_m=rows, num_warps=max(1, rows * block_n // 1024))
+        return _row_tiles(_rows_per_tile(m, block_n, 2048), block_n)
     return trained
 
 
@@ -559,7 +564,7 @@ def _fwd_heuristic(
         # 2048 x 768 x1.019, level at 640-768 and 3000 x 1000-1024; run 353: the inference call at 4096 x 1024
         # x1.030; LayerNorm's stays at 2, its fastest)
         return LaunchConfig(2, 1024, 1, 4)
-    return LaunchConfig(block_m, block_n, 1, max(1, min(16, block_m * block_n // (32 * 32))))
+    return _row_tiles(block_m, block_n)
 
 
 def _second_pass_ahead(cfg: LaunchConfig, n: int, is_rms: bool, has_mask: bool) -> LaunchConfig:
@@ -658,7 +663,7 @@ def _few_waves_fwd(
     if n <= head + head // 2:
         tail = row_block_n(n - head)
         return LaunchConfig(1, head, 1, max(1, tail // (32 * 8)), tail_n=tail)
-    return LaunchConfig(1, full, 1, max(1, full // (32 * 32)))
+    return _row_tiles(1, full)
 
 
 def _few_waves_persistent_fwd(n: int, is_rms: bool, w_bytes: int) -> LaunchConfig | None:
