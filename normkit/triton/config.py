@@ -297,14 +297,13 @@ def _infer_heuristic(
     if is_rms and has_bias and m == 1024 and not slower_dram and widest + widest // 16 < n <= widest * 9 // 8:
         trained = _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, True, _limits)
         return trained if trained.num_chunks > 1 else replace(trained, num_warps=16)
-    trained = _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, bias_rule, _limits)
     if not is_rms and block_n == 128 and _few_short_rows(m, block_n):
         # LayerNorm's inference call of at most 4096 rows of 65-128 columns keeps tiles of 2048 elements (16 rows at 2
         # warps), not the training forward's 1024 (round 65): in turns against them (``bench.ab``, GPU run 526) 4096 x
         # 128 x0.969 with float32 weights, x0.994-1.006 at 2048-4096 rows of 16-bit weights (run 521 at 96 columns:
         # x0.989-1.018)
         return _row_tiles(_rows_per_tile(m, block_n, 2048), block_n)
-    return trained
+    return _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, bias_rule, _limits)
 
 
 def _rows_key(m: int) -> int:
