@@ -407,7 +407,7 @@ def _fwd_heuristic(
         # a thread), above 32768 columns 8192 (8 a thread). At 65536 columns with float32 weights and bias what sets
         # the pace is pass two's reads of each chunk's weights and bias from L2, again for every row (768 KB a row
         # with x's; 76% of copy, without the bias 87%; GPU run 529); a split-row forward that holds them, two rows a
-        # program and pass two's chunks in other orders ran 0.36-1.04x (round 67, runs 528-534)
+        # program and pass two's chunks in other orders ran 0.36-1.05x (round 67, runs 528-535)
         chunk, per_thread = (8192, 8) if row_block_n(n) > 32768 else (4096, 4)
         chunked = _chunked(n, widest, chunk, per_thread, one_tile)
     elif m > 2048:  # 4 elements a thread; rows enough to fill the GPU many times over
