@@ -28,7 +28,9 @@ CASES = {
     "short_rows": (4096, 128, *BF16_FP32W),  # tiles of 8 rows at one warp
     "few_waves_tma": (4100, 8192, *FP16),  # LayerNorm's backward by the TMA, a few waves of rows
     "persistent_forward": (1024, 12288, *FP16),  # a persistent forward of few rows; RMSNorm's head + tail backward
-    "split_rows": (2048, 13312, *FP16),  # the backward's rows split over programs that trade their row sums
+    # the backward's rows split over programs that trade their row sums; RMSNorm's (no bias here) staged in shared
+    # memory by the Gluon kernel on a Hopper GPU (``norm_bwd_staged.py``)
+    "split_rows": (2048, 13312, *FP16),
     "rms_chunked_backward": (4100, 16384, *BF16_FP32W),  # RMSNorm's backward in chunks; the others split
     "chunked_forward": (64, 65536, *BF16_FP32W),  # the forward in chunks, read twice; the backward split
 }
@@ -38,9 +40,10 @@ def test_graph_cases_launches():
     """The cases above take the launches their comments name (so that a change of the rules does not leave a kind of
     launch out of the graph tests unnoticed)."""
 
-    def bwd(case, is_rms=False, **flags):
+    def bwd(case, is_rms=False, has_dbias=True, **flags):
         m, n, x_dtype, w_dtype = CASES[case]
-        return config.bwd_config(m, n, True, is_rms=is_rms, x_bytes=x_dtype.itemsize, w_bytes=w_dtype.itemsize, **flags)
+        sizes = dict(x_bytes=x_dtype.itemsize, w_bytes=w_dtype.itemsize)
+        return config.bwd_config(m, n, has_dbias, is_rms=is_rms, **sizes, **flags)
 
     def fwd(case, is_rms=False):
         m, n, x_dtype, w_dtype = CASES[case]
@@ -51,6 +54,7 @@ def test_graph_cases_launches():
     assert bwd("few_waves_tma", tma=True).tma and not bwd("few_waves_tma", is_rms=True, tma=True).tma
     assert fwd("persistent_forward").programs_per_sm > 0
     assert bwd("split_rows").parts > 1 and bwd("split_rows", is_rms=True).parts > 1
+    assert bwd("split_rows", is_rms=True, has_dbias=False, tma=True, staged=True).staged
     assert bwd("rms_chunked_backward", is_rms=True).num_chunks > 1 and bwd("rms_chunked_backward").parts > 1
     assert fwd("chunked_forward").num_chunks > 1 and bwd("chunked_forward").parts > 1
 

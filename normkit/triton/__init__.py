@@ -1,7 +1,8 @@
 """normkit's Triton backend: the six training-phase functions of the API.
 
 Kernels: ``norm_fwd.py`` (LayerNorm / RMSNorm / LayerNorm + clamped ReLU forward), ``norm_bwd.py`` (their backward
-and the deterministic dW/dB reduction). Launch parameters: ``config.py``. Launchers: ``ops.py``.
+and the deterministic dW/dB reduction), ``norm_bwd_staged.py`` (RMSNorm's backward at a few widths on Hopper, in
+Gluon: rows staged in shared memory). Launch parameters: ``config.py``. Launchers: ``ops.py``.
 On a machine without a GPU the kernels run in Triton's CPU interpreter (``normkit.backends()`` says so).
 """
 

@@ -26,6 +26,7 @@ import torch
 # at 4096 and 32768 rows of 12288-16384 (GPU run 503); with dB's partials in registers too they spill 72-112 bytes a
 # thread (sm_90), but fp16's chunks of 4096 at 16 warps spill none and still ran 0.70-0.91x the split rows;
 # RMSNorm's chunked rows at 16384 ran 1.03x faster than split ones (at 9216 and 12288 slower: ``chunked_max_n``).
+# rms_bwd_staged_min_m: the fewest rows whose RMSNorm backward takes the staged Gluon kernel (``_staged_bwd``).
 # tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32 weights over 16-bit x hold their
 # tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
 LIMITS = {
@@ -36,6 +37,7 @@ LIMITS = {
     "chunk_n": 8192,
     "rms_bwd_chunked_max_n": 16384,
     "ln_bwd_chunked_max_n": 8192,
+    "rms_bwd_staged_min_m": 2048,
 }
 
 
@@ -65,6 +67,9 @@ class LaunchConfig:
     widen_w: bool = False
     # the masked TMA backward's packed mask by the TMA as bytes rather than 32-bit words (``ops._descriptors``)
     mask_bytes: bool = False
+    # RMSNorm's backward by the Gluon kernel that stages its rows in shared memory (``norm_bwd_staged.py``,
+    # ``_staged_bwd``): one program of num_warps a SM, block_n the whole row
+    staged: bool = False
 
     @property
     def per_thread(self) -> int:
@@ -216,7 +221,7 @@ def fwd_config(
 
 def bwd_config(
     m: int, n: int, has_dbias: bool = True, has_mask: bool = False, is_rms: bool = False, tma: bool = False,
-    x_bytes: int = 2, w_bytes: int = 2,
+    x_bytes: int = 2, w_bytes: int = 2, staged: bool = False,
 ) -> LaunchConfig:  # fmt: skip
     """Whole rows up to 8192 columns, ``(tile, elements a thread, warps a SM)``: (2048 below N = 2048, else max(4096,
     N); 32; 8) with dB or at N <= 256, (same tiles; 16; 16) without (and RMSNorm's 16-bit rows of 4097-8192 with dB:
@@ -242,10 +247,13 @@ def bwd_config(
     x 128 the rule's config was not among the 12 fastest printed (so at most 0.86 and 0.96 of the fastest). Split rows:
     ``split_rows_config``. ``tma``: the call's rows may be loaded by the TMA (a GPU of compute capability 9.0 or newer,
     rows 16-byte aligned: ``ops._tma_capable``, ``ops._tma_rows``): ``_tma_bwd``'s shapes then are, in calls of at least
-    ``TMA_MIN_ELEMENTS`` (LayerNorm's ``TMA_MIN_ELEMENTS_LAYER_NORM``).
+    ``TMA_MIN_ELEMENTS`` (LayerNorm's ``TMA_MIN_ELEMENTS_LAYER_NORM``). ``staged``: the Gluon kernel that stages rows
+    in shared memory can run the call (``ops._staged_capable``), and ``_staged_bwd``'s shapes take it.
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
+    if staged and _staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes, w_bytes):
+        return LaunchConfig(1, n, 1, STAGED_WARPS, 1, staged=True)
     few_waves_tma = _few_waves_tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
     tma = tma and (m * n >= (TMA_MIN_ELEMENTS if is_rms or has_mask else TMA_MIN_ELEMENTS_LAYER_NORM) or few_waves_tma)
     limits = tuple(LIMITS.values())
@@ -973,6 +981,29 @@ def _tma_bwd(
     if n == 8192 or (5120 < n < 8192 and x_bytes == 2 and (mask_by_tma or not has_mask)):
         return LaunchConfig(1, 8192, 1, 8, 1, tma=True)
     return None
+
+
+# RMSNorm's backward by the staged Gluon kernel (``_staged_bwd``): its widths, its warps, the widest of them whose dW
+# partial it holds in registers across its loop (wider: float32 in shared memory; ``norm_bwd_staged.py``'s DW_REGS)
+STAGED_BWD_N = (12800, 13312, 14336)
+STAGED_WARPS = 8
+STAGED_DW_REGS_MAX_N = 13312
+
+
+def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int) -> bool:
+    """RMSNorm's backward without dB, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (whose N / 256 has 3 binary
+    digits, each part of the row at least 2 rows of 256) in calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows:
+    the Gluon kernel with rows staged in shared memory (``norm_bwd_staged.py``), one program of 8 warps a SM.
+
+    Round 69 (H200, runs 546-548, 4096 rows fp16, in turns; the rule before it split rows): 12800 92.0 us against
+    105.3 (x1.145; cuDNN 101.8), 13312 93.7 against 106.9 (x1.141; cuDNN 90.8), 14336 104.8 against 114.2 (x1.089;
+    cuDNN 104.7). Not taken: 12288 (x0.99-1.00 of the head and tail tiles by the TMA, ``_rms_head_tail_bwd``), 13824
+    and 14848 (four parts, the last of 2 rows of 256 at 2 halves a thread: x1.01-1.02 at best, x0.85-0.95 with dW in
+    registers), 16 warps (128 registers a thread: x0.89-1.07)."""
+    return (
+        is_rms and not has_dbias and not has_mask and x_bytes == 2 and w_bytes == 2 and n in STAGED_BWD_N
+        and m >= LIMITS["rms_bwd_staged_min_m"]
+    )  # fmt: skip
 
 
 def _few_waves_tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:

@@ -19,6 +19,11 @@ from .launch import Launcher
 from .norm_bwd import SENTINEL, norm_bwd_kernel, norm_bwd_tma_kernel, split_rows_kernel, sum_partials_kernel
 from .norm_fwd import norm_fwd_kernel
 
+try:  # Gluon's RMSNorm backward (written for Triton 3.6's Gluon; with another Triton the rules never take it)
+    from . import norm_bwd_staged as STAGED
+except ImportError:
+    STAGED = None
+
 # the kernels, launched with less host work a call than kernel[grid](...) (launch.py)
 NORM_FWD = Launcher(norm_fwd_kernel)
 NORM_BWD = Launcher(norm_bwd_kernel)
@@ -386,6 +391,31 @@ def _pdl(device: int) -> bool:
     return device >= 0 and _hopper_or_newer(device)
 
 
+@functools.lru_cache(maxsize=16)
+def _staged_capable(device: int) -> bool:
+    """Whether the staged Gluon kernel (``norm_bwd_staged.py``) can run on ``device`` (an index; -1: the CPU, whose
+    interpreter cannot run Gluon): Triton 3.6's Gluon on a Hopper GPU (compute capability 9.x: the one it was
+    written and measured on)."""
+    return STAGED is not None and device >= 0 and torch.cuda.get_device_capability(device)[0] == 9
+
+
+def _staged_rows(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether the staged kernel can take these arguments (``norm_bwd_staged.descriptors``): dy and x of one 16-bit
+    dtype, their rows contiguous and starting on 16 bytes (viewed as rows of 256), 16-bit weights."""
+    n = x.shape[1]
+    return (
+        dy.dtype == x.dtype and x.element_size() == weight.element_size() == 2 and dy.stride() == x.stride() == (n, 1)
+        and not (dy.data_ptr() | x.data_ptr()) & 15
+    )  # fmt: skip
+
+
+def _tma_weights(weight: torch.Tensor) -> torch.Tensor:
+    """The weights as the TMA loads them: contiguous, starting on 16 bytes (a copy where they are not)."""
+    if weight.is_contiguous() and not weight.data_ptr() & 15:
+        return weight
+    return weight.clone(memory_format=torch.contiguous_format) if weight.is_contiguous() else weight.contiguous()
+
+
 @functools.lru_cache(maxsize=1024)
 def _sum_plan(which: int, g: int, n: int, acc_dtype: torch.dtype, pdl: bool) -> tuple[tuple, tuple]:
     """``(grid, constexprs)`` of ``sum_partials_kernel`` over ``[which, g, n]`` partials: column blocks of 16-128,
@@ -461,16 +491,28 @@ def _tma_rows(t: torch.Tensor) -> tuple[list, list] | None:
 
 @functools.lru_cache(maxsize=1024)
 def _backward_plan(
-    m, n, x_dtype, w_dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, device, tma, _generation, row_align=1
+    m, n, x_dtype, w_dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, device, tma, _generation, row_align=1,
+    staged=False,
 ):  # fmt: skip
     """The backward's launch of ``m x n``, worked out once (as ``_forward_plan``). ``tma``: whether the device and
     the call's rows let the TMA load them (``_tma_capable``; after a plan that takes it, ``_tma_rows`` of dy and
     x); dx's rows (new, contiguous, starting on 512 bytes) need n elements to fill a multiple of 16 bytes. Where
     the TMA cannot, a config that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``.
-    ``row_align``: the kernels' ``ALIGN`` (``_row_align``; ``split_rows_kernel`` takes it at its launch)."""
+    ``row_align``: the kernels' ``ALIGN`` (``_row_align``; ``split_rows_kernel`` takes it at its launch).
+    ``staged``: the device and the call's rows let the staged Gluon kernel run it (``_staged_capable``,
+    ``_staged_rows``); a plan that takes it has its constexprs as ``(name, value)`` pairs."""
     tma = tma and not n * x_dtype.itemsize & 15
     x_bytes, w_bytes = x_dtype.itemsize, w_dtype.itemsize
-    cfg = config.bwd_config(m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes)
+    cfg = config.bwd_config(m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes, staged=staged)
+    if cfg.staged:
+        if not staged:  # only a forced config asks for it here
+            raise ValueError(
+                "a staged backward config was forced where the staged kernel cannot run: it needs Triton 3.6's Gluon, "
+                "a Hopper GPU, dy and x of one 16-bit dtype with contiguous rows, and 16-bit weights"
+            )
+        dw_in_registers = n <= config.STAGED_DW_REGS_MAX_N
+        values = STAGED.constexprs(n, cfg.num_warps, STAGED.STAGES, dw_in_registers, zero_centered_gamma)
+        return _BackwardPlan(cfg, config.persistent_programs(device, m, 1), 1, tuple(values.items()), [], {})
     if cfg.parts > 1:
         return _BackwardPlan(cfg, 0, 0, (), [], {})
     if cfg.tma and not (tma and cfg.num_chunks == 1):
@@ -599,7 +641,12 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     key = (m, n, x.dtype, weight.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, index)
     strides = (dy.stride(0), x.stride(0))
     row_align = 1 if not (n | strides[0] | strides[1]) & 15 else _row_align(x.element_size(), n, *strides)
-    plan = _backward_plan(*key, _tma_capable(index), config.generation, row_align)
+    staged = _staged_capable(index) and _staged_rows(dy, x, weight)
+    plan = _backward_plan(*key, _tma_capable(index), config.generation, row_align, staged)
+    if plan.cfg.staged:  # RMSNorm's rows staged in shared memory, one program a SM (``norm_bwd_staged.py``)
+        partial = x.new_empty((1, plan.programs, n), dtype=torch.float32)
+        STAGED.launch(dy, x, _tma_weights(weight), rstd, dx, partial, dict(plan.values), plan.cfg.num_warps)
+        return dx, *_sum_partials(partial, weight.dtype)
     descriptors = encoded = rows = None  # where the plan takes the TMA: made, or kept from a call of the same rows
     if plan.cfg.tma:
         rows = _rows_of(dy, x, dx, mask if plan.values[_MASK_TMA_AT] else None)

@@ -1,0 +1,179 @@
+"""RMSNorm's backward by the staged Gluon kernel (``normkit/triton/norm_bwd_staged.py``): where the rules take it,
+how it cuts a row, that it compiles for a Hopper GPU on a machine without one, and its answers on the GPU, at the
+rules' shapes and, forced, at odd ones."""
+
+import json
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+from test_kernels import check_backward, make_inputs
+
+from normkit.triton import config
+from normkit.triton.config import LaunchConfig
+
+KERNEL_FILE = Path(__file__).resolve().parents[1] / "normkit" / "triton" / "norm_bwd_staged.py"
+HOPPER_SHARED_MEMORY = 232448  # bytes of shared memory a program may have on an H100 or H200 (227 KB)
+
+
+def _staged(m, n, **flags):
+    args = dict(has_dbias=False, is_rms=True, tma=True, staged=True) | flags
+    return config.bwd_config(m, n, args.pop("has_dbias"), **args).staged
+
+
+def test_staged_rule():
+    """RMSNorm's backward without dB, 16-bit x and weights, at 12800, 13312 and 14336 columns from 2048 rows, where
+    the staged kernel can run (``staged``); nowhere else."""
+    for n in config.STAGED_BWD_N:
+        for m in (2048, 4096, 32768):
+            assert _staged(m, n), (m, n)
+        assert not _staged(2047, n), n
+        assert not _staged(4096, n, staged=False), n
+        assert not _staged(4096, n, has_dbias=True), n
+        assert not _staged(4096, n, has_mask=True), n
+        assert not _staged(4096, n, is_rms=False), n
+        assert not _staged(4096, n, w_bytes=4), n
+        assert not _staged(4096, n, x_bytes=4), n
+    for n in (12288, 13056, 13824, 14848, 16384):
+        assert not _staged(4096, n), n
+    with config.limits(rms_bwd_staged_min_m=4097):
+        assert not _staged(4096, 13312) and _staged(4097, 13312)
+
+
+def test_parts_and_layouts():
+    """A row as parts of N / 256's binary digits, largest first; each part's layout covers it exactly, 8 halves a
+    thread where 8 warps go down its rows."""
+    staged = pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    assert staged.parts(13312) == [32, 16, 4, 0]
+    assert staged.parts(12800) == [32, 16, 2, 0]
+    assert staged.parts(14336) == [32, 16, 8, 0]
+    assert staged.parts(13824) == [32, 16, 4, 2]
+    assert staged.parts(768) == [2, 1, 0, 0]
+    with pytest.raises(ValueError, match="multiple of 256"):
+        staged.parts(13000)
+    with pytest.raises(ValueError, match="binary digits"):
+        staged.parts(31 * 256)
+    for rows in (1, 2, 4, 8, 16, 32):
+        layout = staged.layout(rows, 8)
+        covered = [s * t * w for s, t, w in zip(layout.size_per_thread, layout.threads_per_warp, layout.warps_per_cta)]
+        assert covered == [rows, 256], rows
+    assert staged.layout(32, 8).size_per_thread == [4, 8]
+
+
+COMPILE = """
+import importlib.util, json, sys
+import torch, triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon._runtime import GluonASTSource
+from triton.runtime.jit import mangle_type
+
+spec = importlib.util.spec_from_file_location("norm_bwd_staged", sys.argv[1])
+staged = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(staged)
+kernel = staged.rms_norm_bwd_staged_kernel
+for n, dtype, dw_in_registers, zero_centered in json.loads(sys.argv[2]):
+    dtype = getattr(torch, dtype)
+    values = staged.constexprs(n, 8, staged.STAGES, dw_in_registers, zero_centered)
+    x, w = torch.empty(64, n, dtype=dtype), torch.empty(n, dtype=dtype)
+    descriptors = staged.descriptors(x, x, w, [values[k] for k in ("RA", "RB", "RC", "RD")])
+    signature = {name: mangle_type(d) for name, d in zip(kernel.arg_names, descriptors)}
+    pointer = "*fp16" if dtype == torch.float16 else "*bf16"
+    signature |= {"RSTD": "*fp32", "DX": pointer, "PARTIAL": "*fp32", "M": "i32", "N": "i32"}
+    signature |= {name: "constexpr" for name in values}
+    source = GluonASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in (12, 13, 14, 16)})
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+    print(json.dumps({"n": n, "shared": compiled.metadata.shared, "cubin": len(compiled.asm["cubin"])}))
+"""
+
+
+def test_staged_kernel_compiles_for_hopper():
+    """The kernel compiled for sm_90 (ptxas included) on any machine, Triton's interpreter off (it cannot compile
+    Gluon): at the rules' widths with their dW (registers up to 13312 columns, shared memory above), fp16 and bf16,
+    zero-centered gamma, and a row of four parts; the shared memory each asks fits a Hopper SM."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    cases = [(n, "float16", n <= config.STAGED_DW_REGS_MAX_N, False) for n in config.STAGED_BWD_N]
+    cases += [(13312, "bfloat16", True, True), (14336, "bfloat16", False, True), (13824, "float16", False, False)]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-c", COMPILE, str(KERNEL_FILE), json.dumps(cases)], env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    compiled = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [c["n"] for c in compiled] == [case[0] for case in cases]
+    for c in compiled:
+        assert c["cubin"] > 0 and 0 < c["shared"] <= HOPPER_SHARED_MEMORY, c
+
+
+def staged_launches():
+    """A spy on the staged kernel's launches (``ops.STAGED.launch``): ``call_count`` says whether it ran."""
+    from unittest import mock
+
+    from normkit.triton import ops
+
+    spy = types.SimpleNamespace(call_count=0)
+    launch = ops.STAGED.launch
+
+    def counted(*args, **keywords):
+        spy.call_count += 1
+        return launch(*args, **keywords)
+
+    return spy, mock.patch.object(ops.STAGED, "launch", counted)
+
+
+def _check(m, n, x_dtype, w_dtype, taken, zero_centered_gamma=False, row_pad=0, weight_offset=0):
+    x, w, _ = make_inputs(m, n, x_dtype, w_dtype, bias=False, row_pad=row_pad)
+    if weight_offset:  # weights whose start is not on 16 bytes: the staged kernel loads a copy
+        w = torch.cat([w.new_zeros(weight_offset), w])[weight_offset:]
+    spy, patch = staged_launches()
+    with patch:
+        check_backward("triton", "rms_norm", x, w, None, zero_centered_gamma, has_dbias=False)
+    assert spy.call_count == taken, (m, n, x_dtype, w_dtype, row_pad)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n", [(2048, 12800), (4097, 13312), (2049, 14336), (33000, 13312)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("zero_centered_gamma", [False, True])
+def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
+    """The rules' shapes, taken by the staged kernel, against the reference: rows that do not divide over the SMs
+    (4097, 2049), many rows a program (33000), dW in registers (12800, 13312) and in shared memory (14336)."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    _check(m, n, dtype, dtype, 1, zero_centered_gamma)
+
+
+@pytest.mark.gpu
+def test_staged_backward_falls_back_on_the_gpu():
+    """Calls the staged kernel cannot or should not take run the other kernels, and right: rows not contiguous,
+    float32 weights, too few rows; weights not on 16 bytes take it from a copy."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    _check(4096, 13312, torch.float16, torch.float16, 0, row_pad=256)
+    _check(4096, 13312, torch.bfloat16, torch.float32, 0)
+    _check(2047, 13312, torch.float16, torch.float16, 0)
+    _check(4096, 13312, torch.float16, torch.float16, 1, weight_offset=1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n", [(1, 768), (7, 3328), (100, 1280), (300, 13824), (4097, 14848)])
+def test_staged_kernel_forced_on_the_gpu(m, n):
+    """The kernel forced at rows the rules do not give it: 1, 7 and 100 rows (fewer programs than SMs), parts of one
+    row of 256 (768 = 2 + 1, 3328 = 8 + 4 + 1, 1280 = 4 + 1), four parts (13824, 14848)."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    with config.forced(bwd=LaunchConfig(1, n, 1, config.STAGED_WARPS, 1, staged=True)):
+        for dtype in (torch.float16, torch.bfloat16):
+            _check(m, n, dtype, dtype, 1, zero_centered_gamma=dtype == torch.bfloat16)
+
+
+def test_forced_staged_config_where_it_cannot_run():
+    """A forced staged config where the kernel cannot run (here: the CPU, or float32 rows) raises, naming why."""
+    x, w, _ = make_inputs(4, 768, torch.float32, torch.float32, bias=False)
+    dy = torch.randn_like(x)
+    rstd = torch.ones(4, device=x.device)
+    from normkit.triton import ops
+
+    with config.forced(bwd=LaunchConfig(1, 768, 1, 8, 1, staged=True)), pytest.raises(ValueError, match="staged"):
+        ops.rms_norm_bwd(dy, x, w, rstd)
