@@ -995,11 +995,14 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     digits, each part of the row at least 2 rows of 256) in calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows:
     the Gluon kernel with rows staged in shared memory (``norm_bwd_staged.py``), one program of 8 warps a SM.
 
-    Round 69 (H200, runs 546-548, 4096 rows fp16, in turns; the rule before it split rows): 12800 92.0 us against
-    105.3 (x1.145; cuDNN 101.8), 13312 93.7 against 106.9 (x1.141; cuDNN 90.8), 14336 104.8 against 114.2 (x1.089;
-    cuDNN 104.7). Not taken: 12288 (x0.99-1.00 of the head and tail tiles by the TMA, ``_rms_head_tail_bwd``), 13824
-    and 14848 (four parts, the last of 2 rows of 256 at 2 halves a thread: x1.01-1.02 at best, x0.85-0.95 with dW in
-    registers), 16 warps (128 registers a thread: x0.89-1.07)."""
+    Round 69 (H200). In turns against the rule before it, which split these rows (run 548): at 4096 rows x1.159 /
+    x1.126 / x1.057 at 12800 / 13312 / 14336 fp16 (bf16 x1.185 / x1.144 / x1.083), at 32768 x1.12-1.27, at 2048
+    x1.015-1.121; at 1024, forced, x0.91-1.08, hence the fewest rows. Beside cuDNN at 4096 fp16 (run 549): 1.116 /
+    0.969 / 0.961. Not taken (runs 547-548): 12288 (x0.98 of the head and tail tiles by the TMA,
+    ``_rms_head_tail_bwd``), 13824, 14848 and 15360 (four parts, the last of 2 or 4 rows of 256 at 2-4 halves a
+    thread: x0.955-0.971), 16 warps (128 registers a thread: x0.89-1.07 in the probe). LayerNorm's backward and dB's
+    sums in the same kernel (run 550) ran x0.80-0.95 of the split rows.
+    """
     return (
         is_rms and not has_dbias and not has_mask and x_bytes == 2 and w_bytes == 2 and n in STAGED_BWD_N
         and m >= LIMITS["rms_bwd_staged_min_m"]

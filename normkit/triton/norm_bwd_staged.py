@@ -3,7 +3,7 @@
 cuDNN's RMSNorm backward is fastest at 4096 x 13312 fp16 (0.85 of its time for normkit's split rows in round 65) with
 one persistent program a SM that stages each row of x and dy in shared memory by the TMA, two rows in flight, and
 keeps the weights and float32 dW there too (GPU run 541). Triton cannot place a tensor in shared memory, and its
-tiles are powers of two: a row of 13312 columns is 16384's tile, a quarter of it masked. Gluon can: here a row of N
+tiles are powers of two: a row of 13312 columns is 16384's tile, a fifth of it masked. Gluon can: here a row of N
 columns is viewed as N / 256 rows of 256 (the call's rows contiguous) and cut into parts of its binary digits
 (13312 = 52 x 256 = (32 + 16 + 4) x 256), each part its own buffer, TMA descriptor and register layout, so no lane is
 past the row and every thread loads 16 bytes at a time where the part allows.
@@ -14,11 +14,13 @@ weights from shared memory for ``sum(w dy x)``; pass two reads them again, store
 done with the stage and the row two ahead is loaded into it. rstd is loaded a row ahead. Each program writes its dW
 partial, and ``ops._sum_partials`` adds them in a fixed order, as for the other backwards.
 
-Round 69 (H200, GPU runs 546-547, RMSNorm 4096 x N fp16, against the rule in turns): one TMA copy a part rather than
-a chunk of 1024 was what made it fast (13312: 127 -> 94 us); 8 warps beat 16 (whose 128 registers a thread leave
-these parts 2 halves a thread); holding the row in registers between the passes, or the weights across the loop,
-spilled or ran level. ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing
-this module raises ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
+Round 69 (H200, GPU runs 546-550, 4096 x N fp16, in turns against the rule before): one TMA copy a part rather
+than one a box of the smallest part made it fast (13312, the same variant: 126.9 -> 99.5 us; with dW in registers
+93.7, the rule 106.9); 8 warps beat 16 (128 registers a thread: x0.89-1.07 of the rule); holding x and dy in
+registers between the passes, or the weights across the loop, ran slower at 12800-13312 and 2.5% faster at 14336
+(not taken). The same kernel with LayerNorm's mean and second row sum and dB's sums ran x0.80-0.95 of LayerNorm's
+split rows, and is not here. ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon:
+importing this module raises ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
 """
 
 from __future__ import annotations
