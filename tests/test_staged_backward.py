@@ -44,6 +44,27 @@ def test_staged_rule():
         assert not _staged(4096, 13312) and _staged(4097, 13312)
 
 
+def test_staged_arguments():
+    """What the staged kernel takes (``ops._staged_rows``): dy and x of one 16-bit dtype, rows contiguous and on 16
+    bytes, 16-bit weights; weights not contiguous or not on 16 bytes are copied (``ops._tma_weights``)."""
+    from normkit.triton import ops
+
+    x = torch.randn(8, 512, dtype=torch.float16)
+    w = torch.randn(512, dtype=torch.float16)
+    assert ops._staged_rows(x.clone(), x, w)
+    assert not ops._staged_rows(x.bfloat16(), x, w)  # dy of another dtype
+    assert not ops._staged_rows(x.float(), x.float(), w.float())  # float32 rows
+    assert not ops._staged_rows(x, x, w.float())  # float32 weights
+    wide = torch.randn(8, 768, dtype=torch.float16)
+    assert not ops._staged_rows(wide[:, :512], wide[:, :512], w)  # rows not contiguous
+    shifted = torch.randn(8 * 512 + 1, dtype=torch.float16)[1:].view(8, 512)  # rows 2 bytes past 16
+    assert not ops._staged_rows(x, shifted, w)
+    assert ops._tma_weights(w) is w
+    for weight in (torch.randn(1030, dtype=torch.float16)[1:1025], torch.randn(2048, dtype=torch.float16)[::2]):
+        copy = ops._tma_weights(weight)
+        assert copy.is_contiguous() and not copy.data_ptr() & 15 and torch.equal(copy, weight)
+
+
 def test_parts_and_layouts():
     """A row as parts of N / 256's binary digits, largest first; each part's layout covers it exactly, 8 halves a
     thread where 8 warps go down its rows."""

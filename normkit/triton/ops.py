@@ -413,7 +413,7 @@ def _tma_weights(weight: torch.Tensor) -> torch.Tensor:
     """The weights as the TMA loads them: contiguous, starting on 16 bytes (a copy where they are not)."""
     if weight.is_contiguous() and not weight.data_ptr() & 15:
         return weight
-    return weight.clone(memory_format=torch.contiguous_format) if weight.is_contiguous() else weight.contiguous()
+    return weight.clone(memory_format=torch.contiguous_format)
 
 
 @functools.lru_cache(maxsize=1024)
