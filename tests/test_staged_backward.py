@@ -65,6 +65,26 @@ def test_staged_arguments():
         assert copy.is_contiguous() and not copy.data_ptr() & 15 and torch.equal(copy, weight)
 
 
+def test_staged_plan():
+    """The plan a staged launch gets (``ops._backward_plan``, worked out on the CPU too): one program a SM at most one
+    a row, dW in registers up to ``STAGED_DW_REGS_MAX_N`` and in shared memory above, zero-centered gamma passed on."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    from normkit.triton import ops
+
+    def plan(m, n, zero_centered_gamma=False, staged=True):
+        key = (m, n, torch.float16, torch.float16, False, False, True, zero_centered_gamma, -1, True)
+        return ops._backward_plan(*key, config.generation, 1, staged)
+
+    for n in config.STAGED_BWD_N:
+        got = plan(4096, n)
+        values = dict(got.values)
+        assert got.cfg.staged and values["DW_REGS"] == (n <= config.STAGED_DW_REGS_MAX_N), n
+        assert [values[k] for k in ("RA", "RB", "RC", "RD")] == ops.STAGED.parts(n)
+        assert dict(plan(4096, n, zero_centered_gamma=True).values)["ZERO_CENTERED"]
+        assert not plan(4096, n, staged=False).cfg.staged
+    assert plan(2048, 13312).programs == config.persistent_programs(-1, 2048, 1)
+
+
 def test_parts_and_layouts():
     """A row as parts of N / 256's binary digits, largest first; each part's layout covers it exactly, 8 halves a
     thread where 8 warps go down its rows."""
