@@ -218,3 +218,28 @@ def test_forced_staged_config_where_it_cannot_run():
 
     with config.forced(bwd=LaunchConfig(1, 768, 1, 8, 1, staged=True)), pytest.raises(ValueError, match="staged"):
         ops.rms_norm_bwd(dy, x, w, rstd)
+
+
+def test_forced_staged_config_for_what_the_kernel_does_not_compute():
+    """The staged kernel computes RMSNorm's dx and dW alone: a forced staged config for LayerNorm, for dB or for the
+    masked backward raises before any launch, even where the kernel could run (capability patched in here), rather
+    than run RMSNorm's math on them."""
+    from unittest import mock
+
+    from normkit.triton import ops
+
+    x, w, _ = make_inputs(4, 768, torch.float16, torch.float16, bias=False)
+    dy = torch.randn_like(x)
+    mean, rstd = torch.zeros(4, device=x.device), torch.ones(4, device=x.device)
+    mask = torch.zeros(4, 96, dtype=torch.uint8, device=x.device)
+    calls = [
+        lambda: ops.layer_norm_bwd(dy, x, w, mean, rstd, has_dbias=False),
+        lambda: ops.rms_norm_bwd(dy, x, w, rstd, has_dbias=True),
+        lambda: ops.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd, has_dbias=False),
+    ]
+    forced = config.forced(bwd=LaunchConfig(1, 768, 1, 8, 1, staged=True))
+    with mock.patch.object(ops, "_staged_capable", lambda device: True), forced:
+        assert ops._staged_rows(dy, x, w)  # the arguments themselves would do
+        for call in calls:
+            with pytest.raises(ValueError, match="RMSNorm's backward without dB or a mask"):
+                call()

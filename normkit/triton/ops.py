@@ -499,7 +499,7 @@ def _backward_plan(
     x); dx's rows (new, contiguous, starting on 512 bytes) need n elements to fill a multiple of 16 bytes. Where
     the TMA cannot, a config that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``.
     ``row_align``: the kernels' ``ALIGN`` (``_row_align``; ``split_rows_kernel`` takes it at its launch).
-    ``staged``: the device and the call's rows let the staged Gluon kernel run it (``_staged_capable``,
+    ``staged``: the staged Gluon kernel can run the call (RMSNorm without dB or a mask; ``_staged_capable``,
     ``_staged_rows``); a plan that takes it has its constexprs as ``(name, value)`` pairs."""
     tma = tma and not n * x_dtype.itemsize & 15
     x_bytes, w_bytes = x_dtype.itemsize, w_dtype.itemsize
@@ -507,8 +507,9 @@ def _backward_plan(
     if cfg.staged:
         if not staged:  # only a forced config asks for it here
             raise ValueError(
-                "a staged backward config was forced where the staged kernel cannot run: it needs Triton 3.6's Gluon, "
-                "a Hopper GPU, dy and x of one 16-bit dtype with contiguous rows, and 16-bit weights"
+                "a staged backward config was forced where the staged kernel cannot run: it computes RMSNorm's "
+                "backward without dB or a mask, and needs Triton 3.6's Gluon, a Hopper GPU, dy and x of one 16-bit "
+                "dtype with contiguous rows, and 16-bit weights"
             )
         dw_in_registers = n <= config.STAGED_DW_REGS_MAX_N
         values = STAGED.constexprs(n, cfg.num_warps, STAGED.STAGES, dw_in_registers, zero_centered_gamma)
@@ -641,7 +642,8 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     key = (m, n, x.dtype, weight.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, index)
     strides = (dy.stride(0), x.stride(0))
     row_align = 1 if not (n | strides[0] | strides[1]) & 15 else _row_align(x.element_size(), n, *strides)
-    staged = _staged_capable(index) and _staged_rows(dy, x, weight)
+    # the staged kernel computes RMSNorm's dx and dW alone: no mean, no dB, no mask
+    staged = is_rms and not has_dbias and not has_mask and _staged_capable(index) and _staged_rows(dy, x, weight)
     plan = _backward_plan(*key, _tma_capable(index), config.generation, row_align, staged)
     if plan.cfg.staged:  # RMSNorm's rows staged in shared memory, one program a SM (``norm_bwd_staged.py``)
         partial = x.new_empty((1, plan.programs, n), dtype=torch.float32)
