@@ -827,9 +827,8 @@ def test_persistent_backward_grid_fits_the_sm(monkeypatch):
         with config.forced(bwd=cfg):
             first, second = [ops.layer_norm_bwd(dy, x, w, mean, rstd) for _ in range(2)]
             device = x.get_device()
-            # row_align given, as _backward gives it: lru_cache keys a default left out apart
             launched = ops._backward_plan(
-                32768, 1024, x.dtype, w.dtype, True, False, False, False, device, True, config.generation, 1
+                32768, 1024, x.dtype, w.dtype, True, False, False, False, device, True, config.generation, 1, False
             )
         fit = ops.NORM_BWD.programs_that_fit(launched.values, cfg.num_warps, device)
         sms = config.multiprocessor_count(device)
@@ -1852,7 +1851,8 @@ def test_tma_backward_widened_weights(dtype):
     with config.forced(bwd=cfg), tma_launches() as launches:
         check_backward("triton", "layer_norm", x, w, b, zero_centered_gamma=True)
         index = x.get_device()
-        plan = ops._backward_plan(37, 1152, x.dtype, w.dtype, True, False, False, True, index, True, config.generation)
+        key = (37, 1152, x.dtype, w.dtype, True, False, False, True, index, True)
+        plan = ops._backward_plan(*key, config.generation, 1, False)
     assert launches.call_count == 1
     values = dict(zip(ops.NORM_BWD_TMA.constexpr_names, plan.values))
     assert values["WIDEN_W"] and not values["HAS_MASK"] and values["TAIL_N"] == 1024
@@ -1909,7 +1909,8 @@ def test_masked_tma_backward_mask_by_the_tma(n, head, tail, block_m, widen_w, ma
     with config.forced(bwd=cfg), tma_launches() as launches:
         check_backward("triton", "layer_norm_clamped_relu", x, w, b, zero_centered_gamma=True)
         index = x.get_device()
-        plan = ops._backward_plan(37, n, x.dtype, w.dtype, True, True, False, True, index, True, config.generation)
+        key = (37, n, x.dtype, w.dtype, True, True, False, True, index, True)
+        plan = ops._backward_plan(*key, config.generation, 1, False)
     assert launches.call_count == 1
     values = dict(zip(ops.NORM_BWD_TMA.constexpr_names, plan.values))
     assert values["MASK_TMA"] == (n % 128 == 0) and values["WIDEN_W"] == widen_w

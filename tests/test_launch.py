@@ -25,7 +25,7 @@ def _runtime_args():
     tensors = [base[i:].view(dtype) for i in (0, 16) for dtype in (torch.float32, torch.bfloat16, torch.uint8)]
     tensors += [base[i:] for i in (1, 2, 4, 8)]  # addresses that are not multiples of 16
     tensors += [base[2:].view(torch.float16), torch.nn.Parameter(torch.zeros(4)), torch.zeros(3, dtype=torch.float64)]
-    return tensors + _descriptors() + INTS + [0.0, 1.0, -2.5, 1e300, float("inf"), True, False]
+    return tensors + _descriptors() + _gluon_descriptors() + INTS + [0.0, 1.0, -2.5, 1e300, float("inf"), True, False]
 
 
 def _descriptors() -> list:
@@ -36,6 +36,23 @@ def _descriptors() -> list:
         for block in ([1, 64], [2, 32], [8, 16]):
             found.append(TensorDescriptor(rows, [8, 64], [64, 1], block))
     found.append(TensorDescriptor(torch.zeros(4, 128, dtype=torch.float16), [4, 96], [128, 1], [1, 64], "nan"))
+    return found
+
+
+def _gluon_descriptors() -> list:
+    """Gluon's tensor descriptors (``norm_bwd_staged.py``'s kind), where this Triton has Gluon: two dtypes, two
+    blocks, two shared-memory layouts (Triton specializes on the layout too)."""
+    if launch.GluonTensorDescriptor is None:
+        return []
+    from triton.experimental.gluon import language as gl
+
+    found = []
+    for dtype in (torch.float16, torch.bfloat16):
+        rows = torch.zeros(8, 256, dtype=dtype)
+        for swizzle in (0, 128):
+            layout = gl.NVMMASharedLayout(swizzle_byte_width=swizzle, element_bitwidth=16, rank=2)
+            for block in ([2, 256], [8, 256]):
+                found.append(launch.GluonTensorDescriptor(rows, [8, 256], [256, 1], block, layout))
     return found
 
 
@@ -55,7 +72,9 @@ def test_equal_keys_mean_equal_specializations():
             seen[key] = arg
     # the key is not finer than it needs to be for tensors and ints: one entry per specialization
     # (and descriptors)
-    specialized = [a for a in _runtime_args() if isinstance(a, (torch.Tensor, TensorDescriptor)) or type(a) is int]
+    gluon = [launch.GluonTensorDescriptor] if launch.GluonTensorDescriptor is not None else []
+    kinds = (torch.Tensor, TensorDescriptor, *gluon)
+    specialized = [a for a in _runtime_args() if isinstance(a, kinds) or type(a) is int]
     keys = {launch._key_of(a) for a in specialized}
     assert len(keys) == len({_tritons_choice(a) for a in specialized})
 
@@ -110,15 +129,19 @@ def _some_args(seed: int) -> list:
     floats = [a for a in _runtime_args() if type(a) is float]
     descriptors = _descriptors()
     return [pick(tensors), pick(INTS), pick(tensors), pick(floats), pick([True, False]), pick(INTS), pick(floats),
-            pick(descriptors)]  # fmt: skip
+            pick(descriptors), pick(_gluon_descriptors() or descriptors)]  # fmt: skip
+
+
+# the kinds of ``_some_args``; a Triton descriptor stands in for a Gluon one where this Triton has no Gluon
+KINDS = ("tensor", "int", "tensor", "float", "bool", "int", "float", "descriptor")
+KINDS += ("gluon_descriptor" if launch.GluonTensorDescriptor is not None else "descriptor",)
 
 
 def test_binder_writes_each_arguments_key():
     """The written binder's key is (device, constexprs, warps) and each argument's ``_key_of``, and it hands the
     launcher each tensor's address in the tensor's place; without the lead, the arguments' parts alone. Its
     ``key_parts`` counts them."""
-    kinds = ("tensor", "int", "tensor", "float", "bool", "int", "float", "descriptor")
-    bind, bind_tail = launch._binder(kinds), launch._binder(kinds[3:], lead=False)
+    bind, bind_tail = launch._binder(KINDS), launch._binder(KINDS[3:], lead=False)
     for seed in range(200):
         args = _some_args(seed)
         key, launch_args = bind(0, (16, True), 4, *args)
@@ -131,16 +154,22 @@ def test_binder_writes_each_arguments_key():
 
 
 STRANGERS = [(0, None), (0, 3), (1, 2.0), (1, True), (3, 1), (4, 1), (5, None), (7, None), (0, "descriptor")]
-STRANGERS += [(7, "tensor")]
+STRANGERS += [(7, "tensor"), (8, "tensor"), (8, None)]
+if launch.GluonTensorDescriptor is not None:  # one kind of descriptor where the other was
+    STRANGERS += [(7, "gluon_descriptor"), (8, "descriptor")]
 
 
 @pytest.mark.parametrize("position, stranger", STRANGERS)
 def test_binder_refuses_arguments_of_another_kind(position, stranger):
     """An argument of another kind than the binder was written for raises (and the launch takes Triton's path):
     an int where a float was would otherwise reuse a kernel Triton specialized on another int's value; a tensor
-    where a descriptor was would hand the launcher a tensor to encode as a tensor map."""
-    bind = launch._binder(("tensor", "int", "tensor", "float", "bool", "int", "float", "descriptor"))
-    stranger = {"descriptor": _descriptors()[0], "tensor": torch.zeros(4)}.get(stranger, stranger)
+    where a descriptor was would hand the launcher a tensor to encode as a tensor map; a Triton descriptor where a
+    Gluon one was (or the other way) would share a key without a layout."""
+    bind = launch._binder(KINDS)
+    strangers = {"descriptor": _descriptors()[0], "tensor": torch.zeros(4)}
+    if launch.GluonTensorDescriptor is not None:
+        strangers["gluon_descriptor"] = _gluon_descriptors()[0]
+    stranger = strangers.get(stranger, stranger)
     args = _some_args(0)
     args[position] = stranger
     with pytest.raises((TypeError, AttributeError)):
@@ -273,7 +302,7 @@ def test_tma_backward_launches_from_its_kept_descriptors(monkeypatch, masked):
                 backward(x, dy)
             assert taken and all(taken[-2:]), taken
         plan = ops._backward_plan(
-            64, n, torch.bfloat16, torch.float32, True, masked, False, False, 0, True, config.generation, 1
+            64, n, torch.bfloat16, torch.float32, True, masked, False, False, 0, True, config.generation, 1, False
         )  # fmt: skip
         assert plan.cfg.tma and plan.values[ops._MASK_TMA_AT] == masked and len(plan.encoded) >= 3
         monkeypatch.setattr(launch, "_hooked", lambda: True)

@@ -983,17 +983,16 @@ def _tma_bwd(
     return None
 
 
-# RMSNorm's backward by the staged Gluon kernel (``_staged_bwd``): its widths, its warps, the widest of them whose dW
-# partial it holds in registers across its loop (wider: float32 in shared memory; ``norm_bwd_staged.py``'s DW_REGS)
-STAGED_BWD_N = (12800, 13312, 14336)
+# RMSNorm's backward by the staged Gluon kernel (``_staged_bwd``): its widths and its warps
+STAGED_BWD_N = (12800, 13312, 13824, 14336, 14848, 15360)
 STAGED_WARPS = 8
-STAGED_DW_REGS_MAX_N = 13312
 
 
 def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int) -> bool:
-    """RMSNorm's backward without dB, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (whose N / 256 has 3 binary
-    digits, each part of the row at least 2 rows of 256) in calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows:
-    the Gluon kernel with rows staged in shared memory (``norm_bwd_staged.py``), one program of 8 warps a SM.
+    """RMSNorm's backward without dB, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (three parts of 32, 16 and 2-16
+    rows of 256, ``norm_bwd_staged.parts``; 13824, 14848 and 15360 padded to them) in calls of at least
+    ``LIMITS["rms_bwd_staged_min_m"]`` rows: the Gluon kernel with rows staged in shared memory
+    (``norm_bwd_staged.py``), one program of 8 warps a SM.
 
     Round 69 (H200). In turns against the rule before it, which split these rows (run 548): at 4096 rows x1.159 /
     x1.126 / x1.057 at 12800 / 13312 / 14336 fp16 (bf16 x1.185 / x1.144 / x1.083), at 32768 x1.12-1.27, at 2048
@@ -1002,6 +1001,15 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     ``_rms_head_tail_bwd``), 13824, 14848 and 15360 (four parts, the last of 2 or 4 rows of 256 at 2-4 halves a
     thread: x0.955-0.971), 16 warps (128 registers a thread: x0.89-1.07 in the probe). LayerNorm's backward and dB's
     sums in the same kernel (run 550) ran x0.80-0.95 of the split rows.
+
+    Round 70 (H200, runs 551-557). Rows of four binary digits padded to three parts, dW in registers at every width
+    (no longer in shared memory above 13312). In turns at 4096 fp16 (run 554, the probe's kernel): 14336 x1.070 of
+    dW in shared memory (101.5 us, cuDNN 103.8), 14848 as 32 + 16 + 16 x1.124 of the rule before (105.2 us, cuDNN
+    109.2), 15360 x1.113 (107.7, cuDNN 1247). normkit's kernel against the rule before: 13824 as 32 + 16 + 8 (run
+    554) x1.118 / x1.180 at 4096 / 32768 rows fp16 (bf16 x1.167 / x1.229), x1.083 at 2048 (bf16 x1.085), level at
+    1024 (where it is not taken); 14336-15360 (run 555) x1.04-1.10 at 2048 rows, x1.10-1.17 at 4096, x1.16-1.22 at
+    32768, cuDNN's time over normkit's 0.99-1.09 at 14336-14848 and 5.4-11.7 at 15360. Not taken: 12800 padded to
+    32 + 16 + 4 (x0.995 of its digits).
     """
     return (
         is_rms and not has_dbias and not has_mask and x_bytes == 2 and w_bytes == 2 and n in STAGED_BWD_N

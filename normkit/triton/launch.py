@@ -13,11 +13,11 @@ one process): forward 37 -> 26 microseconds, backward (two kernels) 72 -> 46.
 The key holds everything Triton specializes a runtime argument on, so two calls that share it would get the same
 compiled kernel from Triton too: a tensor's dtype and whether its address is a multiple of 16; an integer's type
 (int32, int64 or uint64 by its value), whether it is 1 and whether it is a multiple of 16; a float is a float32
-whatever its value; a tensor descriptor (``TensorDescriptor``) its base's dtype and its block's shape (``_key_of``;
-``tests/test_launch.py`` checks it against Triton's own specialization). Plus the constexpr values, ``num_warps``,
-the current device and each tensor's device (a CPU tensor's address is never launched: its key is new, and Triton's
-own path rejects it). Compile options Triton reads from its knobs (debug, instrumentation) are those of a key's
-first call.
+whatever its value; a tensor descriptor (``TensorDescriptor``) its base's dtype and its block's shape, a Gluon one
+its shared-memory layout too (``_key_of``; ``tests/test_launch.py`` checks it against Triton's own
+specialization). Plus the constexpr values, ``num_warps``, the current device and each tensor's device (a CPU
+tensor's address is never launched: its key is new, and Triton's own path rejects it). Compile options Triton
+reads from its knobs (debug, instrumentation) are those of a key's first call.
 
 The key is built by a function written for the kernel's arguments (``_binder``: one expression per property, no loop
 over the arguments), which also hands the compiled launcher the tensors' addresses rather than the
@@ -53,12 +53,19 @@ import triton.language as tl
 from triton import knobs
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+try:  # Gluon's descriptor, where this Triton has Gluon (``norm_bwd_staged.py``): a layout beside the block
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonTensorDescriptor
+except ImportError:  # pragma: no cover (an older Triton)
+    GluonTensorDescriptor = None
+
 
 def _kind(arg) -> str:
     if isinstance(arg, torch.Tensor):
         return "tensor"
     if isinstance(arg, TensorDescriptor):
         return "descriptor"
+    if GluonTensorDescriptor is not None and isinstance(arg, GluonTensorDescriptor):
+        return "gluon_descriptor"
     for kind in (bool, int, float):  # bool before int: bool is an int
         if isinstance(arg, kind):
             return kind.__name__
@@ -73,6 +80,8 @@ def _key_of(arg) -> tuple:
         return arg.dtype, not arg.data_ptr() & 15, arg.get_device()
     if kind == "descriptor":  # Triton compiles a descriptor's loads for its dtype and block (its base is aligned)
         return arg.base.dtype, tuple(arg.block_shape), arg.base.get_device()
+    if kind == "gluon_descriptor":  # and a Gluon descriptor's for its shared-memory layout too
+        return arg.base.dtype, tuple(arg.block_shape), arg.layout, arg.base.get_device()
     if kind == "int":
         return -(2**31) <= arg < 2**31, arg < 2**63, arg == 1, not arg & 15
     return (arg,) if kind == "bool" else ()
@@ -95,9 +104,11 @@ def _binder(kinds: tuple[str, ...], lead: bool = True):
             key += [f"{a}.dtype", f"not p{i} & 15", f"{a}.get_device()"]
             launch_args.append(f"p{i}")
             continue
-        if kind == "descriptor":  # handed on whole: the compiled launcher encodes its tensor map (launch.py)
-            lines.append(f"if type({a}) is not TensorDescriptor: raise TypeError({a})")
-            key += [f"{a}.base.dtype", f"tuple({a}.block_shape)", f"{a}.base.get_device()"]
+        if kind in ("descriptor", "gluon_descriptor"):  # handed on whole: the compiled launcher encodes its tensor
+            # map (launch.py)
+            gluon = kind == "gluon_descriptor"
+            lines.append(f"if type({a}) is not {'Gluon' * gluon}TensorDescriptor: raise TypeError({a})")
+            key += [f"{a}.base.dtype", f"tuple({a}.block_shape)", *[f"{a}.layout"] * gluon, f"{a}.base.get_device()"]
             launch_args.append(a)
             continue
         lines.append(f"if type({a}) is not {kind}: raise TypeError({a})")
@@ -110,7 +121,7 @@ def _binder(kinds: tuple[str, ...], lead: bool = True):
     body = "".join(f"    {line}\n" for line in lines)
     result = f"({', '.join(key)},), ({', '.join(launch_args)},)"
     source = f"def bind({params}):\n{body}    return {result}\n"
-    scope: dict = {"TensorDescriptor": TensorDescriptor}
+    scope: dict = {"TensorDescriptor": TensorDescriptor, "GluonTensorDescriptor": GluonTensorDescriptor}
     exec(compile(source, f"<normkit launch binder {kinds}>", "exec"), scope)  # noqa: S102 (source built above)
     bind = scope["bind"]
     bind.key_parts = len(key) - 3 * lead
@@ -233,7 +244,7 @@ class Launcher:
         # ``launch_pdl`` option): a compile option, so a key's compiled kernel carries it (``_entry``'s head)
         self.pdl = pdl
         params = list(inspect.signature(kernel.fn).parameters.values())
-        is_constexpr = [p.annotation in (tl.constexpr, "tl.constexpr") for p in params]
+        is_constexpr = [p.annotation in (tl.constexpr, "tl.constexpr", "gl.constexpr") for p in params]
         self.runtime_count = is_constexpr.index(True) if True in is_constexpr else len(params)
         if not all(is_constexpr[self.runtime_count :]):
             raise TypeError(f"Launcher: {kernel.fn.__name__} lists a runtime argument after a constexpr")

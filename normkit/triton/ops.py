@@ -30,6 +30,7 @@ NORM_BWD = Launcher(norm_bwd_kernel)
 SUM_PARTIALS = Launcher(sum_partials_kernel, pdl="PDL_WAIT")
 SPLIT_ROWS = Launcher(split_rows_kernel, pdl="PDL_WAIT")
 NORM_BWD_TMA = Launcher(norm_bwd_tma_kernel)
+STAGED_BWD = Launcher(STAGED.rms_norm_bwd_staged_kernel) if STAGED is not None else None
 _MASK_TMA_AT = NORM_BWD_TMA.constexpr_names.index("MASK_TMA")  # where a plan's values hold it
 TMA_STAGES = 3  # norm_bwd_tma_kernel's STAGES: two row blocks in flight (GPU run 142: 4 stages 0.92-1.0x of 3)
 MASK_BY_TMA = True  # norm_bwd_tma_kernel's MASK_TMA where the mask's rows allow it (_mask_tma)
@@ -464,12 +465,13 @@ class _BackwardPlan(NamedTuple):
     # microseconds, whose polling switches ``config.max_polls`` / ``stands_in`` it asks on every call)
     programs: int
     blocks_per_program: int
-    values: tuple  # norm_bwd_kernel's constexprs, in its order (empty for split rows)
+    values: tuple  # the kernel's constexprs (norm_bwd_kernel's, its TMA form's, the staged one's), in its order
     # ``(programs, blocks_per_program)`` as launched from the first call on, fewer programs where fewer fit a SM than
     # the config asks (``_backward_grid``); empty before
     fitted: list
-    # the TMA kernel's descriptors as ``Launcher.launch`` returns them encoded, by their rows (``_rows_of``): made,
-    # bound and encoded at a plan's first calls of those rows only
+    # the TMA kernels' descriptors as ``Launcher.launch`` returns them encoded, by their rows (``_rows_of``; the
+    # staged kernel's by dy's, x's and the weights' addresses): made, bound and encoded at a plan's first calls of
+    # those rows only
     encoded: dict
 
 
@@ -491,8 +493,8 @@ def _tma_rows(t: torch.Tensor) -> tuple[list, list] | None:
 
 @functools.lru_cache(maxsize=1024)
 def _backward_plan(
-    m, n, x_dtype, w_dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, device, tma, _generation, row_align=1,
-    staged=False,
+    m, n, x_dtype, w_dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, device, tma, _generation, row_align,
+    staged,
 ):  # fmt: skip
     """The backward's launch of ``m x n``, worked out once (as ``_forward_plan``). ``tma``: whether the device and
     the call's rows let the TMA load them (``_tma_capable``; after a plan that takes it, ``_tma_rows`` of dy and
@@ -500,7 +502,7 @@ def _backward_plan(
     the TMA cannot, a config that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``.
     ``row_align``: the kernels' ``ALIGN`` (``_row_align``; ``split_rows_kernel`` takes it at its launch).
     ``staged``: the staged Gluon kernel can run the call (RMSNorm without dB or a mask; ``_staged_capable``,
-    ``_staged_rows``); a plan that takes it has its constexprs as ``(name, value)`` pairs."""
+    ``_staged_rows``)."""
     tma = tma and not n * x_dtype.itemsize & 15
     x_bytes, w_bytes = x_dtype.itemsize, w_dtype.itemsize
     cfg = config.bwd_config(m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes, staged=staged)
@@ -511,9 +513,8 @@ def _backward_plan(
                 "backward without dB or a mask, and needs Triton 3.6's Gluon, a Hopper GPU, dy and x of one 16-bit "
                 "dtype with contiguous rows, and 16-bit weights"
             )
-        dw_in_registers = n <= config.STAGED_DW_REGS_MAX_N
-        values = STAGED.constexprs(n, cfg.num_warps, STAGED.STAGES, dw_in_registers, zero_centered_gamma)
-        return _BackwardPlan(cfg, config.persistent_programs(device, m, 1), 1, tuple(values.items()), [], {})
+        values = STAGED.constexprs(n, cfg.num_warps, STAGED.STAGES, zero_centered_gamma)
+        return _BackwardPlan(cfg, config.persistent_programs(device, m, 1), 1, STAGED_BWD.values(**values), [], {})
     if cfg.parts > 1:
         return _BackwardPlan(cfg, 0, 0, (), [], {})
     if cfg.tma and not (tma and cfg.num_chunks == 1):
@@ -631,6 +632,23 @@ def _keep_encoded(plan: _BackwardPlan, rows: tuple, encoded: tuple) -> None:
     plan.encoded[rows] = encoded
 
 
+def _staged_backward(plan: _BackwardPlan, dy, x, weight, rstd, dx, partial) -> None:
+    """The staged kernel's launch (``STAGED_BWD``) of a plan that takes it. Its descriptors (9: a part's each of x, dy
+    and the weights) are kept encoded with the plan by the addresses of dy, x and the weights (the plan fixes the
+    rest: their shape, dtypes and rows of n contiguous elements), as the TMA backward's are (``_rows_of``). Gluon's
+    own launch path made, bound and encoded them on every call: 160-210 us of host time a call at 2048 x
+    12800-14336, the split rows' 43 (GPU run 551); with them kept, 62-88 (run 554)."""
+    grid, args, num_warps = (plan.programs,), (rstd, dx, partial, *x.shape), plan.cfg.num_warps
+    rows = (dy.data_ptr(), x.data_ptr(), weight.data_ptr())
+    encoded = plan.encoded.get(rows)
+    if encoded is None or not STAGED_BWD.launch_encoded(grid, encoded, args, num_warps, plan.values):
+        values = dict(zip(STAGED_BWD.constexpr_names, plan.values))
+        head = STAGED.descriptors(x, dy, weight, [values["RA"], values["RB"], values["RC"]])
+        kept = STAGED_BWD.launch(grid, (*head, *args), num_warps, plan.values, head=len(head))
+        if kept is not None:
+            _keep_encoded(plan, rows, kept)
+
+
 def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, has_dbias):
     m, n = x.shape
     dx = torch.empty_like(x, memory_format=torch.contiguous_format)  # as the forward's y (``_forward_outputs``)
@@ -647,7 +665,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     plan = _backward_plan(*key, _tma_capable(index), config.generation, row_align, staged)
     if plan.cfg.staged:  # RMSNorm's rows staged in shared memory, one program a SM (``norm_bwd_staged.py``)
         partial = x.new_empty((1, plan.programs, n), dtype=torch.float32)
-        STAGED.launch(dy, x, _tma_weights(weight), rstd, dx, partial, dict(plan.values), plan.cfg.num_warps)
+        _staged_backward(plan, dy, x, _tma_weights(weight), rstd, dx, partial)
         return dx, *_sum_partials(partial, weight.dtype)
     descriptors = encoded = rows = None  # where the plan takes the TMA: made, or kept from a call of the same rows
     if plan.cfg.tma:
@@ -656,7 +674,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
         if encoded is None:
             descriptors = _descriptors(plan.cfg, dy, x, dx, mask, plan.values[_MASK_TMA_AT])
             if descriptors is None:  # rows the TMA cannot load: the plan without it
-                plan = _backward_plan(*key, False, config.generation, row_align)
+                plan = _backward_plan(*key, False, config.generation, row_align, False)
     acc_tl, acc_torch = _acc_of(x.dtype)
     # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean, no mask passes dx for it
     mean = mean if mean is not None else rstd
