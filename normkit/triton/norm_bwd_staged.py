@@ -55,8 +55,9 @@ STAGES = 2  # rows in flight a program: 3 ran level or slower with dW in registe
 def _load_row(xda, dyda, xdb, dydb, xdc, dydc, bar, xa, dya, xb, dyb, xc, dyc, row, ok,
               RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, VALID: gl.constexpr):  # fmt: skip
     """Row ``row``'s x and dy into one stage's buffers, one TMA copy a part and tensor (its descriptor's box is the
-    part), counted on ``bar``; nothing where not ``ok``. The row starts at its ``VALID``-th row of 256; parts padded
-    past it read the next row's first rows of 256 (zeros past the last row), which the kernel masks."""
+    part), counted on ``bar``; nothing where not ``ok``. The row is the ``VALID`` rows of 256 from ``row * VALID`` on;
+    a part padded past them reads the next row's first rows of 256 (zeros past the last row), which the kernel
+    masks."""
     ROWS: gl.constexpr = RA + RB + RC
     mbarrier.expect(bar, 2 * ROWS * 256 * xda.dtype.primitive_bitwidth // 8, pred=ok)
     first = row * VALID
