@@ -27,7 +27,7 @@ def _staged(m, n, **flags):
 
 
 def test_staged_rule():
-    """RMSNorm's backward without dB, 16-bit x and weights, at 12800-15360 columns (``STAGED_BWD_N``) from 2048 rows,
+    """RMSNorm's backward without dB, 16-bit x and weights, at 12800-15872 columns (``STAGED_BWD_N``) from 2048 rows,
     where the staged kernel can run (``staged``); nowhere else."""
     for n in config.STAGED_BWD_N:
         for m in (2048, 4096, 32768):
@@ -39,7 +39,7 @@ def test_staged_rule():
         assert not _staged(4096, n, is_rms=False), n
         assert not _staged(4096, n, w_bytes=4), n
         assert not _staged(4096, n, x_bytes=4), n
-    for n in (12288, 13056, 15872, 16384):
+    for n in (12288, 13056, 15616, 16384):
         assert not _staged(4096, n), n
     with config.limits(rms_bwd_staged_min_m=4097):
         assert not _staged(4096, 13312) and _staged(4097, 13312)
@@ -102,6 +102,7 @@ def test_parts_and_layouts():
     assert staged.parts(13824) == [32, 16, 8]  # 54 = 32 + 16 + 4 + 2: 2 rows of 256 padded
     assert staged.parts(14848) == [32, 16, 16]  # 58 = 32 + 16 + 8 + 2
     assert staged.parts(15360) == [32, 16, 16]  # 60 = 32 + 16 + 8 + 4
+    assert staged.parts(15872) == [32, 16, 16]  # 62 = 32 + 16 + 8 + 4 + 2
     assert staged.parts(31 * 256) == [16, 8, 8]
     for rows in range(1, 129):
         got = staged.parts(rows * 256)
@@ -146,8 +147,8 @@ for n, dtype, zero_centered in json.loads(sys.argv[2]):
 
 def test_staged_kernel_compiles_for_hopper():
     """The kernel compiled for sm_90 (ptxas included) on any machine, Triton's interpreter off (it cannot compile
-    Gluon): at the rules' widths (13824, 14848 and 15360 padded), fp16 and bf16, zero-centered gamma, and one part of
-    64 rows of 256 (16384); the shared memory each asks fits a Hopper SM."""
+    Gluon): at the rules' widths (13824, 14848, 15360 and 15872 padded), fp16 and bf16, zero-centered gamma, and one
+    part of 64 rows of 256 (16384); the shared memory each asks fits a Hopper SM."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     cases = [(n, "float16", False) for n in config.STAGED_BWD_N]
     cases += [(13312, "bfloat16", True), (15360, "bfloat16", True), (16384, "float16", False)]
@@ -191,14 +192,16 @@ def _check(m, n, x_dtype, w_dtype, taken, zero_centered_gamma=False, row_pad=0, 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(
-    "m, n", [(2048, 12800), (4097, 13312), (2049, 14336), (33000, 13312), (4097, 13824), (2048, 14848), (4097, 15360)]
-)
+    "m, n",
+    [(2048, 12800), (4097, 13312), (2049, 14336), (33000, 13312), (4097, 13824), (2048, 14848), (4097, 15360),
+     (2049, 15872)],
+)  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
 def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
     """The rules' shapes, taken by the staged kernel, against the reference: rows that do not divide over the SMs
-    (4097, 2049), many rows a program (33000), padded rows (13824 as 32 + 16 + 8 rows of 256, 14848 and 15360 as 32 +
-    16 + 16; at 4097 rows the last row's padding is past the tensor)."""
+    (4097, 2049), many rows a program (33000), padded rows (13824 as 32 + 16 + 8 rows of 256, 14848, 15360 and
+    15872 as 32 + 16 + 16; at 4097 and 2049 rows the last row's padding is past the tensor)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma)
 

@@ -984,13 +984,13 @@ def _tma_bwd(
 
 
 # RMSNorm's backward by the staged Gluon kernel (``_staged_bwd``): its widths and its warps
-STAGED_BWD_N = (12800, 13312, 13824, 14336, 14848, 15360)
+STAGED_BWD_N = (12800, 13312, 13824, 14336, 14848, 15360, 15872)
 STAGED_WARPS = 8
 
 
 def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int) -> bool:
     """RMSNorm's backward without dB, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (three parts of 32, 16 and 2-16
-    rows of 256, ``norm_bwd_staged.parts``; 13824, 14848 and 15360 padded to them) in calls of at least
+    rows of 256, ``norm_bwd_staged.parts``; 13824 and 14848-15872 padded to them) in calls of at least
     ``LIMITS["rms_bwd_staged_min_m"]`` rows: the Gluon kernel with rows staged in shared memory
     (``norm_bwd_staged.py``), one program of 8 warps a SM.
 
@@ -1010,6 +1010,13 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     1024 (where it is not taken); 14336-15360 (run 555) x1.04-1.10 at 2048 rows, x1.10-1.17 at 4096, x1.16-1.22 at
     32768, cuDNN's time over normkit's 0.99-1.09 at 14336-14848 and 5.4-11.7 at 15360. Not taken: 12800 padded to
     32 + 16 + 4 (x0.995 of its digits).
+
+    Round 71 (H200, runs 559-563). 15872 (62 rows of 256) as 32 + 16 + 16 against the rule before, which split its
+    rows (``bench.ab``, run 560): x1.137 / x1.169 at 4096 rows fp16 / bf16, x1.096 at 2048 fp16, x1.241 at 32768 bf16;
+    109.9 us at 4096 fp16, Liger's time over it 1.171, cuDNN's 11.7. Not taken (the kernel forced, run 559): 10240 and
+    11264 (x0.991 / x0.984 of the head and tail tiles), 12288 (x1.003). Nor, at 12288-14336 and 32768 x 13312, 16
+    warps (x0.988-1.003 of 8), 16 warps and 3 stages (x0.974-0.984), a load warp (``gl.warp_specialize``: x1.003-1.026
+    at 2 stages, x0.98-1.02 at 3) or a cache hint on dx's stores (x0.996-1.011) (runs 559-563).
     """
     return (
         is_rms and not has_dbias and not has_mask and x_bytes == 2 and w_bytes == 2 and n in STAGED_BWD_N

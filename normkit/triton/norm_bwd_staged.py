@@ -80,11 +80,11 @@ def _weights(ws, L: gl.constexpr, ZERO_CENTERED: gl.constexpr):
 
 
 @gluon.jit
-def _in_row(START: gl.constexpr, R: gl.constexpr, L: gl.constexpr, VALID: gl.constexpr):
-    """Which of a part's elements are the row's (its rows of 256 before ``VALID``)."""
+def _offsets(START: gl.constexpr, R: gl.constexpr, L: gl.constexpr):
+    """A part's elements' offsets in its row (``START``: the part's first row of 256)."""
     rows = gl.arange(0, R, layout=gl.SliceLayout(1, L))
     columns = gl.arange(0, 256, layout=gl.SliceLayout(0, L))
-    return ((START + rows)[:, None] < VALID) & (columns[None, :] < 256)
+    return (START + rows)[:, None] * 256 + columns[None, :]
 
 
 @gluon.jit
@@ -95,23 +95,15 @@ def _part_sum(xs, dys, ws, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr
     dy = dys.load(L).to(gl.float32)
     product = _weights(ws, L, ZERO_CENTERED) * dy * x
     if START + R > VALID:  # a padded part (its weights past the row are zeros, but the next row's x may not be finite)
-        product = gl.where(_in_row(START, R, L, VALID), product, 0.0)
+        product = gl.where(_offsets(START, R, L) < VALID * 256, product, 0.0)
     return gl.sum(gl.sum(product, axis=1), axis=0)
-
-
-@gluon.jit
-def _offsets(START: gl.constexpr, R: gl.constexpr, L: gl.constexpr):
-    """A part's elements' offsets in its row (``START``: the part's first row of 256)."""
-    rows = gl.arange(0, R, layout=gl.SliceLayout(1, L))
-    columns = gl.arange(0, 256, layout=gl.SliceLayout(0, L))
-    return (START + rows)[:, None] * 256 + columns[None, :]
 
 
 @gluon.jit
 def _store(pointers, values, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr, VALID: gl.constexpr):
     """A part's values stored where they are the row's."""
     if START + R > VALID:
-        gl.store(pointers, values, mask=_in_row(START, R, L, VALID))
+        gl.store(pointers, values, mask=_offsets(START, R, L) < VALID * 256)
     else:
         gl.store(pointers, values)
 
