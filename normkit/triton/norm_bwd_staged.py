@@ -30,8 +30,15 @@ memory at every width (14336 x1.07, 14848 x1.12, 15360 x1.10; run 554), so it is
 rows of 256 in shared memory, one barrier a row rather than two a part, ran level (x0.99-1.00, run 551). The launch is
 ``ops.STAGED_BWD``, a ``launch.Launcher`` that keeps the descriptors encoded: Gluon's own launch path took 160-210 us
 of host time a call at 2048 x 12800-14336, the split rows 43 (run 551); with the kept descriptors 62-88 (run 554).
-``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon:
-importing this module raises ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
+
+Round 71 (GPU runs 558-564). A padded part's mask is its offsets below the row's end (14848-15872 compile to 240
+registers, no stack; level with the form before). Not taken: 16 warps (x0.988-1.003 of 8), a third stage, a warp that
+only issues the TMA copies (``gl.warp_specialize``: x1.003-1.026), cache hints on dx's stores (level). Alone after a
+clean L2 the kernel runs 80.6 us at 4096 x 13312 fp16 against cuDNN's 77.6; after its own call's lines in L2, 90.7
+against 81.6 (run 564): what it is about those lines is not read yet.
+
+``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
+``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
 """
 
 from __future__ import annotations
