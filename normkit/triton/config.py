@@ -1013,7 +1013,7 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
 
     Round 71 (H200, runs 559-563). 15872 (62 rows of 256) as 32 + 16 + 16 against the rule before, which split its
     rows (``bench.ab``, run 560): x1.137 / x1.169 at 4096 rows fp16 / bf16, x1.096 at 2048 fp16, x1.241 at 32768 bf16;
-    109.9 us at 4096 fp16, Liger's time over it 1.171, cuDNN's 11.7. Not taken (the kernel forced, run 559): 10240 and
+    109.9 us at 4096 fp16, Liger's time over it 1.172, cuDNN's 11.7. Not taken (the kernel forced, run 559): 10240 and
     11264 (x0.991 / x0.984 of the head and tail tiles), 12288 (x1.003). Nor, at 12288-14336 and 32768 x 13312, 16
     warps (x0.988-1.003 of 8), 16 warps and 3 stages (x0.974-0.984), a load warp (``gl.warp_specialize``: x1.003-1.026
     at 2 stages, x0.98-1.02 at 3) or a cache hint on dx's stores (x0.996-1.011) (runs 559-563).
