@@ -92,7 +92,7 @@ def test_staged_plan():
 def test_parts_and_layouts():
     """A row as parts of N / 256's binary digits, largest first, where it has at most three; else its two largest and
     the rest rounded up to a power of 2 (the row padded). Each part's layout covers it exactly, 8 halves a thread
-    where 8 warps go down its rows."""
+    where 8 warps go down its rows; its dW partial is stored from 4 float32 a thread in the same warps."""
     staged = pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     assert staged.parts(13312) == [32, 16, 4]
     assert staged.parts(12800) == [32, 16, 2]
@@ -116,6 +116,11 @@ def test_parts_and_layouts():
         covered = [s * t * w for s, t, w in zip(layout.size_per_thread, layout.threads_per_warp, layout.warps_per_cta)]
         assert covered == [rows, 256], rows
     assert staged.layout(32, 8).size_per_thread == [4, 8]
+    for rows in (1, 2, 4, 8, 16, 32):  # the dW partial's store: 16 bytes a thread, a warp's 32 threads along a row
+        part = staged.layout(rows, 8)
+        wide = staged._partial_layout(part)
+        assert (wide.size_per_thread, wide.threads_per_warp, wide.order) == ([1, 4], [1, 32], [1, 0]), rows
+        assert wide.warps_per_cta == part.warps_per_cta, rows
 
 
 COMPILE = """

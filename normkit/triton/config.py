@@ -1017,6 +1017,11 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     11264 (x0.991 / x0.984 of the head and tail tiles), 12288 (x1.003). Nor, at 12288-14336 and 32768 x 13312, 16
     warps (x0.988-1.003 of 8), 16 warps and 3 stages (x0.974-0.984), a load warp (``gl.warp_specialize``: x1.003-1.026
     at 2 stages, x0.98-1.02 at 3) or a cache hint on dx's stores (x0.996-1.011) (runs 559-563).
+
+    Round 72 (H200, runs 565-572). The kernel stores its dW partial coalesced (``norm_bwd_staged._partial_layout``):
+    x0.993-1.035 of the kernel before at 4096 rows fp16, x1.017-1.022 at 2048 (run 571). Beside the peers at 4096
+    fp16 (run 572): cuDNN's time over normkit's 1.130 / 0.976 / 1.098 / 1.053 / 1.061 at 12800 / 13312 / 13824 /
+    14336 / 14848, Liger's 1.198 / 1.171 at 15360 / 15872 (normkit 93.1 us at 13312, cuDNN 90.8).
     """
     return (
         is_rms and not has_dbias and not has_mask and x_bytes == 2 and w_bytes == 2 and n in STAGED_BWD_N
