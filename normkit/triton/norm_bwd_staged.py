@@ -37,16 +37,16 @@ only issues the TMA copies (``gl.warp_specialize``: x1.003-1.026), cache hints o
 clean L2 the kernel runs 80.6 us at 4096 x 13312 fp16 against cuDNN's 77.6; after its own call's lines in L2, 90.7
 against 81.6 (run 564): what it is about those lines is not read yet.
 
-Round 72 (GPU runs 565-572). Each dW partial is stored from ``_partial_layout`` (4 float32 a thread): in its part's
-layout a thread's 8 columns are 32 bytes, stored 16 at a time, so every sector of the partial was written twice
-(Nsight Compute, 4096 x 13312 fp16: 202,752 excessive sectors, 5% of the kernel's; none now). In turns against the
+Round 72 (GPU runs 565-572). Each dW partial is stored from ``_partial_layout`` (4 float32 a thread): in the layout of a
+part of 8 rows of 256 or more a thread's 8 columns are 32 bytes, stored 16 at a time, so every sector there was written
+twice (Nsight Compute, 4096 x 13312 fp16: 202,752 excessive sectors, 5% of the kernel's; none now). In turns against the
 kernel before (run 571): x0.993-1.035 at 4096 x 12800-15872 fp16 (13312 x1.035), x1.017 / x1.022 at 2048 x 13312 /
-15872, x1.002 at 32768 x 13312 bf16. Nsight Compute's bytes (run 565): this kernel and cuDNN's move the same DRAM
-bytes (218 MB read; 116 MB written after their own call, 94-96 after a clean L2), so the slower run after its own
-call is not more traffic. Not taken: dx as ``w (dy rstd) - k x`` (20 fewer instructions a row: x0.989-1.010, run
-567), a grid balanced over the rows (128 programs of 32 rows at 4096: x0.985-1.016, run 568), the dW sum as a
-programmatic dependent launch (x0.988-1.023, run 565), and LayerNorm's backward with dB in this kernel (8 warps:
-x0.89-0.92 of the split rows at 12800-15872, x1.016 / x1.026 at 10752 / 11776; 16 warps spill, x0.61-0.90; run 566).
+15872, x1.002 at 32768 x 13312 bf16. Nsight Compute's bytes (run 565): this kernel and cuDNN's move the same DRAM bytes
+(218 MB read; 116 MB written after their own call, 94-96 after a clean L2), so the slower run after its own call is not
+more traffic. Not taken: dx as ``w (dy rstd) - k x`` (20 fewer instructions a row: x0.989-1.010, run 567), a grid
+balanced over the rows (128 programs of 32 rows at 4096: x0.985-1.016, run 568), the dW sum as a programmatic dependent
+launch (x0.988-1.023, run 565), and LayerNorm's backward with dB in this kernel (8 warps: x0.89-0.92 of the split rows
+at 12800-15872, x1.016 / x1.026 at 10752 / 11776; 16 warps spill, x0.61-0.90; run 566).
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
@@ -130,8 +130,8 @@ def _store(row, values, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr, V
 @gluon.constexpr_function
 def _partial_layout(L):
     """The layout a part's float32 dW partial is stored in: 4 columns (16 bytes) a thread, so that a warp's store is
-    512 contiguous bytes (in ``L`` a thread's 8 columns are 32 bytes, a store 16 of them, and every sector is written
-    twice)."""
+    512 contiguous bytes (where ``L`` gives a thread 8 columns, 32 bytes, a store writes 16 of them, and every sector
+    is written twice)."""
     return gl.BlockedLayout([1, 4], [1, 32], L.warps_per_cta, [1, 0])
 
 
