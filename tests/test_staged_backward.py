@@ -27,8 +27,8 @@ def _staged(m, n, **flags):
 
 
 def test_staged_rule():
-    """RMSNorm's backward without dB, 16-bit x and weights, at 12800-15872 columns (``STAGED_BWD_N``) from 2048 rows,
-    where the staged kernel can run (``staged``); nowhere else."""
+    """RMSNorm's backward without dB, 16-bit x and weights, at 10240 and 12288-15872 columns (``STAGED_BWD_N``) from
+    2048 rows, where the staged kernel can run (``staged``); nowhere else."""
     for n in config.STAGED_BWD_N:
         for m in (2048, 4096, 32768):
             assert _staged(m, n), (m, n)
@@ -39,7 +39,7 @@ def test_staged_rule():
         assert not _staged(4096, n, is_rms=False), n
         assert not _staged(4096, n, w_bytes=4), n
         assert not _staged(4096, n, x_bytes=4), n
-    for n in (12288, 13056, 15616, 16384):
+    for n in (9728, 10752, 12032, 13056, 15616, 16384):
         assert not _staged(4096, n), n
     with config.limits(rms_bwd_staged_min_m=4097):
         assert not _staged(4096, 13312) and _staged(4097, 13312)
@@ -95,6 +95,7 @@ def test_parts_and_layouts():
     where 8 warps go down its rows; its dW partial is stored from 4 float32 a thread in the same warps."""
     staged = pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     assert staged.parts(13312) == [32, 16, 4]
+    assert staged.parts(12288) == [32, 16, 0]
     assert staged.parts(12800) == [32, 16, 2]
     assert staged.parts(14336) == [32, 16, 8]
     assert staged.parts(768) == [2, 1, 0]
@@ -199,7 +200,7 @@ def _check(m, n, x_dtype, w_dtype, taken, zero_centered_gamma=False, row_pad=0, 
 @pytest.mark.parametrize(
     "m, n",
     [(2048, 12800), (4097, 13312), (2049, 14336), (33000, 13312), (4097, 13824), (2048, 14848), (4097, 15360),
-     (2049, 15872)],
+     (2049, 15872), (4097, 12288), (2049, 10240)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])

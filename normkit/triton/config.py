@@ -984,15 +984,15 @@ def _tma_bwd(
 
 
 # RMSNorm's backward by the staged Gluon kernel (``_staged_bwd``): its widths and its warps
-STAGED_BWD_N = (12800, 13312, 13824, 14336, 14848, 15360, 15872)
+STAGED_BWD_N = (10240, 12288, 12800, 13312, 13824, 14336, 14848, 15360, 15872)
 STAGED_WARPS = 8
 
 
 def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int) -> bool:
-    """RMSNorm's backward without dB, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (three parts of 32, 16 and 2-16
-    rows of 256, ``norm_bwd_staged.parts``; 13824 and 14848-15872 padded to them) in calls of at least
-    ``LIMITS["rms_bwd_staged_min_m"]`` rows: the Gluon kernel with rows staged in shared memory
-    (``norm_bwd_staged.py``), one program of 8 warps a SM.
+    """RMSNorm's backward without dB, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (parts of 32, 16 and 2-16 rows
+    of 256, ``norm_bwd_staged.parts``: 10240 as 32 + 8 and 12288 as 32 + 16, 13824 and 14848-15872 padded to three) in
+    calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows: the Gluon kernel with rows staged in shared memory
+    (``norm_bwd_staged.py``), one program a SM of 8 compute warps and a load warp.
 
     Round 69 (H200). In turns against the rule before it, which split these rows (run 548): at 4096 rows x1.159 /
     x1.126 / x1.057 at 12800 / 13312 / 14336 fp16 (bf16 x1.185 / x1.144 / x1.083), at 32768 x1.12-1.27, at 2048
@@ -1022,6 +1022,15 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     x0.993-1.035 of the kernel before at 4096 rows fp16, x1.017-1.022 at 2048 (run 571). Beside the peers at 4096
     fp16 (run 572): cuDNN's time over normkit's 1.130 / 0.976 / 1.098 / 1.053 / 1.061 at 12800 / 13312 / 13824 /
     14336 / 14848, Liger's 1.198 / 1.171 at 15360 / 15872 (normkit 93.1 us at 13312, cuDNN 90.8).
+
+    Round 73 (H200, runs 575-579). The kernel has a load warp. Against round 72's rule (run 575, ``bench.ab``):
+    x1.005-1.041 at 4096 x 12800-15872 fp16, x1.008-1.022 at 2048, x1.023 / x1.007 at 4096 / 32768 x 13312 bf16; 12288,
+    taken from the head and tail tiles, x1.030 / x1.007 at 4096 fp16 / bf16, x1.023 at 2048, x1.038 at 32768 bf16. 10240
+    (from them too, runs 578-579) x1.000-1.031 at 4096 rows, x1.009-1.010 at 2048 (x0.981 in run 578), x1.036 at 32768
+    bf16. Not taken (run 578): 9728 (x0.985), 10752 (x0.961), 11264 (x1.007 / x1.034 at 4096 / 2048, x0.984 at 32768
+    bf16) and 11776 (x1.010 at 4096 only). Beside the peers at 4096 fp16 (runs 576, 579): cuDNN's time over normkit's
+    0.984 / 1.011 / 1.131 / 0.980 / 1.097 / 1.063 / 1.044 at 12288 / 10240 / 12800 / 13312 / 13824 / 14336 / 14848,
+    Liger's 1.214 / 1.211 at 15360 / 15872.
     """
     return (
         is_rms and not has_dbias and not has_mask and x_bytes == 2 and w_bytes == 2 and n in STAGED_BWD_N

@@ -10,11 +10,13 @@ so every thread loads 16 bytes at a time where the part allows, and no lane is p
 more than three binary digits: 13824 = 54 x 256 is cut 32 + 16 + 8, its last part padded by 2 rows of 256 (the next
 row's, loaded and masked).
 
-One program a SM takes rows ``pid, pid + programs, ...``. Per row: wait for its stage; pass one reads x, dy and the
-weights from shared memory for ``sum(w dy x)``; pass two reads them again, stores dx from registers and adds
-``dy x rstd`` to dW (float32, in registers across the loop: 64 a thread at most); then every thread is
-done with the stage and the row two ahead is loaded into it. rstd is loaded a row ahead. Each program writes its dW
-partial, and ``ops._sum_partials`` adds them in a fixed order, as for the other backwards.
+One program a SM takes rows ``pid, pid + programs, ...``: its compute warps (``_compute``) and one load warp
+(``_loader``, ``gl.warp_specialize``). The load warp copies each row into a free stage, two rows in flight. Per row
+the compute warps wait for its stage; pass one reads x, dy and the weights from shared memory for ``sum(w dy x)``;
+pass two reads them again, stores dx from registers and adds ``dy x rstd`` to dW (float32, in registers across the
+loop: 64 a thread at most); then they release the stage to the load warp (an mbarrier). rstd is loaded a row ahead.
+Each program writes its dW partial, and ``ops._sum_partials`` adds them in a fixed order, as for the other
+backwards.
 
 Round 69 (H200, GPU runs 546-550, 4096 x N fp16, in turns against the rule before): one TMA copy a part rather
 than one a box of the smallest part made it fast (13312, the same variant: 126.9 -> 99.5 us; with dW in registers
@@ -48,6 +50,14 @@ balanced over the rows (128 programs of 32 rows at 4096: x0.985-1.016, run 568),
 launch (x0.988-1.023, run 565), and LayerNorm's backward with dB in this kernel (8 warps: x0.89-0.92 of the split rows
 at 12800-15872, x1.016 / x1.026 at 10752 / 11776; 16 warps spill, x0.61-0.90; run 566).
 
+Round 73 (GPU runs 573-579). The TMA copies are issued by a load warp (``_loader``; round 71 probed it at x1.003-1.026,
+before the dW partial was coalesced). In turns against round 72's kernel (run 575): x1.005-1.041 at 4096 x 12800-15872
+fp16 (13312 x1.006, 14336-15360 x1.027-1.041), x1.008-1.022 at 2048 rows, x1.007 at 32768 x 13312 bf16; 16 compute warps
+with it ran x0.965-1.041 of 8 (runs 573-574). Two widths moved here from the TMA head and tail tiles: 12288 (32 + 16:
+x1.007-1.038, run 575) and 10240 (32 + 8: x0.981-1.036, runs 578-579). At 9728, 10752, 11264 and 11776 it ran
+x0.961-1.034 of the head and tail tiles (run 578) and is not taken. Beside cuDNN at 4096 fp16 (runs 576, 579): 0.984 of
+its speed at 12288, 0.980 at 13312, 1.011-1.131 at 10240 and 12800-14848, 11.9-12.1 at 15360-15872.
+
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
 """
@@ -67,6 +77,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E4
 COLUMNS = 256  # a row is viewed as rows of this many columns (a TMA box's widest)
 MAX_PARTS = 3
 STAGES = 2  # rows in flight a program: 3 ran level or slower with dW in registers (x0.98-1.01, run 547)
+LOADER_REGISTERS = gl.constexpr(24)  # the load warp's registers a thread (``gl.warp_specialize``)
 
 
 @gluon.jit
@@ -156,51 +167,25 @@ def _part_dx(xs, dys, ws, dx_row, rstd, k, START: gl.constexpr, R: gl.constexpr,
 
 
 @gluon.jit
-def rms_norm_bwd_staged_kernel(
-    xda, xdb, xdc, dyda, dydb, dydc, wda, wdb, wdc, RSTD, DX, PARTIAL, M, N,
-    RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, LA: gl.constexpr, LB: gl.constexpr, LC: gl.constexpr,
-    VALID: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr,
-):  # fmt: skip
-    """RMSNorm's dx ``[M, N]`` and each program's float32 dW partial (``PARTIAL``: ``[programs, N]``) from dy, x (their
-    descriptors: ``[M * N / 256, 256]``, one a part, the box the part's ``[R, 256]``), the weights' (``[N / 256,
-    256]``) and rstd. ``RA``-``RC``: the parts' rows of 256, largest first, 0 where absent (whose descriptors,
-    buffers and code are left out; ``parts``), ``VALID`` of them the row's (N / 256); ``LA``-``LC`` their register
-    layouts."""
-    pid = gl.program_id(0)
-    programs = gl.num_programs(0)
-    my_rows = (M - pid + programs - 1) // programs
-    dtype: gl.constexpr = xda.dtype
-    staged: gl.constexpr = xda.layout
-    # a part's buffers: STAGES rows of x and dy, the weights (placeholders where a part is absent)
-    xa = gl.allocate_shared_memory(dtype, [STAGES, RA, 256], staged)
-    dya = gl.allocate_shared_memory(dtype, [STAGES, RA, 256], staged)
-    wsa = gl.allocate_shared_memory(wda.dtype, [RA, 256], staged)
-    xb, dyb, xc, dyc = xa, dya, xa, dya
-    if RB > 0:
-        xb = gl.allocate_shared_memory(dtype, [STAGES, RB, 256], staged)
-        dyb = gl.allocate_shared_memory(dtype, [STAGES, RB, 256], staged)
-        wsb = gl.allocate_shared_memory(wda.dtype, [RB, 256], staged)
-    if RC > 0:
-        xc = gl.allocate_shared_memory(dtype, [STAGES, RC, 256], staged)
-        dyc = gl.allocate_shared_memory(dtype, [STAGES, RC, 256], staged)
-        wsc = gl.allocate_shared_memory(wda.dtype, [RC, 256], staged)
-    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    wbar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(bars.index(s), count=1)
-    mbarrier.init(wbar, count=1)
-
-    # the weights, once (zeros past the row); then the first STAGES rows
-    mbarrier.expect(wbar, (RA + RB + RC) * 256 * wda.dtype.primitive_bitwidth // 8)
-    tma.async_copy_global_to_shared(wda, [0, 0], wbar, wsa)
-    if RB > 0:
-        tma.async_copy_global_to_shared(wdb, [RA, 0], wbar, wsb)
-    if RC > 0:
-        tma.async_copy_global_to_shared(wdc, [RA + RB, 0], wbar, wsc)
-    for s in gl.static_range(STAGES):
-        _load_row(xda, dyda, xdb, dydb, xdc, dydc, bars.index(s), xa.index(s), dya.index(s), xb.index(s),
-                  dyb.index(s), xc.index(s), dyc.index(s), pid + s * programs, s < my_rows,
+def _loader(xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, empty, pid, programs, my_rows,
+            RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, VALID: gl.constexpr,
+            STAGES: gl.constexpr):  # fmt: skip
+    """The load warp: the program's i-th row into stage ``i % STAGES`` (counted on ``ready``) once the compute warps
+    have released the stage (``empty``; at first every stage is free)."""
+    for i in range(my_rows):
+        stage = i % STAGES
+        mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)
+        _load_row(xda, dyda, xdb, dydb, xdc, dydc, ready.index(stage), xa.index(stage), dya.index(stage),
+                  xb.index(stage), dyb.index(stage), xc.index(stage), dyc.index(stage), pid + i * programs, True,
                   RA, RB, RC, VALID)  # fmt: skip
+
+
+@gluon.jit
+def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, RSTD, DX, PARTIAL, M, N, pid, programs,
+             my_rows, RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, LA: gl.constexpr, LB: gl.constexpr,
+             LC: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr):  # fmt: skip
+    """The compute warps: each row's sum, dx and dW's terms, then its stage released to the load warp; at the end the
+    program's dW partial."""
     # dW in registers across the loop (up to 64 rows of 256: 64 a thread)
     dwa = gl.zeros([RA, 256], gl.float32, LA)
     if RB > 0:
@@ -209,13 +194,12 @@ def rms_norm_bwd_staged_kernel(
         dwc = gl.zeros([RC, 256], gl.float32, LC)
     mbarrier.wait(wbar, 0)
     rstd_next = gl.load(RSTD + pid)
-
     for i in range(my_rows):
         row = pid + i * programs
         stage = i % STAGES
         rstd = rstd_next
         rstd_next = gl.load(RSTD + gl.minimum(row + programs, M - 1))
-        mbarrier.wait(bars.index(stage), (i // STAGES) & 1)
+        mbarrier.wait(ready.index(stage), (i // STAGES) & 1)
         xsa, dysa = xa.index(stage), dya.index(stage)
         total = _part_sum(xsa, dysa, wsa, 0, RA, LA, ZERO_CENTERED, VALID)
         if RB > 0:
@@ -231,23 +215,68 @@ def rms_norm_bwd_staged_kernel(
             dwb += _part_dx(xsb, dysb, wsb, dx_row, rstd, k, RA, RB, LB, ZERO_CENTERED, VALID)
         if RC > 0:
             dwc += _part_dx(xsc, dysc, wsc, dx_row, rstd, k, RA + RB, RC, LC, ZERO_CENTERED, VALID)
-        # every thread is done with the stage (its reads in the generic proxy before the TMA's writes): it takes the
-        # row STAGES ahead
-        fence_async_shared()
-        gl.thread_barrier()
-        ahead = i + STAGES
-        _load_row(xda, dyda, xdb, dydb, xdc, dydc, bars.index(stage), xa.index(stage), dya.index(stage),
-                  xb.index(stage), dyb.index(stage), xc.index(stage), dyc.index(stage), pid + ahead * programs,
-                  ahead < my_rows, RA, RB, RC, VALID)  # fmt: skip
-    for s in gl.static_range(STAGES):
-        mbarrier.invalidate(bars.index(s))
-    mbarrier.invalidate(wbar)
+        fence_async_shared()  # the reads above (the generic proxy) before the TMA's writes into the stage
+        mbarrier.arrive(empty.index(stage), count=1)
     out = PARTIAL + pid.to(gl.int64) * N
     _store_partial(out, dwa, 0, RA, LA, VALID)
     if RB > 0:
         _store_partial(out, dwb, RA, RB, LB, VALID)
     if RC > 0:
         _store_partial(out, dwc, RA + RB, RC, LC, VALID)
+
+
+@gluon.jit
+def rms_norm_bwd_staged_kernel(
+    xda, xdb, xdc, dyda, dydb, dydc, wda, wdb, wdc, RSTD, DX, PARTIAL, M, N,
+    RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, LA: gl.constexpr, LB: gl.constexpr, LC: gl.constexpr,
+    VALID: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr,
+):  # fmt: skip
+    """RMSNorm's dx ``[M, N]`` and each program's float32 dW partial (``PARTIAL``: ``[programs, N]``) from dy, x (their
+    descriptors: ``[M * N / 256, 256]``, one a part, the box the part's ``[R, 256]``), the weights' (``[N / 256,
+    256]``) and rstd. ``RA``-``RC``: the parts' rows of 256, largest first, 0 where absent (whose descriptors,
+    buffers and code are left out; ``parts``), ``VALID`` of them the row's (N / 256); ``LA``-``LC`` their register
+    layouts. The launch's ``num_warps`` compute (``_compute``); one more warp loads (``_loader``)."""
+    pid = gl.program_id(0)
+    programs = gl.num_programs(0)
+    my_rows = (M - pid + programs - 1) // programs
+    dtype: gl.constexpr = xda.dtype
+    staged: gl.constexpr = xda.layout
+    # a part's buffers: STAGES rows of x and dy, the weights (the first part's where a part is absent)
+    xa = gl.allocate_shared_memory(dtype, [STAGES, RA, 256], staged)
+    dya = gl.allocate_shared_memory(dtype, [STAGES, RA, 256], staged)
+    wsa = gl.allocate_shared_memory(wda.dtype, [RA, 256], staged)
+    xb, dyb, xc, dyc, wsb, wsc = xa, dya, xa, dya, wsa, wsa
+    if RB > 0:
+        xb = gl.allocate_shared_memory(dtype, [STAGES, RB, 256], staged)
+        dyb = gl.allocate_shared_memory(dtype, [STAGES, RB, 256], staged)
+        wsb = gl.allocate_shared_memory(wda.dtype, [RB, 256], staged)
+    if RC > 0:
+        xc = gl.allocate_shared_memory(dtype, [STAGES, RC, 256], staged)
+        dyc = gl.allocate_shared_memory(dtype, [STAGES, RC, 256], staged)
+        wsc = gl.allocate_shared_memory(wda.dtype, [RC, 256], staged)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())  # a stage's row loaded
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())  # a stage's row done with
+    wbar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    mbarrier.init(wbar, count=1)
+    # the weights, once (zeros past the row)
+    mbarrier.expect(wbar, (RA + RB + RC) * 256 * wda.dtype.primitive_bitwidth // 8)
+    tma.async_copy_global_to_shared(wda, [0, 0], wbar, wsa)
+    if RB > 0:
+        tma.async_copy_global_to_shared(wdb, [RA, 0], wbar, wsb)
+    if RC > 0:
+        tma.async_copy_global_to_shared(wdc, [RA + RB, 0], wbar, wsc)
+    gl.warp_specialize(
+        [
+            (_compute, (xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, RSTD, DX, PARTIAL, M, N, pid,
+                        programs, my_rows, RA, RB, RC, LA, LB, LC, VALID, STAGES, ZERO_CENTERED)),
+            (_loader, (xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, empty, pid, programs,
+                       my_rows, RA, RB, RC, VALID, STAGES)),
+        ],
+        [1], [LOADER_REGISTERS],
+    )  # fmt: skip
 
 
 def parts(n: int) -> list[int]:
