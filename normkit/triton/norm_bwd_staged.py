@@ -81,23 +81,22 @@ LOADER_REGISTERS = gl.constexpr(24)  # the load warp's registers a thread (``gl.
 
 
 @gluon.jit
-def _load_row(xda, dyda, xdb, dydb, xdc, dydc, bar, xa, dya, xb, dyb, xc, dyc, row, ok,
+def _load_row(xda, dyda, xdb, dydb, xdc, dydc, bar, xa, dya, xb, dyb, xc, dyc, row,
               RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, VALID: gl.constexpr):  # fmt: skip
     """Row ``row``'s x and dy into one stage's buffers, one TMA copy a part and tensor (its descriptor's box is the
-    part), counted on ``bar``; nothing where not ``ok``. The row is the ``VALID`` rows of 256 from ``row * VALID`` on;
-    a part padded past them reads the next row's first rows of 256 (zeros past the last row), which the kernel
-    masks."""
+    part), counted on ``bar``. The row is the ``VALID`` rows of 256 from ``row * VALID`` on; a part padded past them
+    reads the next row's first rows of 256 (zeros past the last row), which the kernel masks."""
     ROWS: gl.constexpr = RA + RB + RC
-    mbarrier.expect(bar, 2 * ROWS * 256 * xda.dtype.primitive_bitwidth // 8, pred=ok)
+    mbarrier.expect(bar, 2 * ROWS * 256 * xda.dtype.primitive_bitwidth // 8)
     first = row * VALID
-    tma.async_copy_global_to_shared(xda, [first, 0], bar, xa, pred=ok)
-    tma.async_copy_global_to_shared(dyda, [first, 0], bar, dya, pred=ok)
+    tma.async_copy_global_to_shared(xda, [first, 0], bar, xa)
+    tma.async_copy_global_to_shared(dyda, [first, 0], bar, dya)
     if RB > 0:
-        tma.async_copy_global_to_shared(xdb, [first + RA, 0], bar, xb, pred=ok)
-        tma.async_copy_global_to_shared(dydb, [first + RA, 0], bar, dyb, pred=ok)
+        tma.async_copy_global_to_shared(xdb, [first + RA, 0], bar, xb)
+        tma.async_copy_global_to_shared(dydb, [first + RA, 0], bar, dyb)
     if RC > 0:
-        tma.async_copy_global_to_shared(xdc, [first + RA + RB, 0], bar, xc, pred=ok)
-        tma.async_copy_global_to_shared(dydc, [first + RA + RB, 0], bar, dyc, pred=ok)
+        tma.async_copy_global_to_shared(xdc, [first + RA + RB, 0], bar, xc)
+        tma.async_copy_global_to_shared(dydc, [first + RA + RB, 0], bar, dyc)
 
 
 @gluon.jit
@@ -176,8 +175,8 @@ def _loader(xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, e
         stage = i % STAGES
         mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)
         _load_row(xda, dyda, xdb, dydb, xdc, dydc, ready.index(stage), xa.index(stage), dya.index(stage),
-                  xb.index(stage), dyb.index(stage), xc.index(stage), dyc.index(stage), pid + i * programs, True,
-                  RA, RB, RC, VALID)  # fmt: skip
+                  xb.index(stage), dyb.index(stage), xc.index(stage), dyc.index(stage), pid + i * programs, RA, RB,
+                  RC, VALID)  # fmt: skip
 
 
 @gluon.jit
