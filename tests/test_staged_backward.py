@@ -206,8 +206,9 @@ def _check(m, n, x_dtype, w_dtype, taken, zero_centered_gamma=False, row_pad=0, 
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
 def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
     """The rules' shapes, taken by the staged kernel, against the reference: rows that do not divide over the SMs
-    (4097, 2049), many rows a program (33000), padded rows (13824 as 32 + 16 + 8 rows of 256, 14848, 15360 and
-    15872 as 32 + 16 + 16; at 4097 and 2049 rows the last row's padding is past the tensor)."""
+    (4097, 2049), many rows a program (33000), two parts (12288 as 32 + 16 rows of 256, 10240 as 32 + 8), padded rows
+    (13824 as 32 + 16 + 8, 14848, 15360 and 15872 as 32 + 16 + 16; at 4097 and 2049 rows the last row's padding is past
+    the tensor)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma)
 

@@ -989,7 +989,7 @@ STAGED_WARPS = 8
 
 
 def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int) -> bool:
-    """RMSNorm's backward without dB, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (parts of 32, 16 and 2-16 rows
+    """RMSNorm's backward without dB, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (parts of 32, 8-16 and 2-16 rows
     of 256, ``norm_bwd_staged.parts``: 10240 as 32 + 8 and 12288 as 32 + 16, 13824 and 14848-15872 padded to three) in
     calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows: the Gluon kernel with rows staged in shared memory
     (``norm_bwd_staged.py``), one program a SM of 8 compute warps and a load warp.
