@@ -693,7 +693,10 @@ def _few_waves_persistent_fwd(n: int, is_rms: bool, w_bytes: int) -> LaunchConfi
     1024 + 512 at 2 warps (the tuner, GPU run 354; in turns against 1 warp, ``bench.ab``, runs 355-358): with 16-bit
     weights 4096 x 1536 fp16 x1.030-1.037 (the inference call x1.071-1.100), 3000 x 1536 fp16 x1.033, bf16 x1.033;
     with float32 weights (bf16 x) x0.976 at 4096 rows, x0.888-0.893 at 3000; LayerNorm's x0.82-0.94; a tail of 256
-    (1280 fp16 x1.003-1.015, 3000 x 1200 bf16 x1.027 but its inference call x0.955) keeps 1 warp."""
+    (1280 fp16 x1.003-1.015, 3000 x 1200 bf16 x1.027 but its inference call x0.955) keeps 1 warp. Nor (round 74, GPU
+    runs 583-585, a Gluon probe in benchmarks/results/logs/round74_probe_gluon_fwd.py.txt) LayerNorm's rows staged in
+    shared memory by a load warp, as cuDNN's forward does: at 4096 x 2048 / 2560 fp16 0.978-0.991 / 1.053-1.057 of
+    this rule's speed, 0.93 / 0.96 of cuDNN's (at 3584, 6656 and 7168 0.97-0.99 of the rules there)."""
     if n <= 1024 or n > 3072 or (n > 2560 and not is_rms):
         return None
     if 1536 < n <= 2048:
@@ -1031,6 +1034,11 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     bf16) and 11776 (x1.010 at 4096 only). Beside the peers at 4096 fp16 (runs 576, 579): cuDNN's time over normkit's
     0.984 / 1.011 / 1.131 / 0.980 / 1.097 / 1.063 / 1.044 at 12288 / 10240 / 12800 / 13312 / 13824 / 14336 / 14848,
     Liger's 1.214 / 1.211 at 15360 / 15872.
+
+    Round 74 (H200, run 582). With the load warp, neither 3 stages (``norm_bwd_staged.STAGES``) nor 16 compute warps
+    (``STAGED_WARPS``), nor both, ran faster than this rule (``bench.ab``, the rule's speed over theirs): 3 stages
+    x0.999-1.079, 16 warps x1.003-1.046, both x1.022-1.044 at 4096 x 10240-13312 fp16 (5 rounds); x1.001-1.026 at 32768
+    x 12288 / 13312 bf16.
     """
     return (
         is_rms and not has_dbias and not has_mask and x_bytes == 2 and w_bytes == 2 and n in STAGED_BWD_N

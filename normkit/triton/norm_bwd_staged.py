@@ -58,6 +58,10 @@ x1.007-1.038, run 575) and 10240 (32 + 8: x0.981-1.036, runs 578-579). At 9728, 
 x0.961-1.034 of the head and tail tiles (run 578) and is not taken. Beside cuDNN at 4096 fp16 (runs 576, 579): 0.984 of
 its speed at 12288, 0.980 at 13312, 1.011-1.131 at 10240 and 12800-14848, 11.9-12.1 at 15360-15872.
 
+Round 74 (GPU run 582). With the load warp, 3 stages, 16 compute warps, or both, ran no faster than 2 stages of 8
+warps: the kernel's speed over theirs x0.999-1.079 at 4096 x 10240-13312 fp16 and x1.001-1.026 at 32768 x 12288 /
+13312 bf16 (``bench.ab``). 12288 and 13312 stay behind cuDNN.
+
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
 """
@@ -76,7 +80,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E4
 
 COLUMNS = 256  # a row is viewed as rows of this many columns (a TMA box's widest)
 MAX_PARTS = 3
-STAGES = 2  # rows in flight a program: 3 ran level or slower with dW in registers (x0.98-1.01, run 547)
+STAGES = 2  # rows in flight a program: 3 ran level or slower (x0.98-1.01, run 547; with the load warp, run 582)
 LOADER_REGISTERS = gl.constexpr(24)  # the load warp's registers a thread (``gl.warp_specialize``)
 
 
