@@ -49,8 +49,16 @@ def check(name: str, actual: torch.Tensor, expected: torch.Tensor) -> None:
     print(f"ok  {compare(actual, expected, name)}")
 
 
+def _print_rate(row: dict) -> None:
+    """A measured provider's line: GB/s and its share of the copy, or why it has none."""
+    ok = row["status"] == "ok"
+    rate = f"{row['gbs']:.0f} GB/s ({row['pct_of_copy']:.0f}% of copy)" if ok else row["status"][:80]
+    print(f"{row['op']:<12} N={row['N']:<6} {row['provider']:<8} {rate}", flush=True)
+
+
 def bandwidth_plot(ops, m: int, ns, x_dtype="bf16", w_dtype=None, providers=("triton", "cudnn", "eager")):
-    """On a GPU: measure GB/s of each provider over ``ns`` and plot it against the copy bandwidth."""
+    """On a GPU: measure GB/s of each provider over ``ns`` and plot it against the copy bandwidth. Each case's lines
+    are printed as soon as it is timed: at full size such a cell takes minutes (lesson 05's about six on an H200)."""
     if not on_gpu():
         print("plot skipped: GB/s is measured on an NVIDIA GPU only")
         return None
@@ -58,10 +66,7 @@ def bandwidth_plot(ops, m: int, ns, x_dtype="bf16", w_dtype=None, providers=("tr
     from .bench.cases import Case
 
     cases = [Case(op, m, n, x_dtype, w_dtype or x_dtype) for op in ops for n in ns]
-    rows = measure(cases, list(providers), warmup=10, rep=40)
-    for r in rows:
-        rate = f"{r['gbs']:.0f} GB/s ({r['pct_of_copy']:.0f}% of copy)" if r["status"] == "ok" else r["status"][:80]
-        print(f"{r['op']:<12} N={r['N']:<6} {r['provider']:<8} {rate}")
+    rows = measure(cases, list(providers), warmup=10, rep=40, on_row=_print_rate)
     plot(rows, "bandwidth.png")
     from IPython.display import Image, display
 

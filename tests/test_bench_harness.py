@@ -1,5 +1,7 @@
 """``python -m normkit.bench``: every provider checked, then timed in turns (its timing needs a GPU, faked here)."""
 
+import re
+
 import pytest
 from conftest import DEVICE
 
@@ -109,3 +111,26 @@ def test_the_command_takes_the_same_size_copy_and_the_overhead_command_does_not(
     with pytest.raises(SystemExit):
         overhead.main(["--providers", "copy"])
     assert "invalid choice: 'copy'" in capsys.readouterr().err
+
+
+def test_the_lessons_bandwidth_plot_prints_each_case_as_soon_as_it_is_timed(
+    fake_harness, monkeypatch, tmp_path, capsys
+):
+    from normkit import lesson
+
+    monkeypatch.chdir(tmp_path)  # the plot's file
+    printed_before = []  # what had been printed when each timing began
+    fake_timer = timing.gpu_time_ms
+
+    def watched(fn, **kwargs):
+        printed_before.append(capsys.readouterr().out)
+        return fake_timer(fn, **kwargs)
+
+    monkeypatch.setattr(timing, "gpu_time_ms", watched)
+    rows = lesson.bandwidth_plot(["rms_fwd"], 4, [64, 128], providers=("a", "absent"))
+    printed = "".join(printed_before) + capsys.readouterr().out
+    assert len(printed_before) == 2 and [r["N"] for r in rows] == [64, 64, 128, 128]
+    assert re.search(r"rms_fwd +N=64 +a +\d+ GB/s \(\d+% of copy\)", printed_before[1])  # before case 2 is timed
+    assert re.search(r"rms_fwd +N=64 +absent +unsupported: not offered", printed_before[1])
+    assert "N=128" not in printed_before[1] and "N=128    a" in printed
+    assert (tmp_path / "bandwidth.png").exists()
