@@ -1035,10 +1035,10 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     0.984 / 1.011 / 1.131 / 0.980 / 1.097 / 1.063 / 1.044 at 12288 / 10240 / 12800 / 13312 / 13824 / 14336 / 14848,
     Liger's 1.214 / 1.211 at 15360 / 15872.
 
-    Round 74 (H200, run 582). With the load warp, neither 3 stages (``norm_bwd_staged.STAGES``) nor 16 compute warps
-    (``STAGED_WARPS``), nor both, ran faster than this rule (``bench.ab``, the rule's speed over theirs): 3 stages
-    x0.999-1.079, 16 warps x1.003-1.046, both x1.022-1.044 at 4096 x 10240-13312 fp16 (5 rounds); x1.001-1.026 at 32768
-    x 12288 / 13312 bf16.
+    Round 74 (H200, run 582). With the load warp, 3 stages (``norm_bwd_staged.STAGES``), 16 compute warps
+    (``STAGED_WARPS``) or both ran slower than this rule but for 3 stages at 4096 x 13312, 0.1% faster (``bench.ab``,
+    the rule's speed over theirs): 3 stages x0.999-1.079, 16 warps x1.003-1.046, both x1.022-1.044 at 4096 x 10240-13312
+    fp16 (5 rounds); x1.001-1.026 at 32768 x 12288 / 13312 bf16.
     """
     return (
         is_rms and not has_dbias and not has_mask and x_bytes == 2 and w_bytes == 2 and n in STAGED_BWD_N

@@ -58,9 +58,9 @@ x1.007-1.038, run 575) and 10240 (32 + 8: x0.981-1.036, runs 578-579). At 9728, 
 x0.961-1.034 of the head and tail tiles (run 578) and is not taken. Beside cuDNN at 4096 fp16 (runs 576, 579): 0.984 of
 its speed at 12288, 0.980 at 13312, 1.011-1.131 at 10240 and 12800-14848, 11.9-12.1 at 15360-15872.
 
-Round 74 (GPU run 582). With the load warp, 3 stages, 16 compute warps, or both, ran no faster than 2 stages of 8
-warps: the kernel's speed over theirs x0.999-1.079 at 4096 x 10240-13312 fp16 and x1.001-1.026 at 32768 x 12288 /
-13312 bf16 (``bench.ab``). 12288 and 13312 stay behind cuDNN.
+Round 74 (GPU run 582). With the load warp, 3 stages, 16 compute warps, or both, ran slower than 2 stages of 8 warps
+but for 3 stages at 4096 x 13312 (0.1% faster): the kernel's speed over theirs x0.999-1.079 at 4096 x 10240-13312 fp16
+and x1.001-1.026 at 32768 x 12288 / 13312 bf16 (``bench.ab``). 12288 and 13312 stay behind cuDNN.
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
