@@ -1,4 +1,5 @@
-"""RMSNorm's backward by the staged Gluon kernel (``normkit/triton/norm_bwd_staged.py``): where the rules take it,
+"""RMSNorm's and LayerNorm's backward by the staged Gluon kernel (``normkit/triton/norm_bwd_staged.py``): where the
+rules take it,
 how it cuts a row, that it compiles for a Hopper GPU on a machine without one, and its answers on the GPU, at the
 rules' shapes and, forced, at odd ones."""
 
@@ -45,6 +46,28 @@ def test_staged_rule():
         assert not _staged(4096, 13312) and _staged(4097, 13312)
 
 
+def test_staged_rule_for_layer_norm():
+    """LayerNorm's backward with dB, 16-bit x and weights, at 10752-12288 columns (``STAGED_LN_BWD_N``) from 2048 rows,
+    where the staged kernel can run; not without dB, with a mask, at RMSNorm's other widths or below the fewest rows.
+    Its dB is summed by 4 warps of their own at 10752-11776, by the compute warps at 12288."""
+    ln = dict(is_rms=False, has_dbias=True)
+    for n in config.STAGED_LN_BWD_N:
+        for m in (2048, 4096, 32768):
+            assert _staged(m, n, **ln), (m, n)
+        assert not _staged(2047, n, **ln), n
+        assert not _staged(4096, n, **ln, staged=False), n
+        assert not _staged(4096, n, is_rms=False), n  # no dB
+        assert not _staged(4096, n, **ln, has_mask=True), n
+        assert not _staged(4096, n, **ln, w_bytes=4), n
+        assert not _staged(4096, n, **ln, x_bytes=4), n
+    for n in (10240, 12800, 13312, 14336, 15872, 9728):
+        assert not _staged(4096, n, **ln), n
+    assert [config.staged_db_warps(n) for n in config.STAGED_LN_BWD_N] == [(4, 104), (4, 104), (4, 112), (0, 0)]
+    with config.limits(ln_bwd_staged_min_m=4097):
+        assert not _staged(4096, 11776, **ln) and _staged(4097, 11776, **ln)
+        assert _staged(4096, 12288)  # RMSNorm's own limit
+
+
 def test_staged_arguments():
     """What the staged kernel takes (``ops._staged_rows``): dy and x of one 16-bit dtype, rows contiguous and on 16
     bytes, 16-bit weights; weights not contiguous or not on 16 bytes are copied (``ops._tma_weights``)."""
@@ -72,8 +95,8 @@ def test_staged_plan():
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
-    def plan(m, n, zero_centered_gamma=False, staged=True):
-        key = (m, n, torch.float16, torch.float16, False, False, True, zero_centered_gamma, -1, True)
+    def plan(m, n, zero_centered_gamma=False, staged=True, is_rms=True):
+        key = (m, n, torch.float16, torch.float16, not is_rms, False, is_rms, zero_centered_gamma, -1, True)
         return ops._backward_plan(*key, config.generation, 1, staged)
 
     def values(got):
@@ -86,7 +109,16 @@ def test_staged_plan():
         assert values(got)["VALID"] == n // 256
         assert values(plan(4096, n, zero_centered_gamma=True))["ZERO_CENTERED"]
         assert not plan(4096, n, staged=False).cfg.staged
+        no_db = {"IS_RMS": True, "HAS_DBIAS": False, "DB_WARPS": 0, "DB_REGISTERS": 0}
+        assert values(plan(4096, n)) | no_db == values(plan(4096, n))
     assert plan(2048, 13312).programs == config.persistent_programs(-1, 2048, 1)
+    for n, (db_warps, db_registers) in zip(config.STAGED_LN_BWD_N, [(4, 104), (4, 104), (4, 112), (0, 0)]):
+        got = values(plan(4096, n, is_rms=False))  # LayerNorm's, with dB
+        assert (got["IS_RMS"], got["HAS_DBIAS"], got["DB_WARPS"], got["DB_REGISTERS"]) == (False, True, db_warps,
+                                                                                           db_registers), n  # fmt: skip
+        assert [got[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n)
+        assert [got[k] for k in ("DLA", "DLB", "DLC")] == [ops.STAGED.layout(r, max(db_warps, 1)) for r in
+                                                           ops.STAGED.parts(n)]  # fmt: skip
 
 
 def test_parts_and_layouts():
@@ -125,7 +157,7 @@ def test_parts_and_layouts():
 
 
 COMPILE = """
-import importlib.util, json, sys
+import importlib.util, json, re, sys
 import torch, triton
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
@@ -134,30 +166,38 @@ from triton.runtime.jit import mangle_type
 spec = importlib.util.spec_from_file_location("norm_bwd_staged", sys.argv[1])
 staged = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(staged)
-kernel = staged.rms_norm_bwd_staged_kernel
-for n, dtype, zero_centered in json.loads(sys.argv[2]):
+kernel = staged.norm_bwd_staged_kernel
+for n, dtype, zero_centered, is_rms, has_dbias, db_warps, db_registers in json.loads(sys.argv[2]):
     dtype = getattr(torch, dtype)
-    values = staged.constexprs(n, 8, staged.STAGES, zero_centered)
+    values = staged.constexprs(n, 8, staged.STAGES, zero_centered, is_rms, has_dbias, db_warps, db_registers)
     x, w = torch.empty(64, n, dtype=dtype), torch.empty(n, dtype=dtype)
     descriptors = staged.descriptors(x, x, w, [values[k] for k in ("RA", "RB", "RC")])
     signature = {name: mangle_type(d) for name, d in zip(kernel.arg_names, descriptors)}
     pointer = "*fp16" if dtype == torch.float16 else "*bf16"
-    signature |= {"RSTD": "*fp32", "DX": pointer, "PARTIAL": "*fp32", "M": "i32", "N": "i32"}
+    signature |= {"MEAN": "*fp32", "RSTD": "*fp32", "DX": pointer, "PARTIAL": "*fp32", "M": "i32", "N": "i32"}
     signature |= {name: "constexpr" for name in values}
-    aligned = [kernel.arg_names.index(name) for name in ("RSTD", "DX", "PARTIAL", "N")]
+    aligned = [kernel.arg_names.index(name) for name in ("MEAN", "RSTD", "DX", "PARTIAL", "N")]
     source = GluonASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
     compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
-    print(json.dumps({"n": n, "shared": compiled.metadata.shared, "cubin": len(compiled.asm["cubin"])}))
+    threads = int(re.search(r"reqntid (\\d+)", compiled.asm["ptx"]).group(1))
+    cubin = len(compiled.asm["cubin"])
+    print(json.dumps({"n": n, "shared": compiled.metadata.shared, "cubin": cubin, "threads": threads}))
 """
 
 
 def test_staged_kernel_compiles_for_hopper():
     """The kernel compiled for sm_90 (ptxas included) on any machine, Triton's interpreter off (it cannot compile
-    Gluon): at the rules' widths (13824, 14848, 15360 and 15872 padded), fp16 and bf16, zero-centered gamma, and one
-    part of 64 rows of 256 (16384); the shared memory each asks fits a Hopper SM."""
+    Gluon): RMSNorm's at the rules' widths (13824, 14848, 15360 and 15872 padded), fp16 and bf16, zero-centered gamma,
+    and one part of 64 rows of 256 (16384); LayerNorm's at its widths with dB (in 4 warps of their own: 512 threads,
+    8 compute warps, the load warp's group of 4 and the dB warps; in the compute warps: 384), without dB, and RMSNorm's
+    with dB. The shared memory each asks fits a Hopper SM."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
-    cases = [(n, "float16", False) for n in config.STAGED_BWD_N]
-    cases += [(13312, "bfloat16", True), (15360, "bfloat16", True), (16384, "float16", False)]
+    cases = [(n, "float16", False, True, False, 0, 0) for n in config.STAGED_BWD_N]
+    cases += [(13312, "bfloat16", True, True, False, 0, 0), (15360, "bfloat16", True, True, False, 0, 0)]
+    cases += [(16384, "float16", False, True, False, 0, 0)]
+    cases += [(n, "float16", False, False, True, *config.staged_db_warps(n)) for n in config.STAGED_LN_BWD_N]
+    cases += [(11264, "bfloat16", True, False, True, 4, 104), (13312, "float16", False, False, False, 0, 0)]
+    cases += [(12288, "bfloat16", False, True, True, 0, 0)]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run(
         [sys.executable, "-c", COMPILE, str(KERNEL_FILE), json.dumps(cases)], env=env, capture_output=True, text=True,
@@ -166,8 +206,9 @@ def test_staged_kernel_compiles_for_hopper():
     assert done.returncode == 0, done.stderr[-3000:]
     compiled = [json.loads(line) for line in done.stdout.splitlines()]
     assert [c["n"] for c in compiled] == [case[0] for case in cases]
-    for c in compiled:
+    for c, case in zip(compiled, cases):
         assert c["cubin"] > 0 and 0 < c["shared"] <= HOPPER_SHARED_MEMORY, c
+        assert c["threads"] == 32 * (8 + 4 + case[5]), (case, c)
 
 
 def staged_launches():
@@ -186,14 +227,15 @@ def staged_launches():
     return spy, mock.patch.object(ops, "_staged_backward", counted)
 
 
-def _check(m, n, x_dtype, w_dtype, taken, zero_centered_gamma=False, row_pad=0, weight_offset=0):
+def _check(m, n, x_dtype, w_dtype, taken, zero_centered_gamma=False, row_pad=0, weight_offset=0, op="rms_norm",
+           has_dbias=False):  # fmt: skip
     x, w, _ = make_inputs(m, n, x_dtype, w_dtype, bias=False, row_pad=row_pad)
     if weight_offset:  # weights whose start is not on 16 bytes: the staged kernel loads a copy
         w = torch.cat([w.new_zeros(weight_offset), w])[weight_offset:]
     spy, patch = staged_launches()
     with patch:
-        check_backward("triton", "rms_norm", x, w, None, zero_centered_gamma, has_dbias=False)
-    assert spy.call_count == taken, (m, n, x_dtype, w_dtype, row_pad)
+        check_backward("triton", op, x, w, None, zero_centered_gamma, has_dbias=has_dbias)
+    assert spy.call_count == taken, (m, n, x_dtype, w_dtype, row_pad, op, has_dbias)
 
 
 @pytest.mark.gpu
@@ -211,6 +253,18 @@ def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
     the tensor)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n", [(2048, 10752), (4097, 11264), (33000, 11776), (2049, 12288), (4097, 10752)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("zero_centered_gamma", [False, True])
+def test_staged_layer_norm_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
+    """LayerNorm's backward with dB at the rules' shapes, taken by the staged kernel, against the reference: dB in 4
+    warps of their own (10752-11776: 32 + 8 + 2, 32 + 8 + 4, 32 + 8 + 8 padded) and in the compute warps (12288), rows
+    that do not divide over the SMs, many rows a program (33000)."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    _check(m, n, dtype, dtype, 1, zero_centered_gamma, op="layer_norm", has_dbias=True)
 
 
 @pytest.mark.gpu
@@ -267,6 +321,19 @@ def test_staged_kernel_forced_on_the_gpu(m, n):
             _check(m, n, dtype, dtype, 1, zero_centered_gamma=dtype == torch.bfloat16)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n", [(1, 768), (7, 3328), (100, 13824), (300, 11776), (129, 10752), (64, 16384)])
+@pytest.mark.parametrize("op, has_dbias", [("layer_norm", True), ("layer_norm", False), ("rms_norm", True)])
+def test_staged_kernel_forced_with_the_mean_or_db_on_the_gpu(m, n, op, has_dbias):
+    """The kernel forced for what the rules do not give it: LayerNorm without dB, RMSNorm with dB, and LayerNorm with
+    dB at odd rows and widths (fewer programs than SMs, parts of one row of 256, padded rows; dB in 4 warps of their own
+    at 10752 and 11776, in the compute warps elsewhere)."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    with config.forced(bwd=LaunchConfig(1, n, 1, config.STAGED_WARPS, 1, staged=True)):
+        for dtype in (torch.float16, torch.bfloat16):
+            _check(m, n, dtype, dtype, 1, dtype == torch.bfloat16, op=op, has_dbias=has_dbias)
+
+
 def test_forced_staged_config_where_it_cannot_run():
     """A forced staged config where the kernel cannot run (here: the CPU, or float32 rows) raises, naming why."""
     x, w, _ = make_inputs(4, 768, torch.float32, torch.float32, bias=False)
@@ -278,10 +345,9 @@ def test_forced_staged_config_where_it_cannot_run():
         ops.rms_norm_bwd(dy, x, w, rstd)
 
 
-def test_forced_staged_config_for_what_the_kernel_does_not_compute():
-    """The staged kernel computes RMSNorm's dx and dW alone: a forced staged config for LayerNorm, for dB or for the
-    masked backward raises before any launch, even where the kernel could run (capability patched in here), rather
-    than run RMSNorm's math on them."""
+def test_forced_staged_config_for_the_masked_backward():
+    """The staged kernel has no mask: a forced staged config for the masked backward raises before any launch, even
+    where the kernel could run (capability patched in here), rather than run the plain backward's math on it."""
     from unittest import mock
 
     from normkit.triton import ops
@@ -290,14 +356,8 @@ def test_forced_staged_config_for_what_the_kernel_does_not_compute():
     dy = torch.randn_like(x)
     mean, rstd = torch.zeros(4, device=x.device), torch.ones(4, device=x.device)
     mask = torch.zeros(4, 96, dtype=torch.uint8, device=x.device)
-    calls = [
-        lambda: ops.layer_norm_bwd(dy, x, w, mean, rstd, has_dbias=False),
-        lambda: ops.rms_norm_bwd(dy, x, w, rstd, has_dbias=True),
-        lambda: ops.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd, has_dbias=False),
-    ]
     forced = config.forced(bwd=LaunchConfig(1, 768, 1, 8, 1, staged=True))
     with mock.patch.object(ops, "_staged_capable", lambda device: True), forced:
         assert ops._staged_rows(dy, x, w)  # the arguments themselves would do
-        for call in calls:
-            with pytest.raises(ValueError, match="RMSNorm's backward without dB or a mask"):
-                call()
+        with pytest.raises(ValueError, match="without a mask"):
+            ops.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd, has_dbias=False)

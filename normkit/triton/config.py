@@ -26,7 +26,8 @@ import torch
 # at 4096 and 32768 rows of 12288-16384 (GPU run 503); with dB's partials in registers too they spill 72-112 bytes a
 # thread (sm_90), but fp16's chunks of 4096 at 16 warps spill none and still ran 0.70-0.91x the split rows;
 # RMSNorm's chunked rows at 16384 ran 1.03x faster than split ones (at 9216 and 12288 slower: ``chunked_max_n``).
-# rms_bwd_staged_min_m: the fewest rows whose RMSNorm backward takes the staged Gluon kernel (``_staged_bwd``).
+# rms_bwd_staged_min_m / ln_bwd_staged_min_m: the fewest rows whose RMSNorm / LayerNorm backward takes the staged
+# Gluon kernel (``_staged_bwd``).
 # tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32 weights over 16-bit x hold their
 # tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
 LIMITS = {
@@ -38,6 +39,7 @@ LIMITS = {
     "rms_bwd_chunked_max_n": 16384,
     "ln_bwd_chunked_max_n": 8192,
     "rms_bwd_staged_min_m": 2048,
+    "ln_bwd_staged_min_m": 2048,
 }
 
 
@@ -67,7 +69,7 @@ class LaunchConfig:
     widen_w: bool = False
     # the masked TMA backward's packed mask by the TMA as bytes rather than 32-bit words (``ops._descriptors``)
     mask_bytes: bool = False
-    # RMSNorm's backward by the Gluon kernel that stages its rows in shared memory (``norm_bwd_staged.py``,
+    # the backward by the Gluon kernel that stages its rows in shared memory (``norm_bwd_staged.py``,
     # ``_staged_bwd``): one program of num_warps a SM, block_n the whole row
     staged: bool = False
 
@@ -986,16 +988,30 @@ def _tma_bwd(
     return None
 
 
-# RMSNorm's backward by the staged Gluon kernel (``_staged_bwd``): its widths and its warps
+# the backward by the staged Gluon kernel (``_staged_bwd``): RMSNorm's widths, LayerNorm's, the compute warps, and
+# LayerNorm's dB warps of their own and their registers a thread by width (``norm_bwd_staged_kernel``'s DB_WARPS and
+# DB_REGISTERS; elsewhere none: the compute warps sum dB). With 4 dB warps at 112 registers the 8 compute warps get 184
+# (sm_90) and spill 16-24 bytes at 11264; at 104 they get 192 and spill none at 10752-11264, but the dB warps spill 48
+# at 11776 (GPU run 590: 104 ran x1.04-1.11 of 112 at 11264, level at 10752).
 STAGED_BWD_N = (10240, 12288, 12800, 13312, 13824, 14336, 14848, 15360, 15872)
+STAGED_LN_BWD_N = (10752, 11264, 11776, 12288)
 STAGED_WARPS = 8
+STAGED_DB_WARPS = {10752: (4, 104), 11264: (4, 104), 11776: (4, 112)}
+
+
+def staged_db_warps(n: int) -> tuple[int, int]:
+    """The staged kernel's dB warps of their own at rows of n columns and their registers a thread
+    (``STAGED_DB_WARPS``; ``(0, 0)``: the compute warps sum dB)."""
+    return STAGED_DB_WARPS.get(n, (0, 0))
 
 
 def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int) -> bool:
     """RMSNorm's backward without dB, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (parts of 32, 8-16 and 2-16 rows
     of 256, ``norm_bwd_staged.parts``: 10240 as 32 + 8 and 12288 as 32 + 16, 13824 and 14848-15872 padded to three) in
-    calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows: the Gluon kernel with rows staged in shared memory
-    (``norm_bwd_staged.py``), one program a SM of 8 compute warps and a load warp.
+    calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows, and LayerNorm's with dB at ``STAGED_LN_BWD_N`` in calls
+    of at least ``LIMITS["ln_bwd_staged_min_m"]`` rows (neither with a mask): the Gluon kernel with rows staged in
+    shared memory (``norm_bwd_staged.py``), one program a SM of 8 compute warps and a load warp (LayerNorm's dB summed
+    by 4 warps of its own at 10752-11776, ``STAGED_DB_WARPS``, by the compute warps at 12288).
 
     Round 69 (H200). In turns against the rule before it, which split these rows (run 548): at 4096 rows x1.159 /
     x1.126 / x1.057 at 12800 / 13312 / 14336 fp16 (bf16 x1.185 / x1.144 / x1.083), at 32768 x1.12-1.27, at 2048
@@ -1039,11 +1055,21 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     (``STAGED_WARPS``) or both ran slower than this rule but for 3 stages at 4096 x 13312, 0.1% faster (``bench.ab``,
     the rule's speed over theirs): 3 stages x0.999-1.079, 16 warps x1.003-1.046, both x1.022-1.044 at 4096 x 10240-13312
     fp16 (5 rounds); x1.001-1.026 at 32768 x 12288 / 13312 bf16.
+
+    Round 75 (H200, runs 587-591): LayerNorm's backward with dB (round 74's probe, ``.ab/probe/staged_ln75.py``). In
+    turns against the split rows at 4096 fp16 (run 587): dB in 4 warps of their own x1.115 / 1.068 / 1.177 at 10752 /
+    11264 / 11776, in the compute warps x1.138 at 12288 (4 warps of their own there x1.038); at 10240, 12800 and 13312
+    every form ran slower (x0.78-0.99); dB in shared memory x0.89-0.95 at 10752-11776, x1.03 at 12288. At 2048 x 12800
+    fp16 x0.92-0.94, at 32768 x 11776 / 12800 bf16 x1.017 / 1.010 (dB in the compute warps). As landed, against this
+    rule before (``bench.ab``, runs 588-591): x1.04-1.16 at 4096 rows fp16 (zero-centered gamma included), x1.02-1.12 at
+    2048, x1.12-1.24 at 32768 bf16. Beside the peers at 4096 fp16 (run 589): cuDNN's time over normkit's 2.04 / 2.15 /
+    1.18 / 1.22 at 10752 / 11264 / 11776 / 12288, Liger's 2.2-2.3.
     """
-    return (
-        is_rms and not has_dbias and not has_mask and x_bytes == 2 and w_bytes == 2 and n in STAGED_BWD_N
-        and m >= LIMITS["rms_bwd_staged_min_m"]
-    )  # fmt: skip
+    if has_mask or x_bytes != 2 or w_bytes != 2:
+        return False
+    if is_rms:
+        return not has_dbias and n in STAGED_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
+    return has_dbias and n in STAGED_LN_BWD_N and m >= LIMITS["ln_bwd_staged_min_m"]
 
 
 def _few_waves_tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:

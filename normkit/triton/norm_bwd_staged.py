@@ -1,4 +1,5 @@
-"""RMSNorm's backward with its rows staged in shared memory, written in Gluon (Triton's explicit dialect).
+"""RMSNorm's and LayerNorm's backward with their rows staged in shared memory, written in Gluon (Triton's explicit
+dialect).
 
 cuDNN's RMSNorm backward is fastest at 4096 x 13312 fp16 (0.85 of its time for normkit's split rows in round 65) with
 one persistent program a SM that stages each row of x and dy in shared memory by the TMA, two rows in flight, and
@@ -17,6 +18,13 @@ pass two reads them again, stores dx from registers and adds ``dy x rstd`` to dW
 loop: 64 a thread at most); then they release the stage to the load warp (an mbarrier). rstd is loaded a row ahead.
 Each program writes its dW partial, and ``ops._sum_partials`` adds them in a fixed order, as for the other
 backwards.
+
+LayerNorm's backward (``IS_RMS`` false) is the same loop with the mean loaded a row ahead beside rstd: pass one sums
+``xhat w dy`` and ``w dy`` (xhat = (x - mean) rstd), pass two stores dx = (w dy - (xhat c1 + c2)) rstd and adds
+``dy xhat`` to dW. dB (``HAS_DBIAS``), the sum of dy, is kept either in the compute warps' registers beside dW, or by
+``DB_WARPS`` warps of its own (``_db_sum``, a third partition) that read each stage's dy and hold dB, so that the
+compute warps hold dW alone; a stage is then free once both have released it. Its partial is ``PARTIAL``'s second
+half. ``DB_REGISTERS`` splits the register file: with 4 dB warps at 112 registers the 8 compute warps get 184.
 
 Round 69 (H200, GPU runs 546-550, 4096 x N fp16, in turns against the rule before): one TMA copy a part rather
 than one a box of the smallest part made it fast (13312, the same variant: 126.9 -> 99.5 us; with dW in registers
@@ -61,6 +69,16 @@ its speed at 12288, 0.980 at 13312, 1.011-1.131 at 10240 and 12800-14848, 11.9-1
 Round 74 (GPU run 582). With the load warp, 3 stages, 16 compute warps, or both, ran slower than 2 stages of 8 warps
 but for 3 stages at 4096 x 13312 (0.1% faster): the kernel's speed over theirs x0.999-1.079 at 4096 x 10240-13312 fp16
 and x1.001-1.026 at 32768 x 12288 / 13312 bf16 (``bench.ab``). 12288 and 13312 stay behind cuDNN.
+
+Round 75 (GPU runs 587-591). LayerNorm's backward with dB in this kernel (round 74's probe), against the split rows
+at 4096 x N fp16 in turns (run 587): dB in 4 warps of its own x1.115 / 1.068 / 1.177 at 10752 / 11264 / 11776, in the
+compute warps x1.138 at 12288 (4 warps of its own x1.038); every form slower at 10240, 12800 and 13312 (x0.78-0.99);
+dB in shared memory x0.89-0.95 at 10752-11776, x1.03 at 12288. Taken at 10752-12288 (``config.STAGED_LN_BWD_N``).
+At 11264 the dB warps' 112 registers left the compute warps spilling 16-24 bytes, and zero-centered gamma ran x0.97 of
+the split rows (run 589); at 104 registers nothing spills and it ran x1.04-1.11 of 112 (run 590). As landed, against the
+rule before (``bench.ab``, runs 588-591): x1.04-1.16 at 4096 rows fp16 (zero-centered gamma included), x1.02-1.12 at
+2048, x1.12-1.24 at 32768 bf16 (97% of copy at 12288). Beside cuDNN at 4096 fp16 (run 589): 1.18 / 1.22 of its speed at
+11776 / 12288, 2.0-2.2 at 10752 / 11264. RMSNorm's path is the same code (x0.998 / x1.020 at 12288 / 13312, run 589).
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
@@ -170,11 +188,35 @@ def _part_dx(xs, dys, ws, dx_row, rstd, k, START: gl.constexpr, R: gl.constexpr,
 
 
 @gluon.jit
+def _ln_part_sums(xs, dys, ws, mean, rstd, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr,
+                  ZERO_CENTERED: gl.constexpr, VALID: gl.constexpr):  # fmt: skip
+    """LayerNorm's pass one over a part: sum(xhat w dy) and sum(w dy), xhat = (x - mean) rstd."""
+    xhat = (xs.load(L).to(gl.float32) - mean) * rstd
+    wdy = _weights(ws, L, ZERO_CENTERED) * dys.load(L).to(gl.float32)
+    if START + R > VALID:  # a padded part: the next row's x and dy past the row
+        wdy = gl.where(_offsets(START, R, L) < VALID * 256, wdy, 0.0)
+    return gl.sum(gl.sum(xhat * wdy, axis=1), axis=0), gl.sum(gl.sum(wdy, axis=1), axis=0)
+
+
+@gluon.jit
+def _ln_part_dx(xs, dys, ws, dx_row, mean, rstd, c1, c2, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr,
+                ZERO_CENTERED: gl.constexpr, VALID: gl.constexpr):  # fmt: skip
+    """LayerNorm's pass two over a part: dx = (w dy - (xhat c1 + c2)) rstd stored; returns the part's dW term,
+    dy xhat."""
+    x = xs.load(L)
+    dy = dys.load(L).to(gl.float32)
+    xhat = (x.to(gl.float32) - mean) * rstd
+    dx = (_weights(ws, L, ZERO_CENTERED) * dy - (xhat * c1 + c2)) * rstd
+    _store(dx_row, dx.to(x.dtype), START, R, L, VALID)
+    return dy * xhat
+
+
+@gluon.jit
 def _loader(xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, empty, pid, programs, my_rows,
             RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, VALID: gl.constexpr,
             STAGES: gl.constexpr):  # fmt: skip
     """The load warp: the program's i-th row into stage ``i % STAGES`` (counted on ``ready``) once the compute warps
-    have released the stage (``empty``; at first every stage is free)."""
+    (and the dB warps, where there are) have released the stage (``empty``; at first every stage is free)."""
     for i in range(my_rows):
         stage = i % STAGES
         mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)
@@ -184,40 +226,80 @@ def _loader(xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, e
 
 
 @gluon.jit
-def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, RSTD, DX, PARTIAL, M, N, pid, programs,
-             my_rows, RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, LA: gl.constexpr, LB: gl.constexpr,
-             LC: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr):  # fmt: skip
-    """The compute warps: each row's sum, dx and dW's terms, then its stage released to the load warp; at the end the
-    program's dW partial."""
-    # dW in registers across the loop (up to 64 rows of 256: 64 a thread)
+def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, M, N, pid,
+             programs, my_rows, RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, LA: gl.constexpr,
+             LB: gl.constexpr, LC: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr,
+             ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, DB_HERE: gl.constexpr):  # fmt: skip
+    """The compute warps: each row's sums, dx and dW's terms (and dB's where ``DB_HERE``), then its stage released to
+    the load warp; at the end the program's dW partial (and dB's, ``PARTIAL``'s second half)."""
+    # dW (and dB) in registers across the loop (up to 64 rows of 256: 64 a thread each)
     dwa = gl.zeros([RA, 256], gl.float32, LA)
     if RB > 0:
         dwb = gl.zeros([RB, 256], gl.float32, LB)
     if RC > 0:
         dwc = gl.zeros([RC, 256], gl.float32, LC)
+    if DB_HERE:
+        dba = gl.zeros([RA, 256], gl.float32, LA)
+        if RB > 0:
+            dbb = gl.zeros([RB, 256], gl.float32, LB)
+        if RC > 0:
+            dbc = gl.zeros([RC, 256], gl.float32, LC)
     mbarrier.wait(wbar, 0)
     rstd_next = gl.load(RSTD + pid)
+    if not IS_RMS:
+        mean_next = gl.load(MEAN + pid)
     for i in range(my_rows):
         row = pid + i * programs
         stage = i % STAGES
+        ahead = gl.minimum(row + programs, M - 1)
         rstd = rstd_next
-        rstd_next = gl.load(RSTD + gl.minimum(row + programs, M - 1))
+        rstd_next = gl.load(RSTD + ahead)
+        if not IS_RMS:
+            mean = mean_next
+            mean_next = gl.load(MEAN + ahead)
         mbarrier.wait(ready.index(stage), (i // STAGES) & 1)
         xsa, dysa = xa.index(stage), dya.index(stage)
-        total = _part_sum(xsa, dysa, wsa, 0, RA, LA, ZERO_CENTERED, VALID)
         if RB > 0:
             xsb, dysb = xb.index(stage), dyb.index(stage)
-            total += _part_sum(xsb, dysb, wsb, RA, RB, LB, ZERO_CENTERED, VALID)
         if RC > 0:
             xsc, dysc = xc.index(stage), dyc.index(stage)
-            total += _part_sum(xsc, dysc, wsc, RA + RB, RC, LC, ZERO_CENTERED, VALID)
-        k = rstd * rstd * rstd * total / N
         dx_row = DX + row.to(gl.int64) * N
-        dwa += _part_dx(xsa, dysa, wsa, dx_row, rstd, k, 0, RA, LA, ZERO_CENTERED, VALID)
-        if RB > 0:
-            dwb += _part_dx(xsb, dysb, wsb, dx_row, rstd, k, RA, RB, LB, ZERO_CENTERED, VALID)
-        if RC > 0:
-            dwc += _part_dx(xsc, dysc, wsc, dx_row, rstd, k, RA + RB, RC, LC, ZERO_CENTERED, VALID)
+        if IS_RMS:
+            total = _part_sum(xsa, dysa, wsa, 0, RA, LA, ZERO_CENTERED, VALID)
+            if RB > 0:
+                total += _part_sum(xsb, dysb, wsb, RA, RB, LB, ZERO_CENTERED, VALID)
+            if RC > 0:
+                total += _part_sum(xsc, dysc, wsc, RA + RB, RC, LC, ZERO_CENTERED, VALID)
+            k = rstd * rstd * rstd * total / N
+            dwa += _part_dx(xsa, dysa, wsa, dx_row, rstd, k, 0, RA, LA, ZERO_CENTERED, VALID)
+            if RB > 0:
+                dwb += _part_dx(xsb, dysb, wsb, dx_row, rstd, k, RA, RB, LB, ZERO_CENTERED, VALID)
+            if RC > 0:
+                dwc += _part_dx(xsc, dysc, wsc, dx_row, rstd, k, RA + RB, RC, LC, ZERO_CENTERED, VALID)
+        else:
+            s1, s2 = _ln_part_sums(xsa, dysa, wsa, mean, rstd, 0, RA, LA, ZERO_CENTERED, VALID)
+            if RB > 0:
+                t1, t2 = _ln_part_sums(xsb, dysb, wsb, mean, rstd, RA, RB, LB, ZERO_CENTERED, VALID)
+                s1 += t1
+                s2 += t2
+            if RC > 0:
+                t1, t2 = _ln_part_sums(xsc, dysc, wsc, mean, rstd, RA + RB, RC, LC, ZERO_CENTERED, VALID)
+                s1 += t1
+                s2 += t2
+            c1 = s1 / N
+            c2 = s2 / N
+            dwa += _ln_part_dx(xsa, dysa, wsa, dx_row, mean, rstd, c1, c2, 0, RA, LA, ZERO_CENTERED, VALID)
+            if RB > 0:
+                dwb += _ln_part_dx(xsb, dysb, wsb, dx_row, mean, rstd, c1, c2, RA, RB, LB, ZERO_CENTERED, VALID)
+            if RC > 0:
+                dwc += _ln_part_dx(xsc, dysc, wsc, dx_row, mean, rstd, c1, c2, RA + RB, RC, LC, ZERO_CENTERED,
+                                   VALID)  # fmt: skip
+        if DB_HERE:
+            dba += dysa.load(LA).to(gl.float32)
+            if RB > 0:
+                dbb += dysb.load(LB).to(gl.float32)
+            if RC > 0:
+                dbc += dysc.load(LC).to(gl.float32)
         fence_async_shared()  # the reads above (the generic proxy) before the TMA's writes into the stage
         mbarrier.arrive(empty.index(stage), count=1)
     out = PARTIAL + pid.to(gl.int64) * N
@@ -226,19 +308,61 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, RSTD,
         _store_partial(out, dwb, RA, RB, LB, VALID)
     if RC > 0:
         _store_partial(out, dwc, RA + RB, RC, LC, VALID)
+    if DB_HERE:
+        out = PARTIAL + (programs + pid).to(gl.int64) * N
+        _store_partial(out, dba, 0, RA, LA, VALID)
+        if RB > 0:
+            _store_partial(out, dbb, RA, RB, LB, VALID)
+        if RC > 0:
+            _store_partial(out, dbc, RA + RB, RC, LC, VALID)
 
 
 @gluon.jit
-def rms_norm_bwd_staged_kernel(
-    xda, xdb, xdc, dyda, dydb, dydc, wda, wdb, wdc, RSTD, DX, PARTIAL, M, N,
+def _db_sum(dya, dyb, dyc, ready, empty, PARTIAL, N, pid, programs, my_rows, RA: gl.constexpr, RB: gl.constexpr,
+            RC: gl.constexpr, DLA: gl.constexpr, DLB: gl.constexpr, DLC: gl.constexpr, VALID: gl.constexpr,
+            STAGES: gl.constexpr):  # fmt: skip
+    """The dB warps (``DB_WARPS`` of them): each row's dy added to dB (in their registers, layouts ``DLA``-``DLC``),
+    then the stage released (the compute warps release it too); at the end the program's dB partial (``PARTIAL``'s
+    second half)."""
+    dba = gl.zeros([RA, 256], gl.float32, DLA)
+    if RB > 0:
+        dbb = gl.zeros([RB, 256], gl.float32, DLB)
+    if RC > 0:
+        dbc = gl.zeros([RC, 256], gl.float32, DLC)
+    for i in range(my_rows):
+        stage = i % STAGES
+        mbarrier.wait(ready.index(stage), (i // STAGES) & 1)
+        dba += dya.index(stage).load(DLA).to(gl.float32)
+        if RB > 0:
+            dbb += dyb.index(stage).load(DLB).to(gl.float32)
+        if RC > 0:
+            dbc += dyc.index(stage).load(DLC).to(gl.float32)
+        fence_async_shared()
+        mbarrier.arrive(empty.index(stage), count=1)
+    out = PARTIAL + (programs + pid).to(gl.int64) * N
+    _store_partial(out, dba, 0, RA, DLA, VALID)
+    if RB > 0:
+        _store_partial(out, dbb, RA, RB, DLB, VALID)
+    if RC > 0:
+        _store_partial(out, dbc, RA + RB, RC, DLC, VALID)
+
+
+@gluon.jit
+def norm_bwd_staged_kernel(
+    xda, xdb, xdc, dyda, dydb, dydc, wda, wdb, wdc, MEAN, RSTD, DX, PARTIAL, M, N,
     RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, LA: gl.constexpr, LB: gl.constexpr, LC: gl.constexpr,
-    VALID: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr,
+    DLA: gl.constexpr, DLB: gl.constexpr, DLC: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr,
+    ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, HAS_DBIAS: gl.constexpr, DB_WARPS: gl.constexpr,
+    DB_REGISTERS: gl.constexpr,
 ):  # fmt: skip
-    """RMSNorm's dx ``[M, N]`` and each program's float32 dW partial (``PARTIAL``: ``[programs, N]``) from dy, x (their
-    descriptors: ``[M * N / 256, 256]``, one a part, the box the part's ``[R, 256]``), the weights' (``[N / 256,
-    256]``) and rstd. ``RA``-``RC``: the parts' rows of 256, largest first, 0 where absent (whose descriptors,
-    buffers and code are left out; ``parts``), ``VALID`` of them the row's (N / 256); ``LA``-``LC`` their register
-    layouts. The launch's ``num_warps`` compute (``_compute``); one more warp loads (``_loader``)."""
+    """RMSNorm's or LayerNorm's dx ``[M, N]`` and each program's float32 dW partial (``PARTIAL``: ``[1 or 2,
+    programs, N]``, dB's second where ``HAS_DBIAS``) from dy, x (their descriptors: ``[M * N / 256, 256]``, one a
+    part, the box the part's ``[R, 256]``), the weights' (``[N / 256, 256]``), the mean (LayerNorm's; RMSNorm passes
+    rstd there, unread) and rstd. ``RA``-``RC``: the parts' rows of 256, largest first, 0 where absent (whose
+    descriptors, buffers and code are left out; ``parts``), ``VALID`` of them the row's (N / 256); ``LA``-``LC`` their
+    register layouts. The launch's ``num_warps`` compute (``_compute``); one more warp loads (``_loader``). dB is
+    summed by ``DB_WARPS`` warps of its own (``_db_sum``, layouts ``DLA``-``DLC``, ``DB_REGISTERS`` registers a thread:
+    the compute warps get what is left), or by the compute warps where ``DB_WARPS`` is 0."""
     pid = gl.program_id(0)
     programs = gl.num_programs(0)
     my_rows = (M - pid + programs - 1) // programs
@@ -260,9 +384,10 @@ def rms_norm_bwd_staged_kernel(
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())  # a stage's row loaded
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())  # a stage's row done with
     wbar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    db_apart: gl.constexpr = HAS_DBIAS and DB_WARPS > 0
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=1)
+        mbarrier.init(empty.index(s), count=2 if db_apart else 1)  # released by the compute (and dB) warps
     mbarrier.init(wbar, count=1)
     # the weights, once (zeros past the row)
     mbarrier.expect(wbar, (RA + RB + RC) * 256 * wda.dtype.primitive_bitwidth // 8)
@@ -271,15 +396,30 @@ def rms_norm_bwd_staged_kernel(
         tma.async_copy_global_to_shared(wdb, [RA, 0], wbar, wsb)
     if RC > 0:
         tma.async_copy_global_to_shared(wdc, [RA + RB, 0], wbar, wsc)
-    gl.warp_specialize(
-        [
-            (_compute, (xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, RSTD, DX, PARTIAL, M, N, pid,
-                        programs, my_rows, RA, RB, RC, LA, LB, LC, VALID, STAGES, ZERO_CENTERED)),
-            (_loader, (xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, empty, pid, programs,
-                       my_rows, RA, RB, RC, VALID, STAGES)),
-        ],
-        [1], [LOADER_REGISTERS],
-    )  # fmt: skip
+    if db_apart:
+        gl.warp_specialize(
+            [
+                (_compute, (xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, M,
+                            N, pid, programs, my_rows, RA, RB, RC, LA, LB, LC, VALID, STAGES, ZERO_CENTERED, IS_RMS,
+                            False)),
+                (_loader, (xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, empty, pid, programs,
+                           my_rows, RA, RB, RC, VALID, STAGES)),
+                (_db_sum, (dya, dyb, dyc, ready, empty, PARTIAL, N, pid, programs, my_rows, RA, RB, RC, DLA, DLB, DLC,
+                           VALID, STAGES)),
+            ],
+            [1, DB_WARPS], [LOADER_REGISTERS, DB_REGISTERS],
+        )  # fmt: skip
+    else:
+        gl.warp_specialize(
+            [
+                (_compute, (xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, M,
+                            N, pid, programs, my_rows, RA, RB, RC, LA, LB, LC, VALID, STAGES, ZERO_CENTERED, IS_RMS,
+                            HAS_DBIAS)),
+                (_loader, (xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, empty, pid, programs,
+                           my_rows, RA, RB, RC, VALID, STAGES)),
+            ],
+            [1], [LOADER_REGISTERS],
+        )  # fmt: skip
 
 
 def parts(n: int) -> list[int]:
@@ -306,13 +446,20 @@ def layout(rows: int, num_warps: int) -> gl.BlockedLayout:
     return gl.BlockedLayout([rows // down, COLUMNS // (32 * across)], [1, 32], [down, across], [1, 0])
 
 
-def constexprs(n: int, num_warps: int, stages: int, zero_centered: bool) -> dict:
-    """The kernel's constexpr arguments for rows of n columns, in its signature's order."""
+def constexprs(
+    n: int, num_warps: int, stages: int, zero_centered: bool, is_rms: bool = True, has_dbias: bool = False,
+    db_warps: int = 0, db_registers: int = 0,
+) -> dict:  # fmt: skip
+    """The kernel's constexpr arguments for rows of n columns, in its signature's order (``db_warps``: dB's warps of
+    its own, 0 for none: the compute warps sum it; ``db_registers``: theirs a thread)."""
     ra, rb, rc = parts(n)
     la, lb, lc = (layout(r, num_warps) for r in (ra, rb, rc))
+    dla, dlb, dlc = (layout(r, max(db_warps, 1)) for r in (ra, rb, rc))
     return dict(
-        RA=ra, RB=rb, RC=rc, LA=la, LB=lb, LC=lc, VALID=n // COLUMNS, STAGES=stages, ZERO_CENTERED=zero_centered
-    )
+        RA=ra, RB=rb, RC=rc, LA=la, LB=lb, LC=lc, DLA=dla, DLB=dlb, DLC=dlc, VALID=n // COLUMNS, STAGES=stages,
+        ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_DBIAS=has_dbias, DB_WARPS=db_warps if has_dbias else 0,
+        DB_REGISTERS=db_registers if has_dbias and db_warps else 0,
+    )  # fmt: skip
 
 
 def descriptors(x, dy, weight, part_rows: list[int]) -> list[TensorDescriptor]:

@@ -30,7 +30,7 @@ NORM_BWD = Launcher(norm_bwd_kernel)
 SUM_PARTIALS = Launcher(sum_partials_kernel, pdl="PDL_WAIT")
 SPLIT_ROWS = Launcher(split_rows_kernel, pdl="PDL_WAIT")
 NORM_BWD_TMA = Launcher(norm_bwd_tma_kernel)
-STAGED_BWD = Launcher(STAGED.rms_norm_bwd_staged_kernel) if STAGED is not None else None
+STAGED_BWD = Launcher(STAGED.norm_bwd_staged_kernel) if STAGED is not None else None
 _MASK_TMA_AT = NORM_BWD_TMA.constexpr_names.index("MASK_TMA")  # where a plan's values hold it
 TMA_STAGES = 3  # norm_bwd_tma_kernel's STAGES: two row blocks in flight (GPU run 142: 4 stages 0.92-1.0x of 3)
 MASK_BY_TMA = True  # norm_bwd_tma_kernel's MASK_TMA where the mask's rows allow it (_mask_tma)
@@ -501,19 +501,19 @@ def _backward_plan(
     x); dx's rows (new, contiguous, starting on 512 bytes) need n elements to fill a multiple of 16 bytes. Where
     the TMA cannot, a config that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``.
     ``row_align``: the kernels' ``ALIGN`` (``_row_align``; ``split_rows_kernel`` takes it at its launch).
-    ``staged``: the staged Gluon kernel can run the call (RMSNorm without dB or a mask; ``_staged_capable``,
-    ``_staged_rows``)."""
+    ``staged``: the staged Gluon kernel can run the call (no mask; ``_staged_capable``, ``_staged_rows``)."""
     tma = tma and not n * x_dtype.itemsize & 15
     x_bytes, w_bytes = x_dtype.itemsize, w_dtype.itemsize
     cfg = config.bwd_config(m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes, staged=staged)
     if cfg.staged:
         if not staged:  # only a forced config asks for it here
             raise ValueError(
-                "a staged backward config was forced where the staged kernel cannot run: it computes RMSNorm's "
-                "backward without dB or a mask, and needs Triton 3.6's Gluon, a Hopper GPU, dy and x of one 16-bit "
-                "dtype with contiguous rows, and 16-bit weights"
+                "a staged backward config was forced where the staged kernel cannot run: it computes the backward "
+                "without a mask, and needs Triton 3.6's Gluon, a Hopper GPU, dy and x of one 16-bit dtype with "
+                "contiguous rows, and 16-bit weights"
             )
-        values = STAGED.constexprs(n, cfg.num_warps, STAGED.STAGES, zero_centered_gamma)
+        db = config.staged_db_warps(n)
+        values = STAGED.constexprs(n, cfg.num_warps, STAGED.STAGES, zero_centered_gamma, is_rms, has_dbias, *db)
         return _BackwardPlan(cfg, config.persistent_programs(device, m, 1), 1, STAGED_BWD.values(**values), [], {})
     if cfg.parts > 1:
         return _BackwardPlan(cfg, 0, 0, (), [], {})
@@ -632,13 +632,13 @@ def _keep_encoded(plan: _BackwardPlan, rows: tuple, encoded: tuple) -> None:
     plan.encoded[rows] = encoded
 
 
-def _staged_backward(plan: _BackwardPlan, dy, x, weight, rstd, dx, partial) -> None:
+def _staged_backward(plan: _BackwardPlan, dy, x, weight, mean, rstd, dx, partial) -> None:
     """The staged kernel's launch (``STAGED_BWD``) of a plan that takes it. Its descriptors (9: a part's each of x, dy
     and the weights) are kept encoded with the plan by the addresses of dy, x and the weights (the plan fixes the
     rest: their shape, dtypes and rows of n contiguous elements), as the TMA backward's are (``_rows_of``). Gluon's
     own launch path made, bound and encoded them on every call: 160-210 us of host time a call at 2048 x
     12800-14336, the split rows' 43 (GPU run 551); with them kept, 62-88 (run 554)."""
-    grid, args, num_warps = (plan.programs,), (rstd, dx, partial, *x.shape), plan.cfg.num_warps
+    grid, args, num_warps = (plan.programs,), (mean, rstd, dx, partial, *x.shape), plan.cfg.num_warps
     rows = (dy.data_ptr(), x.data_ptr(), weight.data_ptr())
     encoded = plan.encoded.get(rows)
     if encoded is None or not STAGED_BWD.launch_encoded(grid, encoded, args, num_warps, plan.values):
@@ -659,12 +659,13 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     key = (m, n, x.dtype, weight.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, index)
     strides = (dy.stride(0), x.stride(0))
     row_align = 1 if not (n | strides[0] | strides[1]) & 15 else _row_align(x.element_size(), n, *strides)
-    # the staged kernel computes RMSNorm's dx and dW alone: no mean, no dB, no mask
-    staged = is_rms and not has_dbias and not has_mask and _staged_capable(index) and _staged_rows(dy, x, weight)
+    # the staged kernel has no mask
+    staged = not has_mask and _staged_capable(index) and _staged_rows(dy, x, weight)
     plan = _backward_plan(*key, _tma_capable(index), config.generation, row_align, staged)
-    if plan.cfg.staged:  # RMSNorm's rows staged in shared memory, one program a SM (``norm_bwd_staged.py``)
-        partial = x.new_empty((1, plan.programs, n), dtype=torch.float32)
-        _staged_backward(plan, dy, x, _tma_weights(weight), rstd, dx, partial)
+    if plan.cfg.staged:  # rows staged in shared memory, one program a SM (``norm_bwd_staged.py``)
+        partial = x.new_empty((2 if has_dbias else 1, plan.programs, n), dtype=torch.float32)
+        # RMSNorm passes rstd for the mean (unread)
+        _staged_backward(plan, dy, x, _tma_weights(weight), rstd if mean is None else mean, rstd, dx, partial)
         return dx, *_sum_partials(partial, weight.dtype)
     descriptors = encoded = rows = None  # where the plan takes the TMA: made, or kept from a call of the same rows
     if plan.cfg.tma:
