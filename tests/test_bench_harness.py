@@ -1,6 +1,7 @@
 """``python -m normkit.bench``: every provider checked, then timed in turns (its timing needs a GPU, faked here)."""
 
 import re
+import sys
 
 import pytest
 from conftest import DEVICE
@@ -88,6 +89,15 @@ def test_the_same_size_copy_is_timed_in_turns_and_not_checked(fake_harness):
     copy_row = {row["provider"]: row for row in rows}["copy"]
     assert copy_row["status"] == "ok" and copy_row["us"] == 2000.0
     assert copy_row["gbs"] == round(cases.bytes_moved(case) / 1e6 / 2.0, 1)  # the case's bytes in the copy's time
+
+
+def test_measure_does_not_take_the_notebook_progress_bar(fake_harness, monkeypatch):
+    """``measure`` (the lessons' benchmark cells too) shows tqdm's plain bar, on a terminal only; it does not import
+    ``tqdm.auto``, whose notebook bar warns as it is imported in a kernel without ipywidgets (lesson 05's output on the
+    GPU machine, run 592). Here ``tqdm.auto`` cannot be imported, and ``measure`` runs."""
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # an import of it raises ImportError
+    (row,) = bench.measure([cases.Case("ln_fwd", 4, 64, "fp32", "fp32")], ["a"])
+    assert row["status"] == "ok" and fake_harness == ["a"]
 
 
 @pytest.mark.parametrize("op", ["ln_fwd", "rms_bwd", "ln_relu_bwd"])

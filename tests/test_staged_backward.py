@@ -62,7 +62,8 @@ def test_staged_rule_for_layer_norm():
         assert not _staged(4096, n, **ln, x_bytes=4), n
     for n in (10240, 12800, 13312, 14336, 15872, 9728):
         assert not _staged(4096, n, **ln), n
-    assert [config.staged_db_warps(n) for n in config.STAGED_LN_BWD_N] == [(4, 104), (4, 104), (4, 112), (0, 0)]
+    partitions = [config.staged_db_partition(n) for n in config.STAGED_LN_BWD_N]
+    assert partitions == [(4, 104), (4, 104), (4, 112), (0, 0)]
     with config.limits(ln_bwd_staged_min_m=4097):
         assert not _staged(4096, 11776, **ln) and _staged(4097, 11776, **ln)
         assert _staged(4096, 12288)  # RMSNorm's own limit
@@ -195,7 +196,7 @@ def test_staged_kernel_compiles_for_hopper():
     cases = [(n, "float16", False, True, False, 0, 0) for n in config.STAGED_BWD_N]
     cases += [(13312, "bfloat16", True, True, False, 0, 0), (15360, "bfloat16", True, True, False, 0, 0)]
     cases += [(16384, "float16", False, True, False, 0, 0)]
-    cases += [(n, "float16", False, False, True, *config.staged_db_warps(n)) for n in config.STAGED_LN_BWD_N]
+    cases += [(n, "float16", False, False, True, *config.staged_db_partition(n)) for n in config.STAGED_LN_BWD_N]
     cases += [(11264, "bfloat16", True, False, True, 4, 104), (13312, "float16", False, False, False, 0, 0)]
     cases += [(12288, "bfloat16", False, True, True, 0, 0)]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}

@@ -106,7 +106,9 @@ def measure(cases, providers, *, warmup=25, rep=100, timer="backlog", rounds=1, 
     require_gpu("normkit.bench")
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
-    from tqdm.auto import tqdm
+    # tqdm's plain bar, not tqdm.auto's widget: the bar is shown on a terminal only (below), and in a notebook without
+    # ipywidgets tqdm.auto warns as it is imported (lesson 05's output on the GPU machine, run 592)
+    from tqdm import tqdm
     from triton.testing import do_bench
 
     time_ms = timing.timer(timer)

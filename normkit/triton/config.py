@@ -999,9 +999,9 @@ STAGED_WARPS = 8
 STAGED_DB_WARPS = {10752: (4, 104), 11264: (4, 104), 11776: (4, 112)}
 
 
-def staged_db_warps(n: int) -> tuple[int, int]:
-    """The staged kernel's dB warps of their own at rows of n columns and their registers a thread
-    (``STAGED_DB_WARPS``; ``(0, 0)``: the compute warps sum dB)."""
+def staged_db_partition(n: int) -> tuple[int, int]:
+    """The staged kernel's dB partition at rows of n columns: its warps and their registers a thread
+    (``STAGED_DB_WARPS``; ``(0, 0)``: none, the compute warps sum dB)."""
     return STAGED_DB_WARPS.get(n, (0, 0))
 
 
@@ -1011,7 +1011,7 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows, and LayerNorm's with dB at ``STAGED_LN_BWD_N`` in calls
     of at least ``LIMITS["ln_bwd_staged_min_m"]`` rows (neither with a mask): the Gluon kernel with rows staged in
     shared memory (``norm_bwd_staged.py``), one program a SM of 8 compute warps and a load warp (LayerNorm's dB summed
-    by 4 warps of its own at 10752-11776, ``STAGED_DB_WARPS``, by the compute warps at 12288).
+    by 4 warps of its own at 10752-11776, ``staged_db_partition``, by the compute warps at 12288).
 
     Round 69 (H200). In turns against the rule before it, which split these rows (run 548): at 4096 rows x1.159 /
     x1.126 / x1.057 at 12800 / 13312 / 14336 fp16 (bf16 x1.185 / x1.144 / x1.083), at 32768 x1.12-1.27, at 2048

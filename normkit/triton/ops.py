@@ -512,7 +512,7 @@ def _backward_plan(
                 "without a mask, and needs Triton 3.6's Gluon, a Hopper GPU, dy and x of one 16-bit dtype with "
                 "contiguous rows, and 16-bit weights"
             )
-        db = config.staged_db_warps(n)
+        db = config.staged_db_partition(n)
         values = STAGED.constexprs(n, cfg.num_warps, STAGED.STAGES, zero_centered_gamma, is_rms, has_dbias, *db)
         return _BackwardPlan(cfg, config.persistent_programs(device, m, 1), 1, STAGED_BWD.values(**values), [], {})
     if cfg.parts > 1:
