@@ -269,6 +269,40 @@ def test_staged_layer_norm_backward_on_the_gpu(m, n, dtype, zero_centered_gamma)
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("op, n", [("layer_norm", 11776), ("rms_norm", 13824)])
+def test_staged_padded_part_keeps_the_next_rows_values_out(op, n):
+    """A padded part reads the next row's first columns (11776 = 46 rows of 256 as 32 + 8 + 8, 13824 = 54 as 32 + 16 +
+    8: 512 columns of the next row). Values there that are not finite (an inf in x, a NaN in dy) stay in their own
+    rows: the rows before them get the reference's dx, finite, and dB is NaN in those columns alone."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    from normkit.testing import compare
+    from normkit.triton import ops
+
+    x, w, _ = make_inputs(4096, n, torch.float16, torch.float16, bias=False)
+    dy = torch.randn(x.shape, device=x.device).to(x.dtype)
+    x[1, :4] = float("inf")  # in row 0's padded part
+    dy[3, :4] = float("nan")  # in row 2's
+    has_dbias = op == "layer_norm"
+    if op == "layer_norm":
+        _, mean, rstd = reference.layer_norm_fwd(x, w, None, 1e-5)
+        args = (dy, x, w, mean, rstd)
+    else:
+        _, rstd = reference.rms_norm_fwd(x, w, None, 1e-5)
+        args = (dy, x, w, rstd)
+    spy, patch = staged_launches()
+    with patch:
+        got = getattr(ops, f"{op}_bwd")(*args, False, has_dbias)
+    want = getattr(reference, f"{op}_bwd")(*args, False, has_dbias)
+    assert spy.call_count == 1
+    clean = [r for r in range(4096) if r not in (1, 3)]
+    assert got[0][[0, 2]].isfinite().all()
+    compare(got[0][clean], want[0][clean], f"{op} dx of the other rows")
+    if has_dbias:
+        assert got[2][:4].isnan().all()
+        compare(got[2][4:], want[2][4:], "db past the NaN columns")
+
+
+@pytest.mark.gpu
 def test_staged_backward_launches_from_its_kept_descriptors(monkeypatch):
     """From its second call of the same dy, x and weights (their addresses), the staged launch takes its descriptors
     kept encoded with the plan (``ops._staged_backward``), and each call is right and the same bit for bit; tensors

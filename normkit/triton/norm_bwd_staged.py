@@ -21,7 +21,8 @@ backwards.
 
 LayerNorm's backward (``IS_RMS`` false) is the same loop with the mean loaded a row ahead beside rstd: pass one sums
 ``xhat w dy`` and ``w dy`` (xhat = (x - mean) rstd), pass two stores dx = (w dy - (xhat c1 + c2)) rstd and adds
-``dy xhat`` to dW. dB (``HAS_DBIAS``), the sum of dy, is kept either in the compute warps' registers beside dW, or by
+``dy xhat`` to dW (in a padded part both xhat and w dy are set to 0 past the row: the next row's values there may
+not be finite). dB (``HAS_DBIAS``), the sum of dy, is kept either in the compute warps' registers beside dW, or by
 ``DB_WARPS`` warps of its own (``_db_sum``, a third partition) that read each stage's dy and hold dB, so that the
 compute warps hold dW alone; a stage is then free once both have released it. Its partial is ``PARTIAL``'s second
 half. ``DB_REGISTERS`` splits the register file: with 4 dB warps at 112 registers the 8 compute warps get 184.
@@ -193,8 +194,11 @@ def _ln_part_sums(xs, dys, ws, mean, rstd, START: gl.constexpr, R: gl.constexpr,
     """LayerNorm's pass one over a part: sum(xhat w dy) and sum(w dy), xhat = (x - mean) rstd."""
     xhat = (xs.load(L).to(gl.float32) - mean) * rstd
     wdy = _weights(ws, L, ZERO_CENTERED) * dys.load(L).to(gl.float32)
-    if START + R > VALID:  # a padded part: the next row's x and dy past the row
-        wdy = gl.where(_offsets(START, R, L) < VALID * 256, wdy, 0.0)
+    if START + R > VALID:  # a padded part: past the row, the next row's x and dy, which may not be finite (and the
+        # weights' zeros would not cancel them), so both factors are selected, not only w dy
+        inside = _offsets(START, R, L) < VALID * 256
+        xhat = gl.where(inside, xhat, 0.0)
+        wdy = gl.where(inside, wdy, 0.0)
     return gl.sum(gl.sum(xhat * wdy, axis=1), axis=0), gl.sum(gl.sum(wdy, axis=1), axis=0)
 
 
