@@ -76,7 +76,7 @@ at 4096 x N fp16 in turns (run 587): dB in 4 warps of its own x1.115 / 1.068 / 1
 compute warps x1.138 at 12288 (4 warps of its own x1.038); every form slower at 10240, 12800 and 13312 (x0.78-0.99);
 dB in shared memory x0.89-0.95 at 10752-11776, x1.03 at 12288. Taken at 10752-12288 (``config.STAGED_LN_BWD_N``).
 At 11264 the dB warps' 112 registers left the compute warps spilling 16-24 bytes, and zero-centered gamma ran x0.97 of
-the split rows (run 589); at 104 registers nothing spills and it ran x1.04-1.11 of 112 (run 590). As landed, against the
+the split rows (run 589); at 104 registers nothing spills and it ran x1.03-1.11 of 112 (run 590). As landed, against the
 rule before (``bench.ab``, runs 588-591): x1.04-1.16 at 4096 rows fp16 (zero-centered gamma included), x1.02-1.12 at
 2048, x1.12-1.24 at 32768 bf16 (97% of copy at 12288). Beside cuDNN at 4096 fp16 (run 589): 1.18 / 1.22 of its speed at
 11776 / 12288, 2.0-2.2 at 10752 / 11264. RMSNorm's path is the same code (x0.998 / x1.020 at 12288 / 13312, run 589).
