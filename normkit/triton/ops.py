@@ -662,10 +662,12 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     # the staged kernel has no mask
     staged = not has_mask and _staged_capable(index) and _staged_rows(dy, x, weight)
     plan = _backward_plan(*key, _tma_capable(index), config.generation, row_align, staged)
+    # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean
+    mean = mean if mean is not None else rstd
+    which = 2 if has_dbias else 1  # the partials' rows: dW's, dB's
     if plan.cfg.staged:  # rows staged in shared memory, one program a SM (``norm_bwd_staged.py``)
-        partial = x.new_empty((2 if has_dbias else 1, plan.programs, n), dtype=torch.float32)
-        # RMSNorm passes rstd for the mean (unread)
-        _staged_backward(plan, dy, x, _tma_weights(weight), rstd if mean is None else mean, rstd, dx, partial)
+        partial = x.new_empty((which, plan.programs, n), dtype=torch.float32)
+        _staged_backward(plan, dy, x, _tma_weights(weight), mean, rstd, dx, partial)
         return dx, *_sum_partials(partial, weight.dtype)
     descriptors = encoded = rows = None  # where the plan takes the TMA: made, or kept from a call of the same rows
     if plan.cfg.tma:
@@ -676,10 +678,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
             if descriptors is None:  # rows the TMA cannot load: the plan without it
                 plan = _backward_plan(*key, False, config.generation, row_align, False)
     acc_tl, acc_torch = _acc_of(x.dtype)
-    # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean, no mask passes dx for it
-    mean = mean if mean is not None else rstd
-    mask, mask_stride = (mask, mask.stride(0)) if mask is not None else (dx, 0)
-    which = 2 if has_dbias else 1
+    mask, mask_stride = (mask, mask.stride(0)) if mask is not None else (dx, 0)  # no mask passes dx for it
     pdl = _pdl(index)  # the kernels after the first wait for the one before on the device (norm_bwd.py)
     if plan.programs:  # whole rows on a persistent grid
         launcher = NORM_BWD_TMA if plan.cfg.tma else NORM_BWD
