@@ -31,6 +31,8 @@ CASES = {
     # the backward's rows split over programs that trade their row sums; RMSNorm's (no bias here) staged in shared
     # memory by the Gluon kernel on a Hopper GPU (``norm_bwd_staged.py``)
     "split_rows": (2048, 13312, *FP16),
+    # LayerNorm's backward with dB by the same Gluon kernel, dB summed by warps of their own (``staged_db_partition``)
+    "staged_layer_norm": (2048, 11264, *FP16),
     "rms_chunked_backward": (4100, 16384, *BF16_FP32W),  # RMSNorm's backward in chunks; the others split
     "chunked_forward": (64, 65536, *BF16_FP32W),  # the forward in chunks, read twice; the backward split
 }
@@ -55,6 +57,7 @@ def test_graph_cases_launches():
     assert fwd("persistent_forward").programs_per_sm > 0
     assert bwd("split_rows").parts > 1 and bwd("split_rows", is_rms=True).parts > 1
     assert bwd("split_rows", is_rms=True, has_dbias=False, tma=True, staged=True).staged
+    assert bwd("staged_layer_norm", tma=True, staged=True).staged and config.staged_db_partition(11264)[0] > 0
     assert bwd("rms_chunked_backward", is_rms=True).num_chunks > 1 and bwd("rms_chunked_backward").parts > 1
     assert fwd("chunked_forward").num_chunks > 1 and bwd("chunked_forward").parts > 1
 

@@ -390,3 +390,28 @@ def test_forced_staged_config_for_the_masked_backward():
         assert ops._staged_rows(dy, x, w)  # the arguments themselves would do
         with pytest.raises(ValueError, match="without a mask"):
             ops.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd, has_dbias=False)
+
+
+def test_staged_rows_asked_only_of_a_plan_that_takes_the_kernel():
+    """``ops._staged_rows`` (dtypes, strides and addresses: host time on every call) is asked only where the plan takes
+    the staged kernel; where it says no, the call is planned again without the kernel (a forced staged config then
+    raises). Capability patched in, so that the CPU runs the order a Hopper GPU does."""
+    from unittest import mock
+
+    from normkit.triton import ops
+
+    asked = []
+    rows = ops._staged_rows
+    with (
+        mock.patch.object(ops, "_staged_capable", lambda device: True),
+        mock.patch.object(ops, "_staged_rows", lambda *args: asked.append(rows(*args)) or asked[-1]),
+    ):
+        for op, has_dbias in (("layer_norm", True), ("rms_norm", False)):
+            x, w, b = make_inputs(7, 100, torch.float16, torch.float16, bias=has_dbias)
+            check_backward("triton", op, x, w, b, has_dbias=has_dbias)
+        assert asked == []
+        x, w, _ = make_inputs(4, 768, torch.float32, torch.float32, bias=False)
+        forced = config.forced(bwd=LaunchConfig(1, 768, 1, 8, 1, staged=True))
+        with forced, pytest.raises(ValueError, match="16-bit dtype"):
+            ops.rms_norm_bwd(torch.randn_like(x), x, w, torch.ones(4, device=x.device))
+        assert asked == [False]

@@ -250,7 +250,8 @@ def bwd_config(
     ``split_rows_config``. ``tma``: the call's rows may be loaded by the TMA (a GPU of compute capability 9.0 or newer,
     rows 16-byte aligned: ``ops._tma_capable``, ``ops._tma_rows``): ``_tma_bwd``'s shapes then are, in calls of at least
     ``TMA_MIN_ELEMENTS`` (LayerNorm's ``TMA_MIN_ELEMENTS_LAYER_NORM``). ``staged``: the Gluon kernel that stages rows
-    in shared memory can run the call (``ops._staged_capable``), and ``_staged_bwd``'s shapes take it.
+    in shared memory can run on the call's device (``ops._staged_capable``), and ``_staged_bwd``'s shapes take it (the
+    call's rows are asked after, of a config that takes it: ``ops._staged_rows``).
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]

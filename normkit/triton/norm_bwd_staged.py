@@ -177,6 +177,18 @@ def _store_partial(row, values, START: gl.constexpr, R: gl.constexpr, L: gl.cons
 
 
 @gluon.jit
+def _store_partials(row, a, b, c, RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, LA: gl.constexpr,
+                    LB: gl.constexpr, LC: gl.constexpr, VALID: gl.constexpr):  # fmt: skip
+    """A row's float32 partial from its parts' values ``a``-``c`` (layouts ``LA``-``LC``; an absent part's value is
+    a placeholder, not read)."""
+    _store_partial(row, a, 0, RA, LA, VALID)
+    if RB > 0:
+        _store_partial(row, b, RA, RB, LB, VALID)
+    if RC > 0:
+        _store_partial(row, c, RA + RB, RC, LC, VALID)
+
+
+@gluon.jit
 def _part_dx(xs, dys, ws, dx_row, rstd, k, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr,
              ZERO_CENTERED: gl.constexpr, VALID: gl.constexpr):  # fmt: skip
     """Pass two over a part: dx = rstd w dy - k x stored; returns the part's dW term, dy x rstd."""
@@ -238,12 +250,14 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
     the load warp; at the end the program's dW partial (and dB's, ``PARTIAL``'s second half)."""
     # dW (and dB) in registers across the loop (up to 64 rows of 256: 64 a thread each)
     dwa = gl.zeros([RA, 256], gl.float32, LA)
+    dwb, dwc = dwa, dwa  # where a part is absent: placeholders for ``_store_partials``
     if RB > 0:
         dwb = gl.zeros([RB, 256], gl.float32, LB)
     if RC > 0:
         dwc = gl.zeros([RC, 256], gl.float32, LC)
     if DB_HERE:
         dba = gl.zeros([RA, 256], gl.float32, LA)
+        dbb, dbc = dba, dba
         if RB > 0:
             dbb = gl.zeros([RB, 256], gl.float32, LB)
         if RC > 0:
@@ -306,19 +320,9 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
                 dbc += dysc.load(LC).to(gl.float32)
         fence_async_shared()  # the reads above (the generic proxy) before the TMA's writes into the stage
         mbarrier.arrive(empty.index(stage), count=1)
-    out = PARTIAL + pid.to(gl.int64) * N
-    _store_partial(out, dwa, 0, RA, LA, VALID)
-    if RB > 0:
-        _store_partial(out, dwb, RA, RB, LB, VALID)
-    if RC > 0:
-        _store_partial(out, dwc, RA + RB, RC, LC, VALID)
+    _store_partials(PARTIAL + pid.to(gl.int64) * N, dwa, dwb, dwc, RA, RB, RC, LA, LB, LC, VALID)
     if DB_HERE:
-        out = PARTIAL + (programs + pid).to(gl.int64) * N
-        _store_partial(out, dba, 0, RA, LA, VALID)
-        if RB > 0:
-            _store_partial(out, dbb, RA, RB, LB, VALID)
-        if RC > 0:
-            _store_partial(out, dbc, RA + RB, RC, LC, VALID)
+        _store_partials(PARTIAL + (programs + pid).to(gl.int64) * N, dba, dbb, dbc, RA, RB, RC, LA, LB, LC, VALID)
 
 
 @gluon.jit
@@ -329,6 +333,7 @@ def _db_sum(dya, dyb, dyc, ready, empty, PARTIAL, N, pid, programs, my_rows, RA:
     then the stage released (the compute warps release it too); at the end the program's dB partial (``PARTIAL``'s
     second half)."""
     dba = gl.zeros([RA, 256], gl.float32, DLA)
+    dbb, dbc = dba, dba
     if RB > 0:
         dbb = gl.zeros([RB, 256], gl.float32, DLB)
     if RC > 0:
@@ -343,12 +348,7 @@ def _db_sum(dya, dyb, dyc, ready, empty, PARTIAL, N, pid, programs, my_rows, RA:
             dbc += dyc.index(stage).load(DLC).to(gl.float32)
         fence_async_shared()
         mbarrier.arrive(empty.index(stage), count=1)
-    out = PARTIAL + (programs + pid).to(gl.int64) * N
-    _store_partial(out, dba, 0, RA, DLA, VALID)
-    if RB > 0:
-        _store_partial(out, dbb, RA, RB, DLB, VALID)
-    if RC > 0:
-        _store_partial(out, dbc, RA + RB, RC, DLC, VALID)
+    _store_partials(PARTIAL + (programs + pid).to(gl.int64) * N, dba, dbb, dbc, RA, RB, RC, DLA, DLB, DLC, VALID)
 
 
 @gluon.jit

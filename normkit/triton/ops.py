@@ -501,7 +501,8 @@ def _backward_plan(
     x); dx's rows (new, contiguous, starting on 512 bytes) need n elements to fill a multiple of 16 bytes. Where
     the TMA cannot, a config that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``.
     ``row_align``: the kernels' ``ALIGN`` (``_row_align``; ``split_rows_kernel`` takes it at its launch).
-    ``staged``: the staged Gluon kernel can run the call (no mask; ``_staged_capable``, ``_staged_rows``)."""
+    ``staged``: the staged Gluon kernel can run on the device and the call has no mask (``_staged_capable``); after a
+    plan that takes it, whether it can load the call's rows (``_staged_rows``), as the TMA's."""
     tma = tma and not n * x_dtype.itemsize & 15
     x_bytes, w_bytes = x_dtype.itemsize, w_dtype.itemsize
     cfg = config.bwd_config(m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes, staged=staged)
@@ -659,9 +660,11 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     key = (m, n, x.dtype, weight.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, index)
     strides = (dy.stride(0), x.stride(0))
     row_align = 1 if not (n | strides[0] | strides[1]) & 15 else _row_align(x.element_size(), n, *strides)
-    # the staged kernel has no mask
-    staged = not has_mask and _staged_capable(index) and _staged_rows(dy, x, weight)
-    plan = _backward_plan(*key, _tma_capable(index), config.generation, row_align, staged)
+    tma = _tma_capable(index)
+    # the staged kernel has no mask; whether it can load these rows is asked only of a plan that takes it
+    plan = _backward_plan(*key, tma, config.generation, row_align, not has_mask and _staged_capable(index))
+    if plan.cfg.staged and not _staged_rows(dy, x, weight):  # rows it cannot load: the plan without it
+        plan = _backward_plan(*key, tma, config.generation, row_align, False)
     # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean
     mean = mean if mean is not None else rstd
     which = 2 if has_dbias else 1  # the partials' rows: dW's, dB's
