@@ -29,7 +29,7 @@ def _staged(m, n, **flags):
 
 def test_staged_rule():
     """RMSNorm's backward without dB, 16-bit x and weights, at 10240 and 12288-15872 columns (``STAGED_BWD_N``) from
-    2048 rows, where the staged kernel can run (``staged``); nowhere else."""
+    2048 rows, where the staged kernel can run (``staged``); nowhere else (LayerNorm's: the test below)."""
     for n in config.STAGED_BWD_N:
         for m in (2048, 4096, 32768):
             assert _staged(m, n), (m, n)
@@ -37,7 +37,6 @@ def test_staged_rule():
         assert not _staged(4096, n, staged=False), n
         assert not _staged(4096, n, has_dbias=True), n
         assert not _staged(4096, n, has_mask=True), n
-        assert not _staged(4096, n, is_rms=False), n
         assert not _staged(4096, n, w_bytes=4), n
         assert not _staged(4096, n, x_bytes=4), n
     for n in (9728, 10752, 12032, 13056, 15616, 16384):
@@ -48,20 +47,27 @@ def test_staged_rule():
 
 def test_staged_rule_for_layer_norm():
     """LayerNorm's backward with dB, 16-bit x and weights, at 10752-12288 columns (``STAGED_LN_BWD_N``) from 2048 rows,
-    where the staged kernel can run; not without dB, with a mask, at RMSNorm's other widths or below the fewest rows.
-    Its dB is summed by 4 warps of their own at 10752-11776, by the compute warps at 12288."""
+    where the staged kernel can run; not with a mask, at RMSNorm's other widths or below the fewest rows. Its dB is
+    summed by 4 warps of their own at 10752-11776, by the compute warps at 12288. Without dB, at every multiple of 512
+    from 10240 to 15872 (``STAGED_LN_NO_DB_BWD_N``)."""
     ln = dict(is_rms=False, has_dbias=True)
     for n in config.STAGED_LN_BWD_N:
         for m in (2048, 4096, 32768):
             assert _staged(m, n, **ln), (m, n)
         assert not _staged(2047, n, **ln), n
         assert not _staged(4096, n, **ln, staged=False), n
-        assert not _staged(4096, n, is_rms=False), n  # no dB
         assert not _staged(4096, n, **ln, has_mask=True), n
         assert not _staged(4096, n, **ln, w_bytes=4), n
         assert not _staged(4096, n, **ln, x_bytes=4), n
     for n in (10240, 12800, 13312, 14336, 15872, 9728):
         assert not _staged(4096, n, **ln), n
+    no_db = dict(is_rms=False, has_dbias=False)
+    assert config.STAGED_LN_NO_DB_BWD_N == tuple(range(10240, 15873, 512))
+    for n in config.STAGED_LN_NO_DB_BWD_N:
+        assert _staged(2048, n, **no_db) and _staged(32768, n, **no_db) and not _staged(2047, n, **no_db), n
+        assert not _staged(4096, n, **no_db, has_mask=True) and not _staged(4096, n, **no_db, w_bytes=4), n
+    for n in (9728, 10496, 16384):
+        assert not _staged(4096, n, **no_db), n
     partitions = [config.staged_db_partition(n) for n in config.STAGED_LN_BWD_N]
     assert partitions == [(4, 104), (4, 104), (4, 112), (0, 0)]
     with config.limits(ln_bwd_staged_min_m=4097):
@@ -198,6 +204,7 @@ def test_staged_kernel_compiles_for_hopper():
     cases += [(16384, "float16", False, True, False, 0, 0)]
     cases += [(n, "float16", False, False, True, *config.staged_db_partition(n)) for n in config.STAGED_LN_BWD_N]
     cases += [(11264, "bfloat16", True, False, True, 4, 104), (13312, "float16", False, False, False, 0, 0)]
+    cases += [(15872, "bfloat16", True, False, False, 0, 0), (10752, "float16", False, False, False, 0, 0)]
     cases += [(12288, "bfloat16", False, True, True, 0, 0)]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run(
@@ -266,6 +273,18 @@ def test_staged_layer_norm_backward_on_the_gpu(m, n, dtype, zero_centered_gamma)
     that do not divide over the SMs, many rows a program (33000)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma, op="layer_norm", has_dbias=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n", [(2048, 10240), (4097, 11264), (33000, 13312), (2049, 13824), (4097, 15872)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("zero_centered_gamma", [False, True])
+def test_staged_layer_norm_backward_without_db_on_the_gpu(m, n, dtype, zero_centered_gamma):
+    """LayerNorm's backward without dB (a LayerNorm without a bias) at the rules' shapes, taken by the staged kernel,
+    against the reference: two parts (10240), three (11264 as 32 + 8 + 4), padded (13824, 15872), rows that do not
+    divide over the SMs, many rows a program."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    _check(m, n, dtype, dtype, 1, zero_centered_gamma, op="layer_norm", has_dbias=False)
 
 
 @pytest.mark.gpu

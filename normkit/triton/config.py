@@ -995,7 +995,8 @@ def _tma_bwd(
 # (sm_90) and spill 16-24 bytes at 11264; at 104 they get 192 and spill none at 10752-11264, but the dB warps spill 48
 # at 11776 (GPU run 590: 104 ran x1.03-1.11 of 112 at 11264, level at 10752).
 STAGED_BWD_N = (10240, 12288, 12800, 13312, 13824, 14336, 14848, 15360, 15872)
-STAGED_LN_BWD_N = (10752, 11264, 11776, 12288)
+STAGED_LN_BWD_N = (10752, 11264, 11776, 12288)  # with dB
+STAGED_LN_NO_DB_BWD_N = tuple(range(10240, 15873, 512))  # without dB (a LayerNorm without a bias)
 STAGED_WARPS = 8
 STAGED_DB_WARPS = {10752: (4, 104), 11264: (4, 104), 11776: (4, 112)}
 
@@ -1070,7 +1071,7 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
         return False
     if is_rms:
         return not has_dbias and n in STAGED_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
-    return has_dbias and n in STAGED_LN_BWD_N and m >= LIMITS["ln_bwd_staged_min_m"]
+    return n in (STAGED_LN_BWD_N if has_dbias else STAGED_LN_NO_DB_BWD_N) and m >= LIMITS["ln_bwd_staged_min_m"]
 
 
 def _few_waves_tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:
