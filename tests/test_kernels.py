@@ -827,8 +827,9 @@ def test_persistent_backward_grid_fits_the_sm(monkeypatch):
         with config.forced(bwd=cfg):
             first, second = [ops.layer_norm_bwd(dy, x, w, mean, rstd) for _ in range(2)]
             device = x.get_device()
+            staged = ops._staged_capable(device)  # the plan's key as the call made it (asked of every unmasked call)
             launched = ops._backward_plan(
-                32768, 1024, x.dtype, w.dtype, True, False, False, False, device, True, config.generation, 1, False
+                32768, 1024, x.dtype, w.dtype, True, False, False, False, device, True, config.generation, 1, staged
             )
         fit = ops.NORM_BWD.programs_that_fit(launched.values, cfg.num_warps, device)
         sms = config.multiprocessor_count(device)
@@ -2066,7 +2067,7 @@ def test_tma_backward_on_the_gpu(op):
     ln, masked, rms = "layer_norm", "layer_norm_clamped_relu", "rms_norm"
     shapes = [(16400, 2048, {ln, masked, rms}), (8200, 4096, {ln, masked}), (4100, 8192, {ln, masked})]
     shapes += [(16384, 2048, {ln}), (8192, 8200 + 4096, set()), (3000, 4608, set()), (8200, 4608, {ln, masked})]
-    shapes += [(4100, 9216, {ln, masked, rms}), (4100, 12288, {rms}), (8200, 6144, {ln, masked}), (8200, 6152, {ln})]
+    shapes += [(4100, 9216, {ln, masked, rms}), (4100, 11264, {rms}), (8200, 6144, {ln, masked}), (8200, 6152, {ln})]
     shapes += [(4096, 9216, {ln, rms}), (32776, 1024, {ln, masked, rms}), (33600, 1000, {ln, rms})]
     shapes += [(4096, 7000, {ln}), (3000, 7000, set())]  # LayerNorm's few waves of 6145-8192 (round 64)
     for m, n, taken in shapes:

@@ -301,8 +301,9 @@ def test_tma_backward_launches_from_its_kept_descriptors(monkeypatch, masked):
             for _ in range(4):  # the first compiles or finds the kernel, the second keeps, the others take them
                 backward(x, dy)
             assert taken and all(taken[-2:]), taken
+        staged = not masked and ops._staged_capable(0)  # the plan's key as the calls made it
         plan = ops._backward_plan(
-            64, n, torch.bfloat16, torch.float32, True, masked, False, False, 0, True, config.generation, 1, False
+            64, n, torch.bfloat16, torch.float32, True, masked, False, False, 0, True, config.generation, 1, staged
         )  # fmt: skip
         assert plan.cfg.tma and plan.values[ops._MASK_TMA_AT] == masked and len(plan.encoded) >= 3
         monkeypatch.setattr(launch, "_hooked", lambda: True)
