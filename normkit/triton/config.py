@@ -1010,10 +1010,11 @@ def staged_db_partition(n: int) -> tuple[int, int]:
 def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int) -> bool:
     """RMSNorm's backward without dB, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (parts of 32, 8-16 and 2-16 rows
     of 256, ``norm_bwd_staged.parts``: 10240 as 32 + 8 and 12288 as 32 + 16, 13824 and 14848-15872 padded to three) in
-    calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows, and LayerNorm's with dB at ``STAGED_LN_BWD_N`` in calls
-    of at least ``LIMITS["ln_bwd_staged_min_m"]`` rows (neither with a mask): the Gluon kernel with rows staged in
-    shared memory (``norm_bwd_staged.py``), one program a SM of 8 compute warps and a load warp (LayerNorm's dB summed
-    by 4 warps of its own at 10752-11776, ``staged_db_partition``, by the compute warps at 12288).
+    calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows, and LayerNorm's with dB at ``STAGED_LN_BWD_N`` and
+    without dB (no bias) at ``STAGED_LN_NO_DB_BWD_N`` (every multiple of 512 from 10240 to 15872) in calls of at least
+    ``LIMITS["ln_bwd_staged_min_m"]`` rows (none with a mask): the Gluon kernel with rows staged in shared memory
+    (``norm_bwd_staged.py``), one program a SM of 8 compute warps and a load warp (LayerNorm's dB summed by 4 warps of
+    its own at 10752-11776, ``staged_db_partition``, by the compute warps at 12288).
 
     Round 69 (H200). In turns against the rule before it, which split these rows (run 548): at 4096 rows x1.159 /
     x1.126 / x1.057 at 12800 / 13312 / 14336 fp16 (bf16 x1.185 / x1.144 / x1.083), at 32768 x1.12-1.27, at 2048
@@ -1066,6 +1067,15 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     rule before (``bench.ab``, runs 588-591): x1.04-1.16 at 4096 rows fp16 (zero-centered gamma included), x1.02-1.12 at
     2048, x1.12-1.24 at 32768 bf16. Beside the peers at 4096 fp16 (run 589): cuDNN's time over normkit's 2.04 / 2.15 /
     1.18 / 1.22 at 10752 / 11264 / 11776 / 12288, Liger's 2.2-2.3.
+
+    Round 76 (H200, runs 593-597): LayerNorm's backward without dB, forced into the kernel against the rule before (the
+    split rows or the head and tail tiles; run 593, ``.ab/probe/ln76.py``): x1.05-1.24 at 4096 x 10240-15872 fp16,
+    x1.019 at 2048 x 13312 (zero-centered gamma). As landed, against the rule before in turns (run 595,
+    ``.ab/probe/ln77.py``): x1.050-1.244 at every width of 4096 rows fp16 (3525-3547 GB/s at 14848-15872; zero-centered
+    gamma x1.127 / 1.194 at 11264 fp16 / 14848 bf16), x1.013-1.160 at 2048, x1.075-1.267 at 32768 bf16 (4100 GB/s at
+    15872). Not taken (run 597, forced): below 2048 rows, x0.959-1.128 at 1536 and 1024 without dB; with dB at 1536 rows
+    x0.949-1.028 (dB warps) and x0.861-1.032 (compute warps), at 1024 x 11264 x0.88-0.90; with dB at 10240 (run 593)
+    x0.963-0.973 (dB warps at 104 or 112 registers) and x0.84-0.87 (compute warps) at 4096 fp16 / 32768 bf16.
     """
     if has_mask or x_bytes != 2 or w_bytes != 2:
         return False

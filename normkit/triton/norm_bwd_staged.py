@@ -81,6 +81,13 @@ rule before (``bench.ab``, runs 588-591): x1.04-1.16 at 4096 rows fp16 (zero-cen
 2048, x1.12-1.24 at 32768 bf16 (97% of copy at 12288). Beside cuDNN at 4096 fp16 (run 589): 1.18 / 1.22 of its speed at
 11776 / 12288, 2.0-2.2 at 10752 / 11264. RMSNorm's path is the same code (x0.998 / x1.020 at 12288 / 13312, run 589).
 
+Round 76 (GPU runs 593-597). LayerNorm's backward without dB (a LayerNorm without a bias) takes this kernel at every
+multiple of 512 from 10240 to 15872 (``config.STAGED_LN_NO_DB_BWD_N``): x1.05-1.24 of the rule before at 4096 rows fp16,
+x1.01-1.16 at 2048, x1.08-1.27 at 32768 bf16 (run 595). Without dB its compute warps hold dW alone, as RMSNorm's do,
+and compile with no stack at every width. The padded part's masking (round 75's last fix) and the partials' store in one
+helper (``_store_partials``: the same PTX for sm_90 but for its line information) ran level with round 75's kernel
+(x0.994-1.004 at 4096 x 10752-12288 fp16, x0.999 for RMSNorm at 13312; run 593).
+
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
 """
