@@ -989,11 +989,11 @@ def _tma_bwd(
     return None
 
 
-# the backward by the staged Gluon kernel (``_staged_bwd``): RMSNorm's widths, LayerNorm's, the compute warps, and
-# LayerNorm's dB warps of their own and their registers a thread by width (``norm_bwd_staged_kernel``'s DB_WARPS and
-# DB_REGISTERS; elsewhere none: the compute warps sum dB). With 4 dB warps at 112 registers the 8 compute warps get 184
-# (sm_90) and spill 16-24 bytes at 11264; at 104 they get 192 and spill none at 10752-11264, but the dB warps spill 48
-# at 11776 (GPU run 590: 104 ran x1.03-1.11 of 112 at 11264, level at 10752).
+# the backward by the staged Gluon kernel (``_staged_bwd``): RMSNorm's widths, LayerNorm's with dB and without, the
+# compute warps, and LayerNorm's dB warps of their own and their registers a thread by width
+# (``norm_bwd_staged_kernel``'s DB_WARPS and DB_REGISTERS; elsewhere none: the compute warps sum dB). With 4 dB warps at
+# 112 registers the 8 compute warps get 184 (sm_90) and spill 16-24 bytes at 11264; at 104 they get 192 and spill none
+# at 10752-11264, but the dB warps spill 48 at 11776 (GPU run 590: 104 ran x1.03-1.11 of 112 at 11264, level at 10752).
 STAGED_BWD_N = (10240, 12288, 12800, 13312, 13824, 14336, 14848, 15360, 15872)
 STAGED_LN_BWD_N = (10752, 11264, 11776, 12288)  # with dB
 STAGED_LN_NO_DB_BWD_N = tuple(range(10240, 15873, 512))  # without dB (a LayerNorm without a bias)
