@@ -144,3 +144,48 @@ def test_the_lessons_bandwidth_plot_prints_each_case_as_soon_as_it_is_timed(
     assert re.search(r"rms_fwd +N=64 +absent +unsupported: not offered", printed_before[1])
     assert "N=128" not in printed_before[1] and "N=128    a" in printed
     assert (tmp_path / "bandwidth.png").exists()
+
+
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def test_layer_norm_without_a_bias_is_an_op_of_its_own(direction):
+    """``ln_nobias_*``: LayerNorm with ``bias=None``. It moves no bias (forward) and no dB (backward), normkit's and
+    PyTorch's calls are checked against the reference's, and normkit's backward returns no dB."""
+    case = cases.Case(f"ln_nobias_{direction}", 5, 72, "bf16", "fp32")
+    with_bias = cases.Case(f"ln_{direction}", 5, 72, "bf16", "fp32")
+    assert not case.has_bias and with_bias.has_bias and case.kind == "layer_norm"
+    assert cases.bytes_moved(case) == cases.bytes_moved(with_bias) - 72 * 4  # a float32 bias read, or dB written
+    inputs = cases.make_inputs(case, device=DEVICE)
+    assert inputs.bias is None and (direction == "fwd" or inputs.expected[2] is None)
+    for provider in ("triton", "eager"):
+        outputs = providers.make(provider, case, inputs)()
+        bench._check(case, outputs, inputs.expected)
+        if direction == "bwd" and provider == "triton":
+            assert outputs[2] is None
+        if direction == "bwd" and provider == "eager":
+            assert len(outputs) == 2  # x's and the weight's gradients: no bias to differentiate
+
+
+def test_liger_without_a_bias_gets_zeros_that_need_no_gradient(monkeypatch):
+    """Liger's LayerNorm reads a bias: without one the harness hands it zeros that need no gradient, so its backward
+    computes no dB, as a user of it would call it (a stand-in module records what it is handed)."""
+    import types
+
+    import torch
+
+    handed = []
+
+    class StandIn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w, b, eps):
+            handed.append(b)
+            return torch.nn.functional.layer_norm(x, x.shape[-1:], w, b, eps)
+
+    layer_norm = types.SimpleNamespace(LigerLayerNormFunction=StandIn)
+    monkeypatch.setitem(sys.modules, "liger_kernel.ops.layer_norm", layer_norm)
+    monkeypatch.setitem(sys.modules, "liger_kernel.ops.rms_norm", types.SimpleNamespace(LigerRMSNormFunction=None))
+    for op, biased in (("ln_nobias_fwd", False), ("ln_fwd", True)):
+        case = cases.Case(op, 3, 16, "fp32", "fp32")
+        inputs = cases.make_inputs(case, device=DEVICE)
+        providers.make("liger", case, inputs)()
+        b = handed[-1]
+        assert b.requires_grad == biased and (biased or not b.any())

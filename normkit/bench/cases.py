@@ -8,20 +8,24 @@ import torch
 
 from .. import reference
 
-# op name -> (norm kind, direction, zero-centered gamma)
+# op name -> (norm kind, direction, zero-centered gamma, bias): LayerNorm with a bias (dB in its backward) but for
+# the ``ln_nobias_*`` ops, RMSNorm without one
 OPS = {
-    "ln_fwd": ("layer_norm", "fwd", False),
-    "ln_bwd": ("layer_norm", "bwd", False),
-    "rms_fwd": ("rms_norm", "fwd", False),
-    "rms_bwd": ("rms_norm", "bwd", False),
-    "ln_relu_fwd": ("layer_norm_clamped_relu", "fwd", False),
-    "ln_relu_bwd": ("layer_norm_clamped_relu", "bwd", False),
-    "ln_zc_fwd": ("layer_norm", "fwd", True),
-    "ln_zc_bwd": ("layer_norm", "bwd", True),
+    "ln_fwd": ("layer_norm", "fwd", False, True),
+    "ln_bwd": ("layer_norm", "bwd", False, True),
+    "rms_fwd": ("rms_norm", "fwd", False, False),
+    "rms_bwd": ("rms_norm", "bwd", False, False),
+    "ln_relu_fwd": ("layer_norm_clamped_relu", "fwd", False, True),
+    "ln_relu_bwd": ("layer_norm_clamped_relu", "bwd", False, True),
+    "ln_zc_fwd": ("layer_norm", "fwd", True, True),
+    "ln_zc_bwd": ("layer_norm", "bwd", True, True),
+    # LayerNorm without a bias (``bias=None``; its backward computes no dB)
+    "ln_nobias_fwd": ("layer_norm", "fwd", False, False),
+    "ln_nobias_bwd": ("layer_norm", "bwd", False, False),
     # inference calls (nothing needs a gradient): y alone, no statistics or mask stored
-    "ln_infer": ("layer_norm", "infer", False),
-    "rms_infer": ("rms_norm", "infer", False),
-    "ln_relu_infer": ("layer_norm_clamped_relu", "infer", False),
+    "ln_infer": ("layer_norm", "infer", False, True),
+    "rms_infer": ("rms_norm", "infer", False, False),
+    "ln_relu_infer": ("layer_norm_clamped_relu", "infer", False, True),
 }
 LOWER, UPPER = 0.0, 6.0
 EPS = 1e-5
@@ -61,7 +65,7 @@ class Case:
 
     @property
     def has_bias(self):
-        return self.kind != "rms_norm"
+        return OPS[self.op][3]
 
 
 def bytes_moved(case: Case) -> int:
@@ -120,7 +124,7 @@ def make_inputs(case: Case, device="cuda") -> Inputs:
     elif case.kind == "rms_norm":
         expected = reference.rms_norm_bwd(dy, x, weight, rstd, zc, False)
     elif case.kind == "layer_norm":
-        expected = reference.layer_norm_bwd(dy, x, weight, mean, rstd, zc, True)
+        expected = reference.layer_norm_bwd(dy, x, weight, mean, rstd, zc, case.has_bias)
     else:
         expected = reference.layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd, zc, True)
     return Inputs(x, weight, bias, dy, mean, rstd, mask, expected)

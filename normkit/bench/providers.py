@@ -58,7 +58,7 @@ def normkit_call(ops, case: Case, t: Inputs):
     if case.kind == "rms_norm":
         return lambda: ops.rms_norm_bwd(t.dy, t.x, t.weight, t.rstd, zc, False)
     if case.kind == "layer_norm":
-        return lambda: ops.layer_norm_bwd(t.dy, t.x, t.weight, t.mean, t.rstd, zc, True)
+        return lambda: ops.layer_norm_bwd(t.dy, t.x, t.weight, t.mean, t.rstd, zc, case.has_bias)
     return lambda: ops.layer_norm_clamped_relu_bwd(t.dy, t.mask, t.x, t.weight, t.mean, t.rstd, zc, True)
 
 
@@ -135,9 +135,12 @@ def _liger(case: Case, t: Inputs):
         def fn(x, w, b):
             return LigerRMSNormFunction.apply(x, w, EPS, offset)
     else:
+        # Liger's LayerNorm forward reads a bias; without one a user hands it zeros that need no gradient, and its
+        # backward then computes no dB (``needs_input_grad``)
+        zeros = torch.zeros_like(t.weight) if t.bias is None else None
 
         def fn(x, w, b):
-            return LigerLayerNormFunction.apply(x, w, b, EPS)
+            return LigerLayerNormFunction.apply(x, w, b if b is not None else zeros, EPS)
 
     return _autograd(fn, case, t)
 
@@ -159,7 +162,7 @@ def _quack(case: Case, t: Inputs):
         if case.direction != "bwd":
             stats = case.direction == "fwd"
             return lambda: q.layernorm_fwd(t.x, t.weight, t.bias, EPS, return_rstd=stats, return_mean=stats)
-        return lambda: q.layernorm_bwd(t.x, t.weight, t.dy, t.rstd, t.mean, has_bias=True)
+        return lambda: q.layernorm_bwd(t.x, t.weight, t.dy, t.rstd, t.mean, has_bias=case.has_bias)
     if case.direction != "bwd":
         stats = case.direction == "fwd"
         return lambda: q.rmsnorm_fwd(t.x, t.weight, t.bias, eps=EPS, store_rstd=stats, weight_offset=offset)

@@ -95,21 +95,21 @@ def candidates(case: Case) -> list[LaunchConfig]:
 
 
 def heuristic_config(case: Case, slower_dram: bool | None = None) -> LaunchConfig:
-    """The launch config the heuristic gives the case's op (the benchmark's backward ops compute dB for LayerNorm,
-    not for RMSNorm, as the providers call them), on the GPU the tuner runs on (``config.slower_dram``), or with
-    ``slower_dram`` as given."""
+    """The launch config the heuristic gives the case's op (the benchmark's backward ops compute dB where the op has
+    a bias: LayerNorm's but ``ln_nobias_bwd``, as the providers call them), on the GPU the tuner runs on
+    (``config.slower_dram``), or with ``slower_dram`` as given."""
     is_rms = case.kind == "rms_norm"
     has_mask = case.kind == "layer_norm_clamped_relu"
     x_bytes, w_bytes = _DTYPES[case.x_dtype].itemsize, _DTYPES[case.w_dtype].itemsize
     x_fp16 = _DTYPES[case.x_dtype] == torch.float16
     if slower_dram is None:
         slower_dram = torch.cuda.is_available() and config.slower_dram(torch.cuda.current_device())
-    rule_inputs = dict(w_bytes=w_bytes, x_fp16=x_fp16, slower_dram=slower_dram, has_bias=not is_rms)
+    rule_inputs = dict(w_bytes=w_bytes, x_fp16=x_fp16, slower_dram=slower_dram, has_bias=case.has_bias)
     if case.direction == "infer":
         return config.infer_config(case.m, case.n, is_rms, **rule_inputs)
     if case.direction != "bwd":
         return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask, **rule_inputs)
-    return config.bwd_config(case.m, case.n, not is_rms, has_mask, is_rms, x_bytes=x_bytes, w_bytes=w_bytes)
+    return config.bwd_config(case.m, case.n, case.has_bias, has_mask, is_rms, x_bytes=x_bytes, w_bytes=w_bytes)
 
 
 def _split_candidates(case: Case) -> list[LaunchConfig]:
