@@ -126,6 +126,11 @@ def test_staged_plan():
         assert [got[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n)
         assert [got[k] for k in ("DLA", "DLB", "DLC")] == [ops.STAGED.layout(r, max(db_warps, 1)) for r in
                                                            ops.STAGED.parts(n)]  # fmt: skip
+    for n in config.STAGED_LN_NO_DB_BWD_N:  # LayerNorm's without dB: its own parts at 12800-14336
+        key = (4096, n, torch.float16, torch.float16, False, False, False, False, -1, True)
+        got = values(ops._backward_plan(*key, config.generation, 1, True))
+        assert (got["IS_RMS"], got["HAS_DBIAS"]) == (False, False), n
+        assert [got[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n, second_of_8=True), n
 
 
 def test_parts_and_layouts():
@@ -151,6 +156,14 @@ def test_parts_and_layouts():
     for bad in (13000, 0, -256):
         with pytest.raises(ValueError, match="positive multiple of 256"):
             staged.parts(bad)
+    # LayerNorm's without dB: 32 + 8 + 16 where the digits begin 32 + 16, from 49 to 56 rows
+    assert [staged.parts(n, second_of_8=True) for n in (12800, 13312, 13824, 14336)] == [[32, 8, 16]] * 4
+    for rows in range(1, 129):
+        got = staged.parts(rows * 256, second_of_8=True)
+        if 49 <= rows <= 56:
+            assert got == [32, 8, 16] and rows <= 56, rows
+        else:
+            assert got == staged.parts(rows * 256), rows  # 12288 (48) too: [32, 16, 0]
     for rows in (1, 2, 4, 8, 16, 32):
         layout = staged.layout(rows, 8)
         covered = [s * t * w for s, t, w in zip(layout.size_per_thread, layout.threads_per_warp, layout.warps_per_cta)]
@@ -206,6 +219,7 @@ def test_staged_kernel_compiles_for_hopper():
     cases += [(11264, "bfloat16", True, False, True, 4, 104), (13312, "float16", False, False, False, 0, 0)]
     cases += [(15872, "bfloat16", True, False, False, 0, 0), (10752, "float16", False, False, False, 0, 0)]
     cases += [(12288, "bfloat16", False, True, True, 0, 0)]
+    cases += [(12800, "float16", False, False, False, 0, 0), (14336, "bfloat16", True, False, False, 0, 0)]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run(
         [sys.executable, "-c", COMPILE, str(KERNEL_FILE), json.dumps(cases)], env=env, capture_output=True, text=True,
@@ -276,23 +290,28 @@ def test_staged_layer_norm_backward_on_the_gpu(m, n, dtype, zero_centered_gamma)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("m, n", [(2048, 10240), (4097, 11264), (33000, 13312), (2049, 13824), (4097, 15872)])
+@pytest.mark.parametrize(
+    "m, n", [(2048, 10240), (4097, 11264), (4097, 12288), (2048, 12800), (33000, 13312), (2049, 13824), (4097, 15872)]
+)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
 def test_staged_layer_norm_backward_without_db_on_the_gpu(m, n, dtype, zero_centered_gamma):
     """LayerNorm's backward without dB (a LayerNorm without a bias) at the rules' shapes, taken by the staged kernel,
-    against the reference: two parts (10240), three (11264 as 32 + 8 + 4), padded (13824, 15872), rows that do not
-    divide over the SMs, many rows a program."""
+    against the reference: two parts (10240, 12288), three (11264 as 32 + 8 + 4), padded (12800-13824 as 32 + 8 + 16,
+    15872 as 32 + 16 + 16), rows that do not divide over the SMs, many rows a program."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma, op="layer_norm", has_dbias=False)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("op, n", [("layer_norm", 11776), ("rms_norm", 13824)])
-def test_staged_padded_part_keeps_the_next_rows_values_out(op, n):
+@pytest.mark.parametrize(
+    "op, n, has_dbias", [("layer_norm", 11776, True), ("rms_norm", 13824, False), ("layer_norm", 12800, False)]
+)
+def test_staged_padded_part_keeps_the_next_rows_values_out(op, n, has_dbias):
     """A padded part reads the next row's first columns (11776 = 46 rows of 256 as 32 + 8 + 8, 13824 = 54 as 32 + 16 +
-    8: 512 columns of the next row). Values there that are not finite (an inf in x, a NaN in dy) stay in their own
-    rows: the rows before them get the reference's dx, finite, and dB is NaN in those columns alone."""
+    8: 512 columns of the next row; LayerNorm's 12800 without dB = 50 as 32 + 8 + 16: 1536). Values there that are not
+    finite (an inf in x, a NaN in dy) stay in their own rows: the rows before them get the reference's dx, finite, and
+    dB is NaN in those columns alone."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.testing import compare
     from normkit.triton import ops
@@ -301,7 +320,6 @@ def test_staged_padded_part_keeps_the_next_rows_values_out(op, n):
     x[1, :4] = float("inf")  # in row 0's padded part
     fn, args = backward_call(op, x, w, None)  # the statistics of this x
     args[0][3, :4] = float("nan")  # dy, in row 2's padded part
-    has_dbias = op == "layer_norm"
     spy, patch = staged_launches()
     with patch:
         got = getattr(ops, fn)(*args, False, has_dbias)

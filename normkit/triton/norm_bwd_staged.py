@@ -369,11 +369,12 @@ def norm_bwd_staged_kernel(
     """RMSNorm's or LayerNorm's dx ``[M, N]`` and each program's float32 dW partial (``PARTIAL``: ``[1 or 2,
     programs, N]``, dB's second where ``HAS_DBIAS``) from dy, x (their descriptors: ``[M * N / 256, 256]``, one a
     part, the box the part's ``[R, 256]``), the weights' (``[N / 256, 256]``), the mean (LayerNorm's; RMSNorm passes
-    rstd there, unread) and rstd. ``RA``-``RC``: the parts' rows of 256, largest first, 0 where absent (whose
-    descriptors, buffers and code are left out; ``parts``), ``VALID`` of them the row's (N / 256); ``LA``-``LC`` their
-    register layouts. The launch's ``num_warps`` compute (``_compute``); one more warp loads (``_loader``). dB is
-    summed by ``DB_WARPS`` warps of its own (``_db_sum``, layouts ``DLA``-``DLC``, ``DB_REGISTERS`` registers a thread:
-    the compute warps get what is left), or by the compute warps where ``DB_WARPS`` is 0."""
+    rstd there, unread) and rstd. ``RA``-``RC``: the parts' rows of 256 (largest first but LayerNorm's without dB at
+    49-56 rows of 256), 0 where absent (whose descriptors, buffers and code are left out; ``parts``), ``VALID`` of
+    them the row's (N / 256); ``LA``-``LC`` their register layouts. The launch's ``num_warps`` compute
+    (``_compute``); one more warp loads (``_loader``). dB is summed by ``DB_WARPS`` warps of its own (``_db_sum``,
+    layouts ``DLA``-``DLC``, ``DB_REGISTERS`` registers a thread: the compute warps get what is left), or by the compute
+    warps where ``DB_WARPS`` is 0."""
     pid = gl.program_id(0)
     programs = gl.num_programs(0)
     my_rows = (M - pid + programs - 1) // programs
@@ -433,14 +434,24 @@ def norm_bwd_staged_kernel(
         )  # fmt: skip
 
 
-def parts(n: int) -> list[int]:
+def parts(n: int, second_of_8: bool = False) -> list[int]:
     """A row of n columns (a multiple of 256) as its parts' rows of 256, largest first, 0 where absent: n / 256's
     binary digits where it has at most 3 (13312 = 52 x 256 -> [32, 16, 4]); else its two largest and the rest rounded
     up to a power of 2, the rows of 256 past the row masked (13824 = 54 x 256 -> [32, 16, 8]: 4 parts, 32 + 16 + 4 +
-    2, ran x0.91 of these 3 in GPU run 551, and 14848's 32 + 16 + 8 + 2 x0.96 of 32 + 16 + 16)."""
+    2, ran x0.91 of these 3 in GPU run 551, and 14848's 32 + 16 + 8 + 2 x0.96 of 32 + 16 + 16).
+
+    ``second_of_8`` (LayerNorm's backward without dB, ``constexprs``): rows of 49-56 rows of 256, whose digits begin
+    32 + 16, as 32 + 8 + 16, the last part padded (12800-14336 -> [32, 8, 16]; the second part no longer the larger).
+    In turns against the digits (GPU runs 601-603): x1.12-1.16 at 4096 x 12800-14336 fp16, x1.09-1.14 at 2048 rows,
+    x1.12-1.13 at 32768 x 12800-14336 bf16. Not taken: 12288 (48 rows) as 32 + 8 + 8, x1.04-1.11 at 2048-4096 rows
+    fp16 but x0.943 at 32768 bf16; RMSNorm's that way (x0.999 at 12288, x1.001 at 13312 as 32 + 16 + 8); LayerNorm's
+    with dB (x0.87 at 12288; at 12800-14336 the split rows stay faster, x0.89-0.98 forced); 58-62 rows as 32 + 32 or
+    32 + 8 + 32 (x0.96-1.01)."""
     if n <= 0 or n % COLUMNS:
         raise ValueError(f"n must be a positive multiple of {COLUMNS}, got {n}")
     rows = n // COLUMNS
+    if second_of_8 and 49 <= rows <= 56:
+        return [32, 8, 16]
     digits = [1 << b for b in range(rows.bit_length() - 1, -1, -1) if rows >> b & 1]
     if len(digits) > MAX_PARTS:
         rest = sum(digits[2:])
@@ -463,7 +474,7 @@ def constexprs(
 ) -> dict:  # fmt: skip
     """The kernel's constexpr arguments for rows of n columns, in its signature's order (``db_warps``: dB's warps of
     its own, 0 for none: the compute warps sum it; ``db_registers``: theirs a thread)."""
-    ra, rb, rc = parts(n)
+    ra, rb, rc = parts(n, second_of_8=not is_rms and not has_dbias)
     la, lb, lc = (layout(r, num_warps) for r in (ra, rb, rc))
     dla, dlb, dlc = (layout(r, max(db_warps, 1)) for r in (ra, rb, rc))
     return dict(

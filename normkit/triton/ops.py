@@ -643,7 +643,7 @@ def _staged_backward(plan: _BackwardPlan, dy, x, weight, mean, rstd, dx, partial
     rows = (dy.data_ptr(), x.data_ptr(), weight.data_ptr())
     encoded = plan.encoded.get(rows)
     if encoded is None or not STAGED_BWD.launch_encoded(grid, encoded, args, num_warps, plan.values):
-        head = STAGED.descriptors(x, dy, weight, STAGED.parts(x.shape[1]))  # the plan's RA-RC (``constexprs``)
+        head = STAGED.descriptors(x, dy, weight, list(plan.values[:3]))  # the plan's RA-RC, its first constexprs
         kept = STAGED_BWD.launch(grid, (*head, *args), num_warps, plan.values, head=len(head))
         if kept is not None:
             _keep_encoded(plan, rows, kept)
