@@ -452,3 +452,22 @@ def test_staged_rows_asked_only_of_a_plan_that_takes_the_kernel():
         with forced, pytest.raises(ValueError, match="16-bit dtype"):
             ops.rms_norm_bwd(torch.randn_like(x), x, w, torch.ones(4, device=x.device))
         assert asked == [False]
+
+
+def test_staged_launch_takes_its_descriptors_parts_from_the_plan(monkeypatch):
+    """The staged launch's descriptors (``ops._staged_backward``, run on the CPU with its launch recorded) have the
+    boxes of the plan's parts: LayerNorm's without dB at 12800 cut as 32 + 8 + 16 rows of 256, not as the digits."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    from normkit.triton import ops
+
+    launched = []
+    monkeypatch.setattr(ops.STAGED_BWD, "launch", lambda grid, args, *rest, head=0: launched.append(args[:head]))
+    for is_rms, n, want in ((False, 12800, [32, 8, 16]), (True, 12800, [32, 16, 2])):
+        key = (4096, n, torch.float16, torch.float16, False, False, is_rms, False, -1, True)
+        plan = ops._backward_plan(*key, config.generation, 1, True)  # the plan of 4096 rows, launched on 64
+        assert plan.cfg.staged
+        x, w, _ = make_inputs(64, n, torch.float16, torch.float16, bias=False)
+        stats = torch.ones(64)
+        ops._staged_backward(plan, x, x, w, stats, stats, torch.empty_like(x), x.new_empty((1, 1, n)))
+        boxes = [d.block_shape[0] for d in launched[-1]]  # x's three parts, dy's, the weights'
+        assert boxes == want * 3, (is_rms, boxes)

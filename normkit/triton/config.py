@@ -996,7 +996,7 @@ def _tma_bwd(
 # at 10752-11264, but the dB warps spill 48 at 11776 (GPU run 590: 104 ran x1.03-1.11 of 112 at 11264, level at 10752).
 STAGED_BWD_N = (10240, 12288, 12800, 13312, 13824, 14336, 14848, 15360, 15872)
 STAGED_LN_BWD_N = (10752, 11264, 11776, 12288)  # with dB
-STAGED_LN_NO_DB_BWD_N = tuple(range(10240, 15873, 512))  # without dB (a LayerNorm without a bias)
+STAGED_LN_NO_DB_BWD_N = tuple(range(10240, 15873, 512))  # without dB (no bias; 12800-14336 as 32 + 8 + 16 rows)
 STAGED_WARPS = 8
 STAGED_DB_WARPS = {10752: (4, 104), 11264: (4, 104), 11776: (4, 112)}
 
@@ -1076,6 +1076,11 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     15872). Not taken (run 597, forced): below 2048 rows, x0.959-1.128 at 1536 and 1024 without dB; with dB at 1536 rows
     x0.949-1.028 (dB warps) and x0.861-1.032 (compute warps), at 1024 x 11264 x0.88-0.90; with dB at 10240 (run 593)
     x0.963-0.973 (dB warps at 104 or 112 registers) and x0.84-0.87 (compute warps) at 4096 fp16 / 32768 bf16.
+
+    Round 77 (H200, runs 600-604b): the widths are the same; LayerNorm's without dB at 12800-14336 are cut into parts of
+    32 + 8 + 16 rows of 256 (``norm_bwd_staged.parts``), x1.12-1.13 at 4096 rows fp16. Beside the peers (the bench's
+    ``ln_nobias_bwd``, run 600 and, after that change, run 603): 1.15-1.36x the best peer at every width of 4096 rows
+    fp16, 1.13-1.24x at 32768 x 10752 / 13312 bf16 (run 600: 13312 before the change).
     """
     if has_mask or x_bytes != 2 or w_bytes != 2:
         return False

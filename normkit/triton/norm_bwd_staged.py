@@ -88,6 +88,11 @@ and compile with no stack at every width. The padded part's masking (round 75's 
 helper (``_store_partials``: the same PTX for sm_90 but for its line information) ran level with round 75's kernel
 (x0.994-1.004 at 4096 x 10752-12288 fp16, x0.999 for RMSNorm at 13312; run 593).
 
+Round 77 (GPU runs 601-604b). LayerNorm's backward without dB at 12800-14336 columns (49-56 rows of 256) is cut into
+parts of 32 + 8 + 16 rows, the last padded, not into its binary digits 32 + 16 + 2-8 (``parts``' ``second_of_8``): in
+turns against round 76 (run 603, ``bench.ab``) x1.122-1.129 at 4096 rows fp16, x1.141 at 2048 x 12800, x1.125 at 32768
+x 13824 bf16; 1.19-1.27x cuDNN at 4096 fp16 (80-83% of copy). Forced forms that did not gain are listed at ``parts``.
+
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
 """
@@ -442,11 +447,11 @@ def parts(n: int, second_of_8: bool = False) -> list[int]:
 
     ``second_of_8`` (LayerNorm's backward without dB, ``constexprs``): rows of 49-56 rows of 256, whose digits begin
     32 + 16, as 32 + 8 + 16, the last part padded (12800-14336 -> [32, 8, 16]; the second part no longer the larger).
-    In turns against the digits (GPU runs 601-603): x1.12-1.16 at 4096 x 12800-14336 fp16, x1.09-1.14 at 2048 rows,
-    x1.12-1.13 at 32768 x 12800-14336 bf16. Not taken: 12288 (48 rows) as 32 + 8 + 8, x1.04-1.11 at 2048-4096 rows
-    fp16 but x0.943 at 32768 bf16; RMSNorm's that way (x0.999 at 12288, x1.001 at 13312 as 32 + 16 + 8); LayerNorm's
-    with dB (x0.87 at 12288; at 12800-14336 the split rows stay faster, x0.89-0.98 forced); 58-62 rows as 32 + 32 or
-    32 + 8 + 32 (x0.96-1.01)."""
+    In turns against the digits (GPU runs 601-603): x1.11-1.16 at 4096 x 12800-14336 fp16, x1.09-1.14 at 2048 rows,
+    x1.12-1.13 at 32768 x 12800-14336 bf16. Not taken: 12288 (48 rows) as 32 + 8 + 8, x1.04-1.12 in fp16 (2048-32768
+    rows) but x0.94-0.95 in bf16 (4096 and 32768 rows; runs 603-604); RMSNorm's second part of 8 (x0.999 at 12288;
+    not tried at 12800-14336); LayerNorm's with dB (x0.87 at 12288; at 12800-14336 the staged kernel forced ran
+    x0.89-0.98 of the split rows either way); 58-62 rows as 32 + 32 or 32 + 8 + 32 (x0.96-1.01)."""
     if n <= 0 or n % COLUMNS:
         raise ValueError(f"n must be a positive multiple of {COLUMNS}, got {n}")
     rows = n // COLUMNS
