@@ -96,39 +96,44 @@ def test_staged_arguments():
         assert copy.is_contiguous() and not copy.data_ptr() & 15 and torch.equal(copy, weight)
 
 
+def _plan(m, n, zero_centered_gamma=False, staged=True, is_rms=True, has_dbias=None):
+    """The backward's plan of an unmasked fp16 call on the CPU (``ops._backward_plan``; dB with LayerNorm unless
+    ``has_dbias`` says otherwise)."""
+    from normkit.triton import ops
+
+    has_dbias = not is_rms if has_dbias is None else has_dbias
+    key = (m, n, torch.float16, torch.float16, has_dbias, False, is_rms, zero_centered_gamma, -1, True)
+    return ops._backward_plan(*key, config.generation, 1, staged)
+
+
 def test_staged_plan():
     """The plan a staged launch gets (``ops._backward_plan``, worked out on the CPU too): one program a SM at most one
     a row, the row's parts and rows of 256, zero-centered gamma passed on."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
-    def plan(m, n, zero_centered_gamma=False, staged=True, is_rms=True):
-        key = (m, n, torch.float16, torch.float16, not is_rms, False, is_rms, zero_centered_gamma, -1, True)
-        return ops._backward_plan(*key, config.generation, 1, staged)
-
     def values(got):
         return dict(zip(ops.STAGED_BWD.constexpr_names, got.values))
 
     for n in config.STAGED_BWD_N:
-        got = plan(4096, n)
+        got = _plan(4096, n)
         assert got.cfg.staged, n
         assert [values(got)[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n)
         assert values(got)["VALID"] == n // 256
-        assert values(plan(4096, n, zero_centered_gamma=True))["ZERO_CENTERED"]
-        assert not plan(4096, n, staged=False).cfg.staged
+        assert values(_plan(4096, n, zero_centered_gamma=True))["ZERO_CENTERED"]
+        assert not _plan(4096, n, staged=False).cfg.staged
         no_db = {"IS_RMS": True, "HAS_DBIAS": False, "DB_WARPS": 0, "DB_REGISTERS": 0}
-        assert values(plan(4096, n)) | no_db == values(plan(4096, n))
-    assert plan(2048, 13312).programs == config.persistent_programs(-1, 2048, 1)
+        assert values(_plan(4096, n)) | no_db == values(_plan(4096, n))
+    assert _plan(2048, 13312).programs == config.persistent_programs(-1, 2048, 1)
     for n, (db_warps, db_registers) in zip(config.STAGED_LN_BWD_N, [(4, 104), (4, 104), (4, 112), (0, 0)]):
-        got = values(plan(4096, n, is_rms=False))  # LayerNorm's, with dB
+        got = values(_plan(4096, n, is_rms=False))  # LayerNorm's, with dB
         assert (got["IS_RMS"], got["HAS_DBIAS"], got["DB_WARPS"], got["DB_REGISTERS"]) == (False, True, db_warps,
                                                                                            db_registers), n  # fmt: skip
         assert [got[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n)
         assert [got[k] for k in ("DLA", "DLB", "DLC")] == [ops.STAGED.layout(r, max(db_warps, 1)) for r in
                                                            ops.STAGED.parts(n)]  # fmt: skip
     for n in config.STAGED_LN_NO_DB_BWD_N:  # LayerNorm's without dB: its own parts at 12800-14336
-        key = (4096, n, torch.float16, torch.float16, False, False, False, False, -1, True)
-        got = values(ops._backward_plan(*key, config.generation, 1, True))
+        got = values(_plan(4096, n, is_rms=False, has_dbias=False))
         assert (got["IS_RMS"], got["HAS_DBIAS"]) == (False, False), n
         assert [got[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n, second_of_8=True), n
 
@@ -161,7 +166,7 @@ def test_parts_and_layouts():
     for rows in range(1, 129):
         got = staged.parts(rows * 256, second_of_8=True)
         if 49 <= rows <= 56:
-            assert got == [32, 8, 16] and rows <= 56, rows
+            assert got == [32, 8, 16], rows
         else:
             assert got == staged.parts(rows * 256), rows  # 12288 (48) too: [32, 16, 0]
     for rows in (1, 2, 4, 8, 16, 32):
@@ -463,8 +468,7 @@ def test_staged_launch_takes_its_descriptors_parts_from_the_plan(monkeypatch):
     launched = []
     monkeypatch.setattr(ops.STAGED_BWD, "launch", lambda grid, args, *rest, head=0: launched.append(args[:head]))
     for is_rms, n, want in ((False, 12800, [32, 8, 16]), (True, 12800, [32, 16, 2])):
-        key = (4096, n, torch.float16, torch.float16, False, False, is_rms, False, -1, True)
-        plan = ops._backward_plan(*key, config.generation, 1, True)  # the plan of 4096 rows, launched on 64
+        plan = _plan(4096, n, is_rms=is_rms, has_dbias=False)  # the plan of 4096 rows, launched on 64
         assert plan.cfg.staged
         x, w, _ = make_inputs(64, n, torch.float16, torch.float16, bias=False)
         stats = torch.ones(64)
