@@ -39,10 +39,32 @@ def test_staged_rule():
         assert not _staged(4096, n, has_mask=True), n
         assert not _staged(4096, n, w_bytes=4), n
         assert not _staged(4096, n, x_bytes=4), n
-    for n in (9728, 10752, 12032, 13056, 15616, 16384):
+    for n in (4608, 5120, 8192, 8704, 9728, 10752, 12032, 13056, 15616, 16384):
         assert not _staged(4096, n), n
     with config.limits(rms_bwd_staged_min_m=4097):
         assert not _staged(4096, 13312) and _staged(4097, 13312)
+        assert _staged(4096, 5632)  # the short rows' own limit
+
+
+def test_staged_rule_at_short_rows():
+    """RMSNorm's backward at its short rows, 5632-7680 (``STAGED_RMS_SHORT_BWD_N``), from 4096 rows: 4 compute warps
+    and 3 stages where the long rows take 8 and 2; with the same conditions as the long rows otherwise."""
+    assert config.STAGED_RMS_SHORT_BWD_N == tuple(range(5632, 7681, 512))
+    for n in config.STAGED_RMS_SHORT_BWD_N:
+        for m in (4096, 16384, 32768):
+            got = config.bwd_config(m, n, False, is_rms=True, tma=True, staged=True)
+            assert got.staged and got.num_warps == 4 and got.block_n == n, (m, n)
+        assert config.staged_stages(n) == 3, n
+        assert not _staged(4095, n) and not _staged(2048, n), n
+        assert not _staged(4096, n, staged=False) and not _staged(4096, n, has_dbias=True), n
+        assert not _staged(4096, n, has_mask=True) and not _staged(4096, n, w_bytes=4), n
+        assert not _staged(4096, n, is_rms=False) and not _staged(4096, n, is_rms=False, has_dbias=True), n
+    for n in config.STAGED_BWD_N:
+        assert config.bwd_config(4096, n, False, is_rms=True, tma=True, staged=True).num_warps == 8, n
+        assert config.staged_stages(n) == 2, n
+    with config.limits(rms_bwd_staged_short_min_m=8192):
+        assert not _staged(4096, 6144) and _staged(8192, 6144)
+        assert _staged(2048, 13312)  # the long rows' own limit
 
 
 def test_staged_rule_for_layer_norm():
@@ -96,13 +118,13 @@ def test_staged_arguments():
         assert copy.is_contiguous() and not copy.data_ptr() & 15 and torch.equal(copy, weight)
 
 
-def _plan(m, n, zero_centered_gamma=False, staged=True, is_rms=True, has_dbias=None):
-    """The backward's plan of an unmasked fp16 call on the CPU (``ops._backward_plan``; dB with LayerNorm unless
-    ``has_dbias`` says otherwise)."""
+def _plan(m, n, zero_centered_gamma=False, staged=True, is_rms=True, has_dbias=None, dtype=torch.float16):
+    """The backward's plan of an unmasked call on the CPU (``ops._backward_plan``; x and weights fp16 unless ``dtype``
+    says otherwise; dB with LayerNorm unless ``has_dbias`` says otherwise)."""
     from normkit.triton import ops
 
     has_dbias = not is_rms if has_dbias is None else has_dbias
-    key = (m, n, torch.float16, torch.float16, has_dbias, False, is_rms, zero_centered_gamma, -1, True)
+    key = (m, n, dtype, dtype, has_dbias, False, is_rms, zero_centered_gamma, -1, True)
     return ops._backward_plan(*key, config.generation, 1, staged)
 
 
@@ -115,11 +137,13 @@ def test_staged_plan():
     def values(got):
         return dict(zip(ops.STAGED_BWD.constexpr_names, got.values))
 
-    for n in config.STAGED_BWD_N:
+    for n in config.STAGED_BWD_N + config.STAGED_RMS_SHORT_BWD_N:
         got = _plan(4096, n)
         assert got.cfg.staged, n
         assert [values(got)[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n)
         assert values(got)["VALID"] == n // 256
+        assert values(got)["STAGES"] == config.staged_stages(n) == (3 if n <= 7680 else 2), n
+        assert values(got)["LA"] == ops.STAGED.layout(ops.STAGED.parts(n)[0], got.cfg.num_warps), n
         assert values(_plan(4096, n, zero_centered_gamma=True))["ZERO_CENTERED"]
         assert not _plan(4096, n, staged=False).cfg.staged
         no_db = {"IS_RMS": True, "HAS_DBIAS": False, "DB_WARPS": 0, "DB_REGISTERS": 0}
@@ -132,10 +156,14 @@ def test_staged_plan():
         assert [got[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n)
         assert [got[k] for k in ("DLA", "DLB", "DLC")] == [ops.STAGED.layout(r, max(db_warps, 1)) for r in
                                                            ops.STAGED.parts(n)]  # fmt: skip
-    for n in config.STAGED_LN_NO_DB_BWD_N:  # LayerNorm's without dB: its own parts at 12800-14336
+    for n in config.STAGED_LN_NO_DB_BWD_N:  # LayerNorm's without dB: its own parts at 12288 (fp16) and 12800-14336
         got = values(_plan(4096, n, is_rms=False, has_dbias=False))
         assert (got["IS_RMS"], got["HAS_DBIAS"]) == (False, False), n
+        assert [got[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n, second_of_8=True, fp16=True), n
+        got = values(_plan(4096, n, is_rms=False, has_dbias=False, dtype=torch.bfloat16))
         assert [got[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n, second_of_8=True), n
+    assert [values(_plan(4096, 12288, is_rms=False, has_dbias=False, dtype=d))[k] for d in (torch.float16,
+            torch.bfloat16) for k in ("RA", "RB", "RC")] == [32, 8, 8, 32, 16, 0]  # fmt: skip
 
 
 def test_parts_and_layouts():
@@ -167,8 +195,13 @@ def test_parts_and_layouts():
         got = staged.parts(rows * 256, second_of_8=True)
         if 49 <= rows <= 56:
             assert got == [32, 8, 16], rows
+            assert staged.parts(rows * 256, second_of_8=True, fp16=True) == got, rows
         else:
-            assert got == staged.parts(rows * 256), rows  # 12288 (48) too: [32, 16, 0]
+            assert got == staged.parts(rows * 256), rows  # 12288 (48) too, where x is not fp16: [32, 16, 0]
+            if rows != 48:
+                assert staged.parts(rows * 256, second_of_8=True, fp16=True) == got, rows
+    assert staged.parts(12288, second_of_8=True, fp16=True) == [32, 8, 8]
+    assert staged.parts(12288, fp16=True) == [32, 16, 0]  # RMSNorm's and LayerNorm's with dB
     for rows in (1, 2, 4, 8, 16, 32):
         layout = staged.layout(rows, 8)
         covered = [s * t * w for s, t, w in zip(layout.size_per_thread, layout.threads_per_warp, layout.warps_per_cta)]
@@ -192,9 +225,10 @@ spec = importlib.util.spec_from_file_location("norm_bwd_staged", sys.argv[1])
 staged = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(staged)
 kernel = staged.norm_bwd_staged_kernel
-for n, dtype, zero_centered, is_rms, has_dbias, db_warps, db_registers in json.loads(sys.argv[2]):
+for n, dtype, zero_centered, is_rms, has_dbias, db_warps, db_registers, warps, stages in json.loads(sys.argv[2]):
     dtype = getattr(torch, dtype)
-    values = staged.constexprs(n, 8, staged.STAGES, zero_centered, is_rms, has_dbias, db_warps, db_registers)
+    fp16 = dtype == torch.float16
+    values = staged.constexprs(n, warps, stages, zero_centered, is_rms, has_dbias, db_warps, db_registers, fp16=fp16)
     x, w = torch.empty(64, n, dtype=dtype), torch.empty(n, dtype=dtype)
     descriptors = staged.descriptors(x, x, w, [values[k] for k in ("RA", "RB", "RC")])
     signature = {name: mangle_type(d) for name, d in zip(kernel.arg_names, descriptors)}
@@ -203,19 +237,21 @@ for n, dtype, zero_centered, is_rms, has_dbias, db_warps, db_registers in json.l
     signature |= {name: "constexpr" for name in values}
     aligned = [kernel.arg_names.index(name) for name in ("MEAN", "RSTD", "DX", "PARTIAL", "N")]
     source = GluonASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
-    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     threads = int(re.search(r"reqntid (\\d+)", compiled.asm["ptx"]).group(1))
     cubin = len(compiled.asm["cubin"])
-    print(json.dumps({"n": n, "shared": compiled.metadata.shared, "cubin": cubin, "threads": threads}))
+    parts = [values[k] for k in ("RA", "RB", "RC")]
+    print(json.dumps({"n": n, "shared": compiled.metadata.shared, "cubin": cubin, "threads": threads, "parts": parts}))
 """
 
 
 def test_staged_kernel_compiles_for_hopper():
     """The kernel compiled for sm_90 (ptxas included) on any machine, Triton's interpreter off (it cannot compile
     Gluon): RMSNorm's at the rules' widths (13824, 14848, 15360 and 15872 padded), fp16 and bf16, zero-centered gamma,
-    and one part of 64 rows of 256 (16384); LayerNorm's at its widths with dB (in 4 warps of their own: 512 threads,
-    8 compute warps, the load warp's group of 4 and the dB warps; in the compute warps: 384), without dB, and RMSNorm's
-    with dB. The shared memory each asks fits a Hopper SM."""
+    and one part of 64 rows of 256 (16384); at its short rows (5632-7680: 4 compute warps, the load warp's group of 4,
+    3 stages; 7680 padded); LayerNorm's at its widths with dB (in 4 warps of their own: 512 threads, 8 compute warps,
+    the load warp's group of 4 and the dB warps; in the compute warps: 384), without dB (12288 in fp16 as 32 + 8 + 8,
+    in bf16 as 32 + 16), and RMSNorm's with dB. The shared memory each asks fits a Hopper SM."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     cases = [(n, "float16", False, True, False, 0, 0) for n in config.STAGED_BWD_N]
     cases += [(13312, "bfloat16", True, True, False, 0, 0), (15360, "bfloat16", True, True, False, 0, 0)]
@@ -225,6 +261,10 @@ def test_staged_kernel_compiles_for_hopper():
     cases += [(15872, "bfloat16", True, False, False, 0, 0), (10752, "float16", False, False, False, 0, 0)]
     cases += [(12288, "bfloat16", False, True, True, 0, 0)]
     cases += [(12800, "float16", False, False, False, 0, 0), (14336, "bfloat16", True, False, False, 0, 0)]
+    cases += [(12288, "float16", False, False, False, 0, 0), (12288, "bfloat16", True, False, False, 0, 0)]
+    cases = [(*case, config.STAGED_WARPS, config.staged_stages(case[0])) for case in cases]
+    cases += [(n, "float16", False, True, False, 0, 0, 4, 3) for n in config.STAGED_RMS_SHORT_BWD_N]
+    cases += [(7680, "bfloat16", True, True, False, 0, 0, 4, 3)]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run(
         [sys.executable, "-c", COMPILE, str(KERNEL_FILE), json.dumps(cases)], env=env, capture_output=True, text=True,
@@ -235,7 +275,8 @@ def test_staged_kernel_compiles_for_hopper():
     assert [c["n"] for c in compiled] == [case[0] for case in cases]
     for c, case in zip(compiled, cases):
         assert c["cubin"] > 0 and 0 < c["shared"] <= HOPPER_SHARED_MEMORY, c
-        assert c["threads"] == 32 * (8 + 4 + case[5]), (case, c)
+        assert c["threads"] == 32 * (case[7] + 4 + case[5]), (case, c)
+    assert [c["parts"] for c in compiled[-8:-6]] == [[32, 8, 8], [32, 16, 0]]  # LayerNorm's 12288 without dB
 
 
 def staged_launches():
@@ -269,7 +310,7 @@ def _check(m, n, x_dtype, w_dtype, taken, zero_centered_gamma=False, row_pad=0, 
 @pytest.mark.parametrize(
     "m, n",
     [(2048, 12800), (4097, 13312), (2049, 14336), (33000, 13312), (4097, 13824), (2048, 14848), (4097, 15360),
-     (2049, 15872), (4097, 12288), (2049, 10240)],
+     (2049, 15872), (4097, 12288), (2049, 10240), (4096, 5632), (4097, 6656), (8193, 7680)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
@@ -277,7 +318,8 @@ def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
     """The rules' shapes, taken by the staged kernel, against the reference: rows that do not divide over the SMs
     (4097, 2049), many rows a program (33000), two parts (12288 as 32 + 16 rows of 256, 10240 as 32 + 8), padded rows
     (13824 as 32 + 16 + 8, 14848, 15360 and 15872 as 32 + 16 + 16; at 4097 and 2049 rows the last row's padding is past
-    the tensor)."""
+    the tensor); the short rows at 4 compute warps and 3 stages (5632 as 16 + 4 + 2, 6656, 7680 padded as 16 + 8 +
+    8)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma)
 
@@ -302,8 +344,9 @@ def test_staged_layer_norm_backward_on_the_gpu(m, n, dtype, zero_centered_gamma)
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
 def test_staged_layer_norm_backward_without_db_on_the_gpu(m, n, dtype, zero_centered_gamma):
     """LayerNorm's backward without dB (a LayerNorm without a bias) at the rules' shapes, taken by the staged kernel,
-    against the reference: two parts (10240, 12288), three (11264 as 32 + 8 + 4), padded (12800-13824 as 32 + 8 + 16,
-    15872 as 32 + 16 + 16), rows that do not divide over the SMs, many rows a program."""
+    against the reference: two parts (10240; 12288 in bf16), three (11264 as 32 + 8 + 4, 12288 in fp16 as 32 + 8 + 8),
+    padded (12800-13824 as 32 + 8 + 16, 15872 as 32 + 16 + 16), rows that do not divide over the SMs, many rows a
+    program."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma, op="layer_norm", has_dbias=False)
 
@@ -372,11 +415,12 @@ def test_staged_backward_launches_from_its_kept_descriptors(monkeypatch):
 @pytest.mark.gpu
 def test_staged_backward_falls_back_on_the_gpu():
     """Calls the staged kernel cannot or should not take run the other kernels, and right: rows not contiguous,
-    float32 weights, too few rows; weights not on 16 bytes take it from a copy."""
+    float32 weights, too few rows (at the long rows and the short); weights not on 16 bytes take it from a copy."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(4096, 13312, torch.float16, torch.float16, 0, row_pad=256)
     _check(4096, 13312, torch.bfloat16, torch.float32, 0)
     _check(2047, 13312, torch.float16, torch.float16, 0)
+    _check(4095, 6144, torch.float16, torch.float16, 0)
     _check(4096, 13312, torch.float16, torch.float16, 1, weight_offset=1)
 
 

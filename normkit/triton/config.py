@@ -27,7 +27,7 @@ import torch
 # thread (sm_90), but fp16's chunks of 4096 at 16 warps spill none and still ran 0.70-0.91x the split rows;
 # RMSNorm's chunked rows at 16384 ran 1.03x faster than split ones (at 9216 and 12288 slower: ``chunked_max_n``).
 # rms_bwd_staged_min_m / ln_bwd_staged_min_m: the fewest rows whose RMSNorm / LayerNorm backward takes the staged
-# Gluon kernel (``_staged_bwd``).
+# Gluon kernel (``_staged_bwd``); rms_bwd_staged_short_min_m: RMSNorm's at its short rows (``STAGED_RMS_SHORT_BWD_N``).
 # tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32 weights over 16-bit x hold their
 # tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
 LIMITS = {
@@ -40,6 +40,7 @@ LIMITS = {
     "ln_bwd_chunked_max_n": 8192,
     "rms_bwd_staged_min_m": 2048,
     "ln_bwd_staged_min_m": 2048,
+    "rms_bwd_staged_short_min_m": 4096,
 }
 
 
@@ -256,7 +257,7 @@ def bwd_config(
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
     if staged and _staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes, w_bytes):
-        return LaunchConfig(1, n, 1, STAGED_WARPS, 1, staged=True)
+        return LaunchConfig(1, n, 1, STAGED_SHORT_WARPS if n <= STAGED_SHORT_N else STAGED_WARPS, 1, staged=True)
     few_waves_tma = _few_waves_tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
     tma = tma and (m * n >= (TMA_MIN_ELEMENTS if is_rms or has_mask else TMA_MIN_ELEMENTS_LAYER_NORM) or few_waves_tma)
     limits = tuple(LIMITS.values())
@@ -999,6 +1000,21 @@ STAGED_LN_BWD_N = (10752, 11264, 11776, 12288)  # with dB
 STAGED_LN_NO_DB_BWD_N = tuple(range(10240, 15873, 512))  # without dB (no bias; 12800-14336 as 32 + 8 + 16 rows)
 STAGED_WARPS = 8
 STAGED_DB_WARPS = {10752: (4, 104), 11264: (4, 104), 11776: (4, 112)}
+# RMSNorm's short rows (22-30 rows of 256, 11-15 KB of each tensor a row in 16 bits): 4 compute warps and 3 rows in
+# flight a program, where the long rows take 8 and 2 (``staged_stages``). Forced at 4096 x 5632-7680 fp16 against the
+# rule before (GPU runs 605-606): 8 warps x0.93-0.95 at 2 stages and x1.00-1.04 at 3; 4 warps and 3 stages
+# x1.035-1.092.
+STAGED_RMS_SHORT_BWD_N = (5632, 6144, 6656, 7168, 7680)
+STAGED_SHORT_N = STAGED_RMS_SHORT_BWD_N[-1]  # rows of at most this many columns are short
+STAGED_SHORT_WARPS = 4
+STAGED_STAGES = 2  # 3 ran level or slower at the long rows (x0.98-1.01, run 547; with the load warp, run 582)
+STAGED_SHORT_STAGES = 3
+
+
+def staged_stages(n: int) -> int:
+    """Rows in flight a program of the staged kernel at rows of n columns (``norm_bwd_staged_kernel``'s STAGES): 3 at
+    short rows (at most ``STAGED_SHORT_N`` columns), else 2."""
+    return STAGED_SHORT_STAGES if n <= STAGED_SHORT_N else STAGED_STAGES
 
 
 def staged_db_partition(n: int) -> tuple[int, int]:
@@ -1010,11 +1026,13 @@ def staged_db_partition(n: int) -> tuple[int, int]:
 def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int) -> bool:
     """RMSNorm's backward without dB, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (parts of 32, 8-16 and 2-16 rows
     of 256, ``norm_bwd_staged.parts``: 10240 as 32 + 8 and 12288 as 32 + 16, 13824 and 14848-15872 padded to three) in
-    calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows, and LayerNorm's with dB at ``STAGED_LN_BWD_N`` and
-    without dB (no bias) at ``STAGED_LN_NO_DB_BWD_N`` (every multiple of 512 from 10240 to 15872) in calls of at least
-    ``LIMITS["ln_bwd_staged_min_m"]`` rows (none with a mask): the Gluon kernel with rows staged in shared memory
-    (``norm_bwd_staged.py``), one program a SM of 8 compute warps and a load warp (LayerNorm's dB summed by 4 warps of
-    its own at 10752-11776, ``staged_db_partition``, by the compute warps at 12288).
+    calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows, and at its short rows ``STAGED_RMS_SHORT_BWD_N``
+    (5632-7680) in calls of at least ``LIMITS["rms_bwd_staged_short_min_m"]``; LayerNorm's with dB at
+    ``STAGED_LN_BWD_N`` and without dB (no bias) at ``STAGED_LN_NO_DB_BWD_N`` (every multiple of 512 from 10240 to
+    15872) in calls of at least ``LIMITS["ln_bwd_staged_min_m"]`` rows (none with a mask): the Gluon kernel with rows
+    staged in shared memory (``norm_bwd_staged.py``), one program a SM of 8 compute warps (4 at the short rows) and a
+    load warp, 2 rows in flight (3 at the short rows, ``staged_stages``); LayerNorm's dB summed by 4 warps of its own at
+    10752-11776 (``staged_db_partition``), by the compute warps at 12288.
 
     Round 69 (H200). In turns against the rule before it, which split these rows (run 548): at 4096 rows x1.159 /
     x1.126 / x1.057 at 12800 / 13312 / 14336 fp16 (bf16 x1.185 / x1.144 / x1.083), at 32768 x1.12-1.27, at 2048
@@ -1054,7 +1072,7 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     0.984 / 1.011 / 1.131 / 0.980 / 1.097 / 1.063 / 1.044 at 12288 / 10240 / 12800 / 13312 / 13824 / 14336 / 14848,
     Liger's 1.214 / 1.211 at 15360 / 15872.
 
-    Round 74 (H200, run 582). With the load warp, 3 stages (``norm_bwd_staged.STAGES``), 16 compute warps
+    Round 74 (H200, run 582). With the load warp, 3 stages (``STAGED_STAGES``), 16 compute warps
     (``STAGED_WARPS``) or both ran slower than this rule but for 3 stages at 4096 x 13312, 0.1% faster (``bench.ab``,
     the rule's speed over theirs): 3 stages x0.999-1.079, 16 warps x1.003-1.046, both x1.022-1.044 at 4096 x 10240-13312
     fp16 (5 rounds); x1.001-1.026 at 32768 x 12288 / 13312 bf16.
@@ -1081,11 +1099,22 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     32 + 8 + 16 rows of 256 (``norm_bwd_staged.parts``), x1.12-1.13 at 4096 rows fp16. Beside the peers (the bench's
     ``ln_nobias_bwd``, run 600 and, after that change, run 603): 1.15-1.36x the best peer at every width of 4096 rows
     fp16, 1.13-1.24x at 32768 x 10752 / 13312 bf16 (run 600: 13312 before the change).
+
+    Round 78 (H200, runs 605-607): RMSNorm's short rows, 5632-7680 (22-30 rows of 256), from the whole-row kernel
+    (a row in 8192's tile, 16 warps, one program a SM). The kernel forced there (``.ab/probe/stages78.py``, in turns
+    with the rule before, 4096 rows fp16): at 8 warps and 2 stages x0.93-0.95 of the rule; 3 stages x1.00-1.04; 4 warps
+    and 3 stages x1.035-1.092 (4 stages x1.010-1.103), x1.090 at 16384 x 5632, x1.070 in bf16. Not taken: 2048 rows
+    (x0.96-0.98 at 3 stages), 4608 and 5120 (x1.004 / x0.981), 8704 and 9728 (x0.70-1.00 in every form); LayerNorm's
+    backward there, with dB or without (x0.57-0.98 and x0.85-0.90).
     """
     if has_mask or x_bytes != 2 or w_bytes != 2:
         return False
     if is_rms:
-        return not has_dbias and n in STAGED_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
+        if has_dbias:
+            return False
+        if n in STAGED_RMS_SHORT_BWD_N:
+            return m >= LIMITS["rms_bwd_staged_short_min_m"]
+        return n in STAGED_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
     return n in (STAGED_LN_BWD_N if has_dbias else STAGED_LN_NO_DB_BWD_N) and m >= LIMITS["ln_bwd_staged_min_m"]
 
 

@@ -12,7 +12,8 @@ more than three binary digits: 13824 = 54 x 256 is cut 32 + 16 + 8, its last par
 row's, loaded and masked).
 
 One program a SM takes rows ``pid, pid + programs, ...``: its compute warps (``_compute``) and one load warp
-(``_loader``, ``gl.warp_specialize``). The load warp copies each row into a free stage, two rows in flight. Per row
+(``_loader``, ``gl.warp_specialize``). The load warp copies each row into a free stage, two rows in flight (three in
+rows of at most 7680 columns: ``config.staged_stages``). Per row
 the compute warps wait for its stage; pass one reads x, dy and the weights from shared memory for ``sum(w dy x)``;
 pass two reads them again, stores dx from registers and adds ``dy x rstd`` to dW (float32, in registers across the
 loop: 64 a thread at most); then they release the stage to the load warp (an mbarrier). rstd is loaded a row ahead.
@@ -93,6 +94,13 @@ parts of 32 + 8 + 16 rows, the last padded, not into its binary digits 32 + 16 +
 turns against round 76 (run 603, ``bench.ab``) x1.122-1.129 at 4096 rows fp16, x1.141 at 2048 x 12800, x1.125 at 32768
 x 13824 bf16; 1.19-1.27x cuDNN at 4096 fp16 (80-83% of copy). Forced forms that did not gain are listed at ``parts``.
 
+Round 78 (GPU runs 605-607). RMSNorm's short rows (5632-7680 columns, 22-30 rows of 256: 11-15 KB of x a row in
+fp16) take this kernel at 4 compute warps and 3 rows in flight. Forced there at 8 warps and 2 stages it ran x0.93-0.95
+of the whole-row kernel (a row in 8192's tile, 16 warps), at 3 stages x1.00-1.04, at 4 warps and 3 stages
+x1.035-1.092 (4096 rows fp16, run 606). Two rows in flight are 45-60 KB of loads a SM at these widths, against 106 KB
+at 13312; why 4 compute warps gain over 8 is not read. LayerNorm's 12288 without dB in fp16 is cut 32 + 8 + 8
+(``parts``' ``fp16``).
+
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
 """
@@ -111,7 +119,6 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E4
 
 COLUMNS = 256  # a row is viewed as rows of this many columns (a TMA box's widest)
 MAX_PARTS = 3
-STAGES = 2  # rows in flight a program: 3 ran level or slower (x0.98-1.01, run 547; with the load warp, run 582)
 LOADER_REGISTERS = gl.constexpr(24)  # the load warp's registers a thread (``gl.warp_specialize``)
 
 
@@ -439,7 +446,7 @@ def norm_bwd_staged_kernel(
         )  # fmt: skip
 
 
-def parts(n: int, second_of_8: bool = False) -> list[int]:
+def parts(n: int, second_of_8: bool = False, fp16: bool = False) -> list[int]:
     """A row of n columns (a multiple of 256) as its parts' rows of 256, largest first, 0 where absent: n / 256's
     binary digits where it has at most 3 (13312 = 52 x 256 -> [32, 16, 4]); else its two largest and the rest rounded
     up to a power of 2, the rows of 256 past the row masked (13824 = 54 x 256 -> [32, 16, 8]: 4 parts, 32 + 16 + 4 +
@@ -448,15 +455,18 @@ def parts(n: int, second_of_8: bool = False) -> list[int]:
     ``second_of_8`` (LayerNorm's backward without dB, ``constexprs``): rows of 49-56 rows of 256, whose digits begin
     32 + 16, as 32 + 8 + 16, the last part padded (12800-14336 -> [32, 8, 16]; the second part no longer the larger).
     In turns against the digits (GPU runs 601-603): x1.11-1.16 at 4096 x 12800-14336 fp16, x1.09-1.14 at 2048 rows,
-    x1.12-1.13 at 32768 x 12800-14336 bf16. Not taken: 12288 (48 rows) as 32 + 8 + 8, x1.04-1.12 in fp16 (2048-32768
-    rows) but x0.94-0.95 in bf16 (4096 and 32768 rows; runs 603-604); RMSNorm's second part of 8 (x0.999 at 12288;
-    not tried at 12800-14336); LayerNorm's with dB (x0.87 at 12288; at 12800-14336 the staged kernel forced ran
-    x0.89-0.98 of the split rows either way); 58-62 rows as 32 + 32 or 32 + 8 + 32 (x0.96-1.01)."""
+    x1.12-1.13 at 32768 x 12800-14336 bf16. Where ``fp16`` (x is float16) too, 12288 (48 rows) as 32 + 8 + 8: x1.04-1.14
+    at 2048-32768 rows (runs 603-605); in bf16 x0.94-0.95 at 2048-32768 rows, so not there. Not taken: RMSNorm's second
+    part of 8 (x0.999 at 12288; x0.988-0.998 at 4096 x 12800-14336 fp16, run 605); LayerNorm's with dB (x0.87 at
+    12288; at 12800-14336 the staged kernel forced ran x0.89-0.98 of the split rows either way); 58-62 rows as 32 + 32
+    or 32 + 8 + 32 (x0.96-1.01)."""
     if n <= 0 or n % COLUMNS:
         raise ValueError(f"n must be a positive multiple of {COLUMNS}, got {n}")
     rows = n // COLUMNS
     if second_of_8 and 49 <= rows <= 56:
         return [32, 8, 16]
+    if second_of_8 and fp16 and rows == 48:
+        return [32, 8, 8]
     digits = [1 << b for b in range(rows.bit_length() - 1, -1, -1) if rows >> b & 1]
     if len(digits) > MAX_PARTS:
         rest = sum(digits[2:])
@@ -475,11 +485,12 @@ def layout(rows: int, num_warps: int) -> gl.BlockedLayout:
 
 def constexprs(
     n: int, num_warps: int, stages: int, zero_centered: bool, is_rms: bool = True, has_dbias: bool = False,
-    db_warps: int = 0, db_registers: int = 0,
+    db_warps: int = 0, db_registers: int = 0, fp16: bool = False,
 ) -> dict:  # fmt: skip
-    """The kernel's constexpr arguments for rows of n columns, in its signature's order (``db_warps``: dB's warps of
-    its own, 0 for none: the compute warps sum it; ``db_registers``: theirs a thread)."""
-    ra, rb, rc = parts(n, second_of_8=not is_rms and not has_dbias)
+    """The kernel's constexpr arguments for rows of n columns, in its signature's order (``stages``: rows in flight a
+    program, ``config.staged_stages``; ``db_warps``: dB's warps of its own, 0 for none: the compute warps sum it;
+    ``db_registers``: theirs a thread; ``fp16``: x is float16, for ``parts``)."""
+    ra, rb, rc = parts(n, second_of_8=not is_rms and not has_dbias, fp16=fp16)
     la, lb, lc = (layout(r, num_warps) for r in (ra, rb, rc))
     dla, dlb, dlc = (layout(r, max(db_warps, 1)) for r in (ra, rb, rc))
     return dict(

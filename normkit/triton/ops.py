@@ -514,7 +514,8 @@ def _backward_plan(
                 "contiguous rows, and 16-bit weights"
             )
         db = config.staged_db_partition(n)
-        values = STAGED.constexprs(n, cfg.num_warps, STAGED.STAGES, zero_centered_gamma, is_rms, has_dbias, *db)
+        stages, fp16 = config.staged_stages(n), x_dtype == torch.float16
+        values = STAGED.constexprs(n, cfg.num_warps, stages, zero_centered_gamma, is_rms, has_dbias, *db, fp16=fp16)
         return _BackwardPlan(cfg, config.persistent_programs(device, m, 1), 1, STAGED_BWD.values(**values), [], {})
     if cfg.parts > 1:
         return _BackwardPlan(cfg, 0, 0, (), [], {})
