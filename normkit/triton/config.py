@@ -1002,8 +1002,8 @@ STAGED_WARPS = 8
 STAGED_DB_WARPS = {10752: (4, 104), 11264: (4, 104), 11776: (4, 112)}
 # RMSNorm's short rows (22-30 rows of 256, 11-15 KB of each tensor a row in 16 bits): 4 compute warps and 3 rows in
 # flight a program, where the long rows take 8 and 2 (``staged_stages``). Forced at 4096 x 5632-7680 fp16 against the
-# rule before (GPU runs 605-606): 8 warps x0.93-0.95 at 2 stages and x1.00-1.04 at 3; 4 warps and 3 stages
-# x1.035-1.092.
+# rule before (GPU runs 605-606): 8 warps x0.93-0.95 at 2 stages and x0.98-1.07 at 3; 4 warps and 3 stages
+# x1.004-1.092.
 STAGED_RMS_SHORT_BWD_N = (5632, 6144, 6656, 7168, 7680)
 STAGED_SHORT_N = STAGED_RMS_SHORT_BWD_N[-1]  # rows of at most this many columns are short
 STAGED_SHORT_WARPS = 4
@@ -1100,12 +1100,12 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     ``ln_nobias_bwd``, run 600 and, after that change, run 603): 1.15-1.36x the best peer at every width of 4096 rows
     fp16, 1.13-1.24x at 32768 x 10752 / 13312 bf16 (run 600: 13312 before the change).
 
-    Round 78 (H200, runs 605-607): RMSNorm's short rows, 5632-7680 (22-30 rows of 256), from the whole-row kernel
+    Round 78 (H200, runs 605-608b): RMSNorm's short rows, 5632-7680 (22-30 rows of 256), from the whole-row kernel
     (a row in 8192's tile, 16 warps, one program a SM). The kernel forced there (``.ab/probe/stages78.py``, in turns
-    with the rule before, 4096 rows fp16): at 8 warps and 2 stages x0.93-0.95 of the rule; 3 stages x1.00-1.04; 4 warps
-    and 3 stages x1.035-1.092 (4 stages x1.010-1.103), x1.090 at 16384 x 5632, x1.070 in bf16. Not taken: 2048 rows
+    with the rule before, 4096 rows fp16): at 8 warps and 2 stages x0.93-0.95 of the rule; 3 stages x0.98-1.07; 4 warps
+    and 3 stages x1.004-1.092 (4 stages x1.010-1.103), x1.090 at 16384 x 5632, x1.070 in bf16. Not taken: 2048 rows
     (x0.96-0.98 at 3 stages), 4608 and 5120 (x1.004 / x0.981), 8704 and 9728 (x0.70-1.00 in every form); LayerNorm's
-    backward there, with dB or without (x0.57-0.98 and x0.85-0.90).
+    backward there, with dB or without (x0.57-0.98 and x0.76-0.90).
     """
     if has_mask or x_bytes != 2 or w_bytes != 2:
         return False
