@@ -94,12 +94,13 @@ parts of 32 + 8 + 16 rows, the last padded, not into its binary digits 32 + 16 +
 turns against round 76 (run 603, ``bench.ab``) x1.122-1.129 at 4096 rows fp16, x1.141 at 2048 x 12800, x1.125 at 32768
 x 13824 bf16; 1.19-1.27x cuDNN at 4096 fp16 (80-83% of copy). Forced forms that did not gain are listed at ``parts``.
 
-Round 78 (GPU runs 605-608b). RMSNorm's short rows (5632-7680 columns, 22-30 rows of 256: 11-15 KB of x a row in
+Round 78 (GPU runs 605-609). RMSNorm's short rows (5632-7680 columns, 22-30 rows of 256: 11-15 KB of x a row in
 fp16) take this kernel at 4 compute warps and 3 rows in flight. Forced there at 8 warps and 2 stages it ran x0.93-0.95
 of the whole-row kernel (a row in 8192's tile, 16 warps), at 3 stages x0.98-1.07, at 4 warps and 3 stages
 x1.004-1.092 (4096 rows fp16, runs 605-606). Two rows in flight are 45-60 KB of loads a SM at these widths, against
-106 KB at 13312; why 4 compute warps gain over 8 is not read. LayerNorm's 12288 without dB in fp16 is cut 32 + 8 + 8
-(``parts``' ``fp16``).
+106 KB at 13312; why 4 compute warps gain over 8 is not read. Two programs a SM (``maxnreg`` 128: 232 registers a
+compute thread) ran x0.94-1.03 of the rule at 4096 x 4096-6656 (run 609): not taken. LayerNorm's 12288 without dB in
+fp16 is cut 32 + 8 + 8 (``parts``' ``fp16``).
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
