@@ -459,8 +459,9 @@ def parts(n: int, second_of_8: bool = False, fp16: bool = False) -> list[int]:
     x1.12-1.13 at 32768 x 12800-14336 bf16. Where ``fp16`` (x is float16) too, 12288 (48 rows) as 32 + 8 + 8: x1.04-1.14
     at 2048-32768 rows (runs 603-605); in bf16 x0.94-0.95 at 2048-32768 rows, so not there. Not taken: RMSNorm's second
     part of 8 (x0.999 at 12288; x0.988-0.998 at 4096 x 12800-14336 fp16, run 605); LayerNorm's with dB (x0.87 at
-    12288; at 12800-14336 the staged kernel forced ran x0.89-0.98 of the split rows either way); 58-62 rows as 32 + 32
-    or 32 + 8 + 32 (x0.96-1.01)."""
+    12288; at 12800-14336 the staged kernel forced ran x0.89-0.98 of the split rows either way, dB in the compute warps,
+    and x0.85-0.96 as 32 + 8 + 16 with dB in 4 warps of their own, run 610); 58-62 rows as 32 + 32 or 32 + 8 + 32
+    (x0.96-1.01)."""
     if n <= 0 or n % COLUMNS:
         raise ValueError(f"n must be a positive multiple of {COLUMNS}, got {n}")
     rows = n // COLUMNS
