@@ -263,8 +263,9 @@ def test_staged_kernel_compiles_for_hopper():
     cases += [(12800, "float16", False, False, False, 0, 0), (14336, "bfloat16", True, False, False, 0, 0)]
     cases += [(12288, "float16", False, False, False, 0, 0), (12288, "bfloat16", True, False, False, 0, 0)]
     cases = [(*case, config.STAGED_WARPS, config.staged_stages(case[0])) for case in cases]
-    cases += [(n, "float16", False, True, False, 0, 0, 4, 3) for n in config.STAGED_RMS_SHORT_BWD_N]
-    cases += [(7680, "bfloat16", True, True, False, 0, 0, 4, 3)]
+    short = (config.STAGED_SHORT_WARPS, config.STAGED_SHORT_STAGES)  # 4 and 3 (``test_staged_rule_at_short_rows``)
+    cases += [(n, "float16", False, True, False, 0, 0, *short) for n in config.STAGED_RMS_SHORT_BWD_N]
+    cases += [(7680, "bfloat16", True, True, False, 0, 0, *short)]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run(
         [sys.executable, "-c", COMPILE, str(KERNEL_FILE), json.dumps(cases)], env=env, capture_output=True, text=True,
