@@ -47,15 +47,17 @@ def test_staged_rule():
 
 
 def test_staged_rule_at_short_rows():
-    """RMSNorm's backward at its short rows, 5632-7680 (``STAGED_RMS_SHORT_BWD_N``), from 4096 rows: 4 compute warps
-    and 3 stages where the long rows take 8 and 2; with the same conditions as the long rows otherwise."""
+    """RMSNorm's backward at its short rows, 5632-7680 (``STAGED_RMS_SHORT_BWD_N``), from 2560 rows at 5632-6656 and
+    from 4096 at 7168-7680: 4 compute warps and 3 stages where the long rows take 8 and 2; with the same conditions as
+    the long rows otherwise."""
     assert config.STAGED_RMS_SHORT_BWD_N == tuple(range(5632, 7681, 512))
     for n in config.STAGED_RMS_SHORT_BWD_N:
-        for m in (4096, 16384, 32768):
+        fewest = 2560 if n <= 6656 else 4096
+        for m in (fewest, 4096, 16384, 32768):
             got = config.bwd_config(m, n, False, is_rms=True, tma=True, staged=True)
             assert got.staged and got.num_warps == 4 and got.block_n == n, (m, n)
         assert config.staged_stages(n) == 3, n
-        assert not _staged(4095, n) and not _staged(2048, n), n
+        assert not _staged(fewest - 1, n) and not _staged(2048, n), n
         assert not _staged(4096, n, staged=False) and not _staged(4096, n, has_dbias=True), n
         assert not _staged(4096, n, has_mask=True) and not _staged(4096, n, w_bytes=4), n
         assert not _staged(4096, n, is_rms=False) and not _staged(4096, n, is_rms=False, has_dbias=True), n
@@ -65,6 +67,10 @@ def test_staged_rule_at_short_rows():
     with config.limits(rms_bwd_staged_short_min_m=8192):
         assert not _staged(4096, 6144) and _staged(8192, 6144)
         assert _staged(2048, 13312)  # the long rows' own limit
+        assert _staged(4096, 7168) and not _staged(4095, 7680)  # 7168-7680's own limit
+    with config.limits(rms_bwd_staged_7168_min_m=3072):
+        assert _staged(3072, 7168) and _staged(3072, 7680) and not _staged(3071, 7680)
+        assert _staged(2560, 6656) and not _staged(2559, 5632)
 
 
 def test_staged_rule_for_layer_norm():
@@ -312,7 +318,7 @@ def _check(m, n, x_dtype, w_dtype, taken, zero_centered_gamma=False, row_pad=0, 
 @pytest.mark.parametrize(
     "m, n",
     [(2048, 12800), (4097, 13312), (2049, 14336), (33000, 13312), (4097, 13824), (2048, 14848), (4097, 15360),
-     (2049, 15872), (4097, 12288), (2049, 10240), (4096, 5632), (4097, 6656), (8193, 7680)],
+     (2049, 15872), (4097, 12288), (2049, 10240), (4096, 5632), (2561, 6144), (4097, 6656), (8193, 7680)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
@@ -320,8 +326,8 @@ def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
     """The rules' shapes, taken by the staged kernel, against the reference: rows that do not divide over the SMs
     (4097, 2049), many rows a program (33000), two parts (12288 as 32 + 16 rows of 256, 10240 as 32 + 8), padded rows
     (13824 as 32 + 16 + 8, 14848, 15360 and 15872 as 32 + 16 + 16; at 4097 and 2049 rows the last row's padding is past
-    the tensor); the short rows at 4 compute warps and 3 stages (5632 as 16 + 4 + 2, 6656, 7680 padded as 16 + 8 +
-    8)."""
+    the tensor); the short rows at 4 compute warps and 3 stages (5632 as 16 + 4 + 2, 6144 at near its fewest rows,
+    6656, 7680 padded as 16 + 8 + 8)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma)
 
@@ -422,7 +428,8 @@ def test_staged_backward_falls_back_on_the_gpu():
     _check(4096, 13312, torch.float16, torch.float16, 0, row_pad=256)
     _check(4096, 13312, torch.bfloat16, torch.float32, 0)
     _check(2047, 13312, torch.float16, torch.float16, 0)
-    _check(4095, 6144, torch.float16, torch.float16, 0)
+    _check(2559, 6144, torch.float16, torch.float16, 0)
+    _check(4095, 7680, torch.float16, torch.float16, 0)
     _check(4096, 13312, torch.float16, torch.float16, 1, weight_offset=1)
 
 

@@ -27,7 +27,8 @@ import torch
 # thread (sm_90), but fp16's chunks of 4096 at 16 warps spill none and still ran 0.70-0.91x the split rows;
 # RMSNorm's chunked rows at 16384 ran 1.03x faster than split ones (at 9216 and 12288 slower: ``chunked_max_n``).
 # rms_bwd_staged_min_m / ln_bwd_staged_min_m: the fewest rows whose RMSNorm / LayerNorm backward takes the staged
-# Gluon kernel (``_staged_bwd``); rms_bwd_staged_short_min_m: RMSNorm's at its short rows (``STAGED_RMS_SHORT_BWD_N``).
+# Gluon kernel (``_staged_bwd``); rms_bwd_staged_short_min_m: RMSNorm's at its short rows (``STAGED_RMS_SHORT_BWD_N``)
+# of at most ``STAGED_FEWER_ROWS_N`` columns, rms_bwd_staged_7168_min_m at the longer ones (7168 and 7680).
 # tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32 weights over 16-bit x hold their
 # tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
 LIMITS = {
@@ -40,7 +41,8 @@ LIMITS = {
     "ln_bwd_chunked_max_n": 8192,
     "rms_bwd_staged_min_m": 2048,
     "ln_bwd_staged_min_m": 2048,
-    "rms_bwd_staged_short_min_m": 4096,
+    "rms_bwd_staged_short_min_m": 2560,
+    "rms_bwd_staged_7168_min_m": 4096,
 }
 
 
@@ -1006,6 +1008,13 @@ STAGED_DB_WARPS = {10752: (4, 104), 11264: (4, 104), 11776: (4, 112)}
 # x1.004-1.092.
 STAGED_RMS_SHORT_BWD_N = (5632, 6144, 6656, 7168, 7680)
 STAGED_SHORT_N = STAGED_RMS_SHORT_BWD_N[-1]  # rows of at most this many columns are short
+# short rows of at most this many columns take the kernel from fewer rows (``LIMITS["rms_bwd_staged_short_min_m"]``,
+# 2560) than the longer ones (7168, 7680: ``LIMITS["rms_bwd_staged_7168_min_m"]``, 4096). Forced at 4 warps and 3
+# stages against the rule before, 16-bit (GPU runs 611-612, H200): 5632 / 6144 / 6656 x1.034 / x1.069 / x1.034 at 3072
+# rows, x1.024 / x1.057 / x1.014 at 2560 (6144 x1.054 at 2304, 5632 bf16 x1.041 at 3072, 6656 bf16 x1.010 at 2560);
+# 7168 x1.013 / x1.019 at 3072 / 3584, 7680 x0.986 / x1.001 (within a run's 1-2%, so they keep 4096); at 2048 rows
+# 5632 / 6656 had run x0.984 / x0.961 (run 606)
+STAGED_FEWER_ROWS_N = 6656
 STAGED_SHORT_WARPS = 4
 STAGED_STAGES = 2  # 3 ran level or slower at the long rows (x0.98-1.01, run 547; with the load warp, run 582)
 STAGED_SHORT_STAGES = 3
@@ -1027,7 +1036,8 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     """RMSNorm's backward without dB, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (parts of 32, 8-16 and 2-16 rows
     of 256, ``norm_bwd_staged.parts``: 10240 as 32 + 8 and 12288 as 32 + 16, 13824 and 14848-15872 padded to three) in
     calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows, and at its short rows ``STAGED_RMS_SHORT_BWD_N``
-    (5632-7680) in calls of at least ``LIMITS["rms_bwd_staged_short_min_m"]``; LayerNorm's with dB at
+    (5632-7680) in calls of at least ``LIMITS["rms_bwd_staged_short_min_m"]`` rows at 5632-6656 (2560;
+    ``STAGED_FEWER_ROWS_N``), ``LIMITS["rms_bwd_staged_7168_min_m"]`` at 7168-7680 (4096); LayerNorm's with dB at
     ``STAGED_LN_BWD_N`` and without dB (no bias) at ``STAGED_LN_NO_DB_BWD_N`` (every multiple of 512 from 10240 to
     15872) in calls of at least ``LIMITS["ln_bwd_staged_min_m"]`` rows (none with a mask): the Gluon kernel with rows
     staged in shared memory (``norm_bwd_staged.py``), one program a SM of 8 compute warps (4 at the short rows) and a
@@ -1106,6 +1116,10 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     and 3 stages x1.004-1.092 (4 stages x1.010-1.103), x1.090 at 16384 x 5632, x1.070 in bf16. Not taken: 2048 rows
     (x0.96-0.98 at 3 stages), 4608 and 5120 (x1.004 / x0.981), 8704 and 9728 (x0.70-1.00 in every form); LayerNorm's
     backward there, with dB or without (x0.57-0.98 and x0.76-0.90).
+
+    Round 79 (H200, runs 611-613): the short rows' fewest rows (``STAGED_FEWER_ROWS_N``). Forced in turns against the
+    rule before at 2304-3584 rows: 5632-6656 gained from 2560 rows (x1.014-1.069), 7168 and 7680 by at most 2% at
+    3072-3584 (7680 x0.986 at 3072), so 5632-6656 take the kernel from 2560 rows and 7168-7680 from 4096 as before.
     """
     if has_mask or x_bytes != 2 or w_bytes != 2:
         return False
@@ -1113,7 +1127,8 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
         if has_dbias:
             return False
         if n in STAGED_RMS_SHORT_BWD_N:
-            return m >= LIMITS["rms_bwd_staged_short_min_m"]
+            fewer = n <= STAGED_FEWER_ROWS_N
+            return m >= LIMITS["rms_bwd_staged_short_min_m" if fewer else "rms_bwd_staged_7168_min_m"]
         return n in STAGED_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
     return n in (STAGED_LN_BWD_N if has_dbias else STAGED_LN_NO_DB_BWD_N) and m >= LIMITS["ln_bwd_staged_min_m"]
 
