@@ -102,9 +102,11 @@ x1.004-1.092 (4096 rows fp16, runs 605-606). Two rows in flight are 45-60 KB of 
 compute thread) ran x0.94-1.03 of the rule at 4096 x 4096-6656 (run 609): not taken. LayerNorm's 12288 without dB in
 fp16 is cut 32 + 8 + 8 (``parts``' ``fp16``).
 
-Round 79 (GPU runs 611-614). RMSNorm's 5632-6656 take it from 2560 rows (x1.01-1.08 of the whole-row kernel at
+Round 79 (GPU runs 611-618). RMSNorm's 5632-6656 take it from 2560 rows (x1.01-1.08 of the whole-row kernel at
 2560-3584 rows in turns, but 3072 x 5632, where it runs at one of two speeds, x0.99); 7168-7680 from 4096 as before.
 At 8192 (one part of 32 rows of 256) 8 warps ran level with the whole-row kernel (x0.99-1.02), 4 warps x0.82-0.86.
+The kernel runs at one of two speeds about 5% apart from one timing to the next at the short rows (runs 616-618: 3072 x
+5632 fp16 39.0 or 41.0 us, 4096 x 6144 47.3 or 48.4; the whole-row kernel within 2%); what picks one is not read.
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
