@@ -326,7 +326,7 @@ def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
     """The rules' shapes, taken by the staged kernel, against the reference: rows that do not divide over the SMs
     (4097, 2049), many rows a program (33000), two parts (12288 as 32 + 16 rows of 256, 10240 as 32 + 8), padded rows
     (13824 as 32 + 16 + 8, 14848, 15360 and 15872 as 32 + 16 + 16; at 4097 and 2049 rows the last row's padding is past
-    the tensor); the short rows at 4 compute warps and 3 stages (5632 as 16 + 4 + 2, 6144 at near its fewest rows,
+    the tensor); the short rows at 4 compute warps and 3 stages (5632 as 16 + 4 + 2, 6144 one row past its fewest,
     6656, 7680 padded as 16 + 8 + 8)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma)
