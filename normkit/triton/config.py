@@ -259,7 +259,7 @@ def bwd_config(
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
     if staged and _staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes, w_bytes):
-        return LaunchConfig(1, n, 1, STAGED_SHORT_WARPS if n <= STAGED_SHORT_N else STAGED_WARPS, 1, staged=True)
+        return LaunchConfig(1, n, 1, staged_warps(n), 1, staged=True)
     few_waves_tma = _few_waves_tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
     tma = tma and (m * n >= (TMA_MIN_ELEMENTS if is_rms or has_mask else TMA_MIN_ELEMENTS_LAYER_NORM) or few_waves_tma)
     limits = tuple(LIMITS.values())
@@ -1018,6 +1018,12 @@ STAGED_FEWER_ROWS_N = 6656
 STAGED_SHORT_WARPS = 4
 STAGED_STAGES = 2  # 3 ran level or slower at the long rows (x0.98-1.01, run 547; with the load warp, run 582)
 STAGED_SHORT_STAGES = 3
+
+
+def staged_warps(n: int) -> int:
+    """Compute warps a program of the staged kernel at rows of n columns: 4 at short rows (at most ``STAGED_SHORT_N``
+    columns), else 8."""
+    return STAGED_SHORT_WARPS if n <= STAGED_SHORT_N else STAGED_WARPS
 
 
 def staged_stages(n: int) -> int:
