@@ -55,13 +55,19 @@ def test_backlog_timer_sleeps_longer_than_the_host_issues_the_call():
     ms = timing.gpu_time_ms(fn, warmup=2, rep=4, cuda=cuda)
     assert ms == 0.5
     log = cuda.log
-    sleeps = [entry[1] for entry in log if isinstance(entry, tuple)]
-    assert sleeps and min(sleeps) >= 1000 * 3 * 2  # 3x the host's 2 ms, in cycles
     # every timed call: flush, sleep, start, fn, end; the untimed ones (warm-up) stand alone
     timed = [i for i, entry in enumerate(log) if entry == "flush"]
     assert len(timed) == 5 + 8  # the estimate's 5, then rep / estimate = 4 / 0.5
     for i in timed:
         assert log[i + 1][0] == "sleep" and log[i + 2 : i + 5] == ["record", "fn", "record"]
+        assert log[i + 1][1] >= 1000 * 3 * 2  # 3x the host's 2 ms, in cycles
+    # after every other timed call of each timing (the 2nd, 4th, ...) a settling sleep of SETTLE_US
+    settle = ("sleep", int(1000 * timing.SETTLE_US / 1e3))
+    assert settle[1] > 0
+    for rank, i in enumerate(timed[:5]):
+        assert (log[i + 5] == settle) == (rank % 2 == 1)
+    for rank, i in enumerate(timed[5:]):
+        assert (log[i + 5] == settle) == (rank % 2 == 1)
     warm_up = log[timed[4] + 5 :]
     assert warm_up[:5] == ["sync"] + ["fn"] * 4  # warmup / estimate = 2 / 0.5 calls, untimed
 

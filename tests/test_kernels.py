@@ -1497,6 +1497,42 @@ def test_chunked_forward_variance_is_stable(n, data):
     compare(rstd, want[2], "rstd")
 
 
+@pytest.mark.parametrize("data", ["large_mean", "outlier_first"])
+@pytest.mark.parametrize(
+    "n, cfg",
+    [
+        (1000, (1, 1024, 1, 1)),  # one tile, ragged (not EVEN_N)
+        (1024, (2, 1024, 1, 2)),  # two rows a tile, whole
+        (1152, (1, 1024, 1, 1, 1, 1, False, 128)),  # a head tile and a tail tile
+        (1100, (1, 1024, 1, 1, 2, 1, False, 128)),  # the same, ragged, on a persistent grid
+    ],
+)
+def test_one_tile_forward_variance_is_stable(n, cfg, data):
+    """LayerNorm's rows held whole in registers (``_normalize_one_tile``) sum (x - mean)^2 after the mean.
+    large_mean: a mean 10**4 standard deviations from zero, where E[x^2] - E[x]^2 in float32 loses the variance.
+    outlier_first: the first column 10**4 from the rest of the row, where sums shifted by a row's first element
+    (round 80's one-reduction form, GPU run 632, not kept) lose about log2(N) bits of the variance: 1e-3 off in
+    rstd at N = 1000. Each must match the reference."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    x = torch.randn(6, n, device=DEVICE)
+    if data == "large_mean":
+        x += 1e4
+    else:
+        x[:, 0] += 1e4
+    w, b = torch.ones(n, device=DEVICE), torch.zeros(n, device=DEVICE)
+    with config.forced(fwd=LaunchConfig(*cfg)):
+        y, mean, rstd = backend_ops("triton").layer_norm_fwd(x, w, b, 1e-5)
+    want = reference.layer_norm_fwd(x, w, b, 1e-5)
+    compare(mean, want[1], "mean")
+    compare(rstd, want[2], "rstd")
+    if data == "outlier_first":
+        # at a mean of 10**4, y = (x - mean) * rstd inherits the float32 spacing of x and of the mean there (0.001),
+        # so any two float32 computations of y differ by that much: y is compared where the mean is near 0
+        compare(y, want[0], "y")
+
+
 def test_launch_heuristic_is_cached_but_follows_limits():
     """The heuristic's answers are cached for small calls; the cache must not outlive a change of LIMITS."""
     from normkit.triton import config

@@ -16,6 +16,20 @@ host time stays under the flush they agree within 1-2% (normkit's forwards: 15.2
 us at 32768 x 256); above it ``do_bench`` swung 2-4x from one timing to the next while this timer did not (cuDNN's
 LayerNorm backward at 32768 x 256, 168 us of host time: 156/64/138 against 35.6/36.0/35.6 us; torch.compile's: 165/
 263/211 against 38.5/38.3/38.4), so the small calls' 2-10x swings of runs 53-65 were the timer's.
+
+After every other timed call the GPU sleeps ``SETTLE_US`` more (outside the interval, before the next call's flush).
+Without it the median of one timing could sit 2-7% from the next one's, the whole timing's reps moving together
+(round 80, H200 runs 624-630; gpu_time_ms's steps, 8 timings a setting in turns, spread = slowest median over
+fastest - 1): normkit's staged RMSNorm backward at 3072 x 5632 fp16 spread 3-6.5%, cuDNN's 1.5-3%, a copy of the
+same bytes up to 14%. Which calls swung followed the steps more than the kernel: most backwards and copies swung with
+no sleep after the call and held with 20 us after each; the forwards held with none and swung with 20 us after each,
+or a random 0-40 us; a random 0-100 us more before the call changed nothing. With 20 us after every other call, 37
+of 40 series held within 0.8%, each where its steadier setting had held it (normkit's LayerNorm forward at 4096 x
+6656 35.41 against 35.43 us with none; its RMSNorm backward at 4096 x 4608 40.48 against 40.54 with 20 us after
+each); the other three: cuDNN's forwards at 4096 x 2048 / 2560 with one slow timing each (as with none),
+torch.compile's RMSNorm forward at 32768 x 256 5.6% (2.1% with none). The bench with it (run 631, 72 rows of 3
+rounds) kept each row's rounds within 1% but for two (cuDNN's RMSNorm forward at 4096 x 4608 / 6656, one round 7% /
+4% slower). What the sleep settles is not read; it costs 10 us a call on average.
 """
 
 from __future__ import annotations
@@ -27,6 +41,7 @@ import time
 import torch
 
 FLUSH_BYTES = 256 * 2**20  # as triton.testing.do_bench: more than any GPU's L2
+SETTLE_US = 20  # the GPU sleep after every other timed call (see above)
 TIMERS = ("triton", "backlog")  # the names ``timer`` takes (``--timer``)
 
 
@@ -75,15 +90,18 @@ def gpu_time_ms(fn, *, warmup: int = 25, rep: int = 100, cuda: _Cuda | None = No
         host_ms.append((time.perf_counter() - began) * 1e3)
         cuda.synchronize()
     cycles = int(cuda.sleep_cycles_per_ms() * (3 * statistics.median(host_ms) + 0.05))
+    settle = int(cuda.sleep_cycles_per_ms() * SETTLE_US / 1e3)
 
     def timed(count: int) -> list[float]:
         events = [(cuda.event(), cuda.event()) for _ in range(count)]
-        for start, end in events:
+        for i, (start, end) in enumerate(events):
             cache.zero_()
             cuda.sleep(cycles)
             start.record()
             fn()
             end.record()
+            if i % 2:
+                cuda.sleep(settle)
         cuda.synchronize()
         return [start.elapsed_time(end) for start, end in events]
 
