@@ -64,10 +64,9 @@ def test_backlog_timer_sleeps_longer_than_the_host_issues_the_call():
     # after every other timed call of each timing (the 2nd, 4th, ...) a settling sleep of SETTLE_US
     settle = ("sleep", int(1000 * timing.SETTLE_US / 1e3))
     assert settle[1] > 0
-    for rank, i in enumerate(timed[:5]):
-        assert (log[i + 5] == settle) == (rank % 2 == 1)
-    for rank, i in enumerate(timed[5:]):
-        assert (log[i + 5] == settle) == (rank % 2 == 1)
+    for timing_calls in (timed[:5], timed[5:]):
+        for rank, i in enumerate(timing_calls):
+            assert (log[i + 5] == settle) == (rank % 2 == 1)
     warm_up = log[timed[4] + 5 :]
     assert warm_up[:5] == ["sync"] + ["fn"] * 4  # warmup / estimate = 2 / 0.5 calls, untimed
 
