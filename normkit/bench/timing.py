@@ -89,8 +89,9 @@ def gpu_time_ms(fn, *, warmup: int = 25, rep: int = 100, cuda: _Cuda | None = No
         fn()
         host_ms.append((time.perf_counter() - began) * 1e3)
         cuda.synchronize()
-    cycles = int(cuda.sleep_cycles_per_ms() * (3 * statistics.median(host_ms) + 0.05))
-    settle = int(cuda.sleep_cycles_per_ms() * SETTLE_US / 1e3)
+    cycles_per_ms = cuda.sleep_cycles_per_ms()
+    cycles = int(cycles_per_ms * (3 * statistics.median(host_ms) + 0.05))
+    settle = int(cycles_per_ms * SETTLE_US / 1e3)
 
     def timed(count: int) -> list[float]:
         events = [(cuda.event(), cuda.event()) for _ in range(count)]

@@ -106,7 +106,9 @@ Round 79 (GPU runs 611-618). RMSNorm's 5632-6656 take it from 2560 rows (x1.01-1
 2560-3584 rows in turns, but 3072 x 5632, where it runs at one of two speeds, x0.99); 7168-7680 from 4096 as before.
 At 8192 (one part of 32 rows of 256) 8 warps ran level with the whole-row kernel (x0.99-1.02), 4 warps x0.82-0.86.
 The kernel runs at one of two speeds about 5% apart from one timing to the next at the short rows (runs 616-618: 3072 x
-5632 fp16 39.0 or 41.0 us, 4096 x 6144 47.3 or 48.4; the whole-row kernel within 2%); what picks one is not read.
+5632 fp16 39.0 or 41.0 us, 4096 x 6144 47.3 or 48.4; the whole-row kernel within 2%). Round 80 found those speeds the
+timer's, not the kernel's: cuDNN's backward and a plain copy swung from timing to timing too, and a GPU sleep after
+every other timed call holds them all still (``bench.timing.SETTLE_US``, H200 runs 624-631).
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
