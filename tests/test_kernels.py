@@ -511,6 +511,64 @@ def test_forward_weights_in_tile(op, case):
     assert values["W_IN_TILE"] and not values["TILE_3D"] and values["PERSISTENT"] == (case == "persistent")
 
 
+BIAS_EARLY_CASES = {  # (dtypes, n, LaunchConfig's fields, tail_n, W_IN_TILE)
+    "head_and_ragged_tail": (DTYPES[1], 130, (2, 128, 1, 1), 16, False),  # 2 rows a program, a row block past M
+    "persistent_head_and_tail": (DTYPES[2], 320, (1, 256, 1, 1, 1), 64, False),
+    "one_ragged_tile": (DTYPES[3], 100, (1, 128, 1, 1), 0, False),
+    "weights_in_tile": (DTYPES[3], 512, (4, 512, 1, 4, 2), 0, True),
+}
+
+
+@pytest.mark.parametrize("op", list(FORWARDS))
+@pytest.mark.parametrize("case", list(BIAS_EARLY_CASES))
+@pytest.mark.parametrize("layout", ["2d", "3d"])
+def test_forward_bias_loaded_before_the_statistics(op, case, layout):
+    """One-tile rows that load their bias before the statistics (``BIAS_EARLY``, ``ops._bias_early``), forced for
+    every op, RMSNorm with a bias too: a head and a ragged tail tile, on a persistent grid, one ragged tile, float32
+    weights loaded in the tile's layout (``W_IN_TILE``), both tile layouts, 7 strided rows, zero-centered gamma, against
+    the reference, with ``BIAS_EARLY`` in the launch's constexprs."""
+    from unittest import mock
+
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    dtypes, n, fields, tail_n, in_tile = BIAS_EARLY_CASES[case]
+    if in_tile and layout == "3d":
+        pytest.skip("W_IN_TILE is a 2-D tile's")
+    x, w, b = make_inputs(7, n, *dtypes, row_pad=24)
+    cfg = LaunchConfig(*fields, tail_n=tail_n)
+    with (
+        tile_layout(layout),
+        mock.patch.object(ops, "_bias_early", lambda *args: True),
+        mock.patch.object(ops, "_weights_in_tile", lambda *args: in_tile),
+        config.forced(fwd=cfg),
+    ):
+        check_forward("triton", op, x, w, b, zero_centered_gamma=True)
+        clamp = (LOWER, UPPER) if op == "layer_norm_clamped_relu" else None
+        plan = ops._forward_plan(
+            7, n, x.dtype, w.dtype, True, op == "rms_norm", True, clamp, True, x.get_device(), config.generation
+        )
+    values = dict(zip(ops.NORM_FWD.constexpr_names, plan.values))
+    assert values["BIAS_EARLY"] and values["TAIL_N"] == tail_n and values["W_IN_TILE"] == in_tile
+
+
+def test_bias_early_rule():
+    """``ops._bias_early``: LayerNorm's forward (training and inference, with or without the clamped ReLU's launch)
+    at 4096 x 2560 fp16 with a bias, the launch of a 2048 head and a 512 tail at 2 warps; not without a bias, not
+    RMSNorm's, not at 4096 x 1536 / 2048 (other launches)."""
+    from normkit.triton import config, ops
+
+    def bias_early(n, has_bias=True, is_rms=False, training=True):
+        plan = ops._forward_plan(
+            4096, n, torch.float16, torch.float16, has_bias, is_rms, False, None, training, -1, config.generation
+        )
+        return dict(zip(ops.NORM_FWD.constexpr_names, plan.values))["BIAS_EARLY"]
+
+    assert bias_early(2560) and bias_early(2560, training=False)
+    assert not bias_early(2560, has_bias=False) and not bias_early(2560, is_rms=True)
+    assert not bias_early(1536) and not bias_early(2048)
+
+
 @pytest.mark.parametrize("dtypes", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize(
     "m, n, block_n, warps, row_pad",

@@ -121,6 +121,7 @@ def _forward_plan(
         X_AHEAD=cfg.ahead and cfg.num_chunks > 1, STATS_AS_HELD=training and _stats_as_held(cfg, has_mask, stat_dtype),
         WHOLE_CHUNKS=whole_chunks, ALIGN=row_align,
         PAIR_NIBBLES=_pair_nibbles(cfg, has_mask, tiles_3d, row_align, x_dtype, device),
+        BIAS_EARLY=_bias_early(cfg, has_bias, is_rms),
     )  # fmt: skip
     thresholds = (float(lower), float(upper), keep_from, keep_to)
     per_sm = cfg.programs_per_sm if persistent else 0
@@ -247,6 +248,16 @@ def _whole_chunks(m: int, n: int, cfg) -> int:
     ragged = n % cfg.block_n != 0 and cdiv(n, cfg.block_n) == cfg.num_chunks
     taken = ragged and not cfg.ahead and (cfg.num_chunks >= 7 or m > 4096)
     return n // cfg.block_n if taken else 0
+
+
+def _bias_early(cfg, has_bias: bool, is_rms: bool) -> bool:
+    """The forward's ``BIAS_EARLY`` (``norm_fwd``'s docstring): LayerNorm's one-tile rows of a 2048-column head and a
+    512-column tail at 2 warps load their bias before the statistics. Measured on an H200 against the bias loaded
+    after them (``bench.ab``, in turns, GPU run 636): at 4096 x 2560 fp16 the training forward x1.049 and the inference
+    call x1.042 (that launch); other launches with it on ran x0.903-1.029 (4096 x 1024-2048 fp16, 32768 x 256-2048
+    bf16 x float32 weights, 4096 x 768 bf16), so they keep the bias where it was. RMSNorm's bias is not measured."""
+    head_and_tail = cfg.num_chunks == 1 and (cfg.block_n, cfg.tail_n, cfg.num_warps) == (2048, 512, 2)
+    return has_bias and not is_rms and head_and_tail
 
 
 def _pair_nibbles(cfg, has_mask: bool, tiles_3d: bool, row_align: int, x_dtype: torch.dtype, device: int) -> bool:
