@@ -165,8 +165,8 @@ def _load_columns(P, cols, col_ok, IN_TILE: tl.constexpr):
 
 @triton.jit
 def _load_bias(B, col0, N, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TILE_3D: tl.constexpr, IN_TILE: tl.constexpr):
-    """The bias of the tile of columns ``col0 ...`` as ``_scale_shift_store`` loads it, for one-tile rows that load it
-    before their statistics (``BIAS_EARLY``)."""
+    """The bias of the tile of columns ``col0 ...``, for ``_scale_shift_store``, or loaded first by one-tile rows that
+    load it before their statistics (``BIAS_EARLY``)."""
     if TILE_3D:
         cols = _tile_cols(col0, BLOCK_N, True)
         return tl.load(B + cols, mask=in_bounds(cols, N, EVEN_N), other=0.0)
@@ -230,7 +230,7 @@ def _scale_shift_store(
     layout and whose mask bytes gather along the last axis with no reshape. Not ``TRAINING``: the clamp without
     the mask. ``PAIR_NIBBLES`` (``ops._pair_nibbles``: one row of 4 elements a thread, lane by lane): each lane
     makes the 4 bits of its own columns, and the two lanes of a byte swap them by a shuffle. ``BIAS_GIVEN``: the
-    tile's bias is ``bias``, loaded by the caller (``_load_bias``), not loaded here."""
+    tile's bias is ``bias``, loaded by the caller, not here (both by ``_load_bias``)."""
     if TILE_3D:
         cols = _tile_cols(col0, BLOCK_N, True)
         col_ok = in_bounds(cols, N, EVEN_N)
@@ -240,10 +240,9 @@ def _scale_shift_store(
             w += 1.0
         y = xhat * w
         if HAS_BIAS:
-            if BIAS_GIVEN:
-                y += bias.to(xhat.dtype)
-            else:
-                y += tl.load(B + cols, mask=col_ok, other=0.0).to(xhat.dtype)
+            if not BIAS_GIVEN:
+                bias = _load_bias(B, col0, N, BLOCK_N, EVEN_N, True, False)
+            y += bias.to(xhat.dtype)
         y_ptrs = Y + rows64[:, None, None] * stride_y + cols
     else:  # the weights loaded as a vector: as [1, BLOCK_N] the plain forward ran slower
         cols = col0 + tl.arange(0, BLOCK_N)
@@ -254,10 +253,9 @@ def _scale_shift_store(
             w += 1.0
         y = xhat * w[None, :]
         if HAS_BIAS:
-            if BIAS_GIVEN:
-                y += bias.to(xhat.dtype)[None, :]
-            else:
-                y += _load_columns(B, cols, col_ok, W_IN_TILE and EVEN_N).to(xhat.dtype)[None, :]
+            if not BIAS_GIVEN:
+                bias = _load_bias(B, col0, N, BLOCK_N, EVEN_N, False, W_IN_TILE)
+            y += bias.to(xhat.dtype)[None, :]
         y_ptrs = Y + rows64[:, None] * stride_y + cols[None, :]
     if CLAMP_MASK and TRAINING:
         # the bit describes out as stored (cuDNN's rule): lower < out < upper, which for float32 y is one interval
