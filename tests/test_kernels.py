@@ -553,18 +553,20 @@ def test_forward_bias_loaded_before_the_statistics(op, case, layout):
 
 
 def test_bias_early_rule():
-    """``ops._bias_early``: LayerNorm's forward (training and inference, with or without the clamped ReLU's launch)
-    at 4096 x 2560 fp16 with a bias, the launch of a 2048 head and a 512 tail at 2 warps; not without a bias, not
-    RMSNorm's, not at 4096 x 1536 / 2048 (other launches)."""
+    """``ops._bias_early``: LayerNorm's forward at 4096 x 2560 fp16 with a bias, the launch of a 2048 head and a 512
+    tail at 2 warps: the training and inference calls, and the clamped ReLU's inference call (the same launch), not
+    its training call (another launch); not without a bias, not RMSNorm's, not at 4096 x 1536 / 2048 (other
+    launches)."""
     from normkit.triton import config, ops
 
-    def bias_early(n, has_bias=True, is_rms=False, training=True):
+    def bias_early(n, has_bias=True, is_rms=False, training=True, clamp=None):
         plan = ops._forward_plan(
-            4096, n, torch.float16, torch.float16, has_bias, is_rms, False, None, training, -1, config.generation
+            4096, n, torch.float16, torch.float16, has_bias, is_rms, False, clamp, training, -1, config.generation
         )
         return dict(zip(ops.NORM_FWD.constexpr_names, plan.values))["BIAS_EARLY"]
 
     assert bias_early(2560) and bias_early(2560, training=False)
+    assert bias_early(2560, training=False, clamp=(LOWER, UPPER)) and not bias_early(2560, clamp=(LOWER, UPPER))
     assert not bias_early(2560, has_bias=False) and not bias_early(2560, is_rms=True)
     assert not bias_early(1536) and not bias_early(2048)
 
