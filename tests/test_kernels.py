@@ -511,7 +511,7 @@ def test_forward_weights_in_tile(op, case):
     assert values["W_IN_TILE"] and not values["TILE_3D"] and values["PERSISTENT"] == (case == "persistent")
 
 
-BIAS_EARLY_CASES = {  # (dtypes, n, LaunchConfig's fields, tail_n, W_IN_TILE)
+PARAMS_EARLY_CASES = {  # (dtypes, n, LaunchConfig's fields, tail_n, W_IN_TILE)
     "head_and_ragged_tail": (DTYPES[1], 130, (2, 128, 1, 1), 16, False),  # 2 rows a program, a row block past M
     "persistent_head_and_tail": (DTYPES[2], 320, (1, 256, 1, 1, 1), 64, False),
     "one_ragged_tile": (DTYPES[3], 100, (1, 128, 1, 1), 0, False),
@@ -520,55 +520,74 @@ BIAS_EARLY_CASES = {  # (dtypes, n, LaunchConfig's fields, tail_n, W_IN_TILE)
 
 
 @pytest.mark.parametrize("op", list(FORWARDS))
-@pytest.mark.parametrize("case", list(BIAS_EARLY_CASES))
+@pytest.mark.parametrize("case", list(PARAMS_EARLY_CASES))
 @pytest.mark.parametrize("layout", ["2d", "3d"])
-def test_forward_bias_loaded_before_the_statistics(op, case, layout):
-    """One-tile rows that load their bias before the statistics (``BIAS_EARLY``, ``ops._bias_early``), forced for
-    every op, RMSNorm with a bias too: a head and a ragged tail tile, on a persistent grid, one ragged tile, float32
-    weights loaded in the tile's layout (``W_IN_TILE``), both tile layouts, 7 strided rows, zero-centered gamma, against
-    the reference, with ``BIAS_EARLY`` in the launch's constexprs."""
+@pytest.mark.parametrize("early", ["both", "weights", "bias", "weights_no_bias"])
+def test_forward_params_loaded_before_the_statistics(op, case, layout, early):
+    """One-tile rows that load their weights and / or bias before the statistics (``W_EARLY``, ``BIAS_EARLY``,
+    ``ops._params_early``), forced for every op, RMSNorm with a bias too, the weights early without a bias: a head and
+    a ragged tail tile, on a persistent grid, one ragged tile, float32 weights loaded in the tile's layout
+    (``W_IN_TILE``), both tile layouts, 7 strided rows, zero-centered gamma, against the reference, with the flags in
+    the launch's constexprs."""
     from unittest import mock
 
     from normkit.triton import config, ops
     from normkit.triton.config import LaunchConfig
 
-    dtypes, n, fields, tail_n, in_tile = BIAS_EARLY_CASES[case]
+    dtypes, n, fields, tail_n, in_tile = PARAMS_EARLY_CASES[case]
     if in_tile and layout == "3d":
         pytest.skip("W_IN_TILE is a 2-D tile's")
-    x, w, b = make_inputs(7, n, *dtypes, row_pad=24)
+    bias = early != "weights_no_bias"
+    flags = {"W_EARLY": early != "bias", "BIAS_EARLY": early in ("both", "bias")}
+    x, w, b = make_inputs(7, n, *dtypes, bias=bias, row_pad=24)
     cfg = LaunchConfig(*fields, tail_n=tail_n)
     with (
         tile_layout(layout),
-        mock.patch.object(ops, "_bias_early", lambda *args: True),
+        mock.patch.object(ops, "_params_early", lambda *args: flags),
         mock.patch.object(ops, "_weights_in_tile", lambda *args: in_tile),
         config.forced(fwd=cfg),
     ):
         check_forward("triton", op, x, w, b, zero_centered_gamma=True)
         clamp = (LOWER, UPPER) if op == "layer_norm_clamped_relu" else None
         plan = ops._forward_plan(
-            7, n, x.dtype, w.dtype, True, op == "rms_norm", True, clamp, True, x.get_device(), config.generation
+            7, n, x.dtype, w.dtype, bias, op == "rms_norm", True, clamp, True, x.get_device(), config.generation
         )
     values = dict(zip(ops.NORM_FWD.constexpr_names, plan.values))
-    assert values["BIAS_EARLY"] and values["TAIL_N"] == tail_n and values["W_IN_TILE"] == in_tile
+    assert {name: values[name] for name in flags} == flags
+    assert values["TAIL_N"] == tail_n and values["W_IN_TILE"] == in_tile
 
 
-def test_bias_early_rule():
-    """``ops._bias_early``: LayerNorm's forward at 4096 x 2560 fp16 with a bias, the launch of a 2048 head and a 512
-    tail at 2 warps: the training and inference calls, and the clamped ReLU's inference call (the same launch), not
-    its training call (another launch); not without a bias, not RMSNorm's, not at 4096 x 1536 / 2048 (other
-    launches)."""
+def test_params_early_rule():
+    """``ops._params_early``: LayerNorm's forward with a bias at 4096 x 2560 fp16 (a 2048 head and a 512 tail at 2
+    warps) and 4096 x 2048 (one tile of 2048 at 4 warps, whole rows, 16-bit weights), on a persistent grid of 8
+    programs a SM, loads its bias and weights early: the training and inference calls, and the clamped ReLU's
+    inference call (the same launch), not its training call (another launch); with float32 weights at 2560 the bias
+    alone, at 2048 neither; neither without a bias, for RMSNorm (the same launches), for rows of 1600 (the 2048
+    launch, ragged), nor at 4096 x 1536 / 3072 (other launches)."""
     from normkit.triton import config, ops
 
-    def bias_early(n, has_bias=True, is_rms=False, training=True, clamp=None):
+    def params_early(n, has_bias=True, is_rms=False, training=True, clamp=None, w_dtype=torch.float16):
         plan = ops._forward_plan(
-            4096, n, torch.float16, torch.float16, has_bias, is_rms, False, clamp, training, -1, config.generation
+            4096, n, torch.float16, w_dtype, has_bias, is_rms, False, clamp, training, -1, config.generation
         )
-        return dict(zip(ops.NORM_FWD.constexpr_names, plan.values))["BIAS_EARLY"]
+        values = dict(zip(ops.NORM_FWD.constexpr_names, plan.values))
+        return values["W_EARLY"], values["BIAS_EARLY"]
 
-    assert bias_early(2560) and bias_early(2560, training=False)
-    assert bias_early(2560, training=False, clamp=(LOWER, UPPER)) and not bias_early(2560, clamp=(LOWER, UPPER))
-    assert not bias_early(2560, has_bias=False) and not bias_early(2560, is_rms=True)
-    assert not bias_early(1536) and not bias_early(2048)
+    both, bias_alone, neither = (True, True), (False, True), (False, False)
+    assert params_early(2560) == params_early(2560, training=False) == both
+    assert params_early(2560, training=False, clamp=(LOWER, UPPER)) == both
+    assert params_early(2560, clamp=(LOWER, UPPER)) == neither
+    assert (
+        params_early(2560, w_dtype=torch.float32)
+        == params_early(2560, training=False, w_dtype=torch.float32)
+        == bias_alone
+    )
+    assert params_early(2048) == params_early(2048, training=False) == both
+    assert params_early(2048, w_dtype=torch.float32) == params_early(1600) == neither
+    for n in (2560, 2048):
+        assert params_early(n, has_bias=False) == params_early(n, is_rms=True) == neither
+        assert params_early(n, is_rms=True, training=False) == neither
+    assert params_early(1536) == params_early(3072) == params_early(3072, training=False) == neither
 
 
 @pytest.mark.parametrize("dtypes", DTYPES, ids=DTYPE_IDS)
@@ -1371,10 +1390,10 @@ def test_head_and_tail_by_the_tma_launches(op, n, dtypes, has_dbias):
 
 
 def test_few_waves_persistent_forward_rules():
-    """2049-4096 rows of 1153-3072 columns (LayerNorm's up to 2560): one row a step of a persistent grid
-    (``config._few_waves_persistent_fwd``), with a tail tile where the row is more than an eighth past 1024 or
-    2048; not for many rows, 2049-2304 columns or LayerNorm's 2561-3072. The masked forward's rows of 1793-2048 two a
-    step."""
+    """2049-4096 rows of 1153-3072 columns: one row a step of a persistent grid (``config._few_waves_persistent_fwd``),
+    with a tail tile where the row is more than an eighth past 1024 or 2048 (past 2048: LayerNorm's at 2 warps,
+    RMSNorm's a tail of 1024 at 4); not for many rows or 2049-2304 columns. The masked forward's rows of 1793-2048 two
+    a step."""
     from normkit.triton import config, ops
 
     def fwd(n, is_rms=False, m=3000, w_bytes=2):
@@ -1395,11 +1414,12 @@ def test_few_waves_persistent_forward_rules():
     for is_rms in (False, True):
         assert fwd(1153, is_rms) == fwd(1280, is_rms) == (1, 1024, 1, 16, 256)
         assert fwd(1537, is_rms) == fwd(2048, is_rms) == (1, 2048, 4, 8, 0)
-        assert fwd(2305, is_rms) == fwd(2560, is_rms) == (1, 2048, 2, 8, 512)
         for n in (1024, 1152, 2049, 2304, 3073):  # one program a row block
             assert fwd(n, is_rms)[3] == 0
         assert fwd(2048, is_rms, m=2048)[3] == fwd(2048, is_rms, m=4097)[3] == 0
-    assert fwd(3072, True) == (1, 2048, 4, 8, 1024) and fwd(2561)[3] == 0
+    assert fwd(2305) == fwd(2560) == (1, 2048, 2, 8, 512) and fwd(2561) == fwd(3072) == (1, 2048, 2, 8, 1024)
+    assert fwd(2560, w_bytes=4) == (1, 2048, 2, 8, 512) and fwd(3072, w_bytes=4)[3] == 0  # float32 weights
+    assert fwd(2305, True) == fwd(2560, True) == fwd(2561, True) == fwd(3072, True) == (1, 2048, 4, 8, 1024)
     # the masked forward: rows of 1793-2048 two a step, 4 programs a SM; elsewhere one program a row block
     masked = {n: config.fwd_config(3000, n, has_mask=True) for n in (1792, 1793, 2048, 2049)}
     assert masked[1793] == masked[2048] == config.LaunchConfig(2, 2048, 1, 4, 4)

@@ -683,27 +683,35 @@ def _few_waves_fwd(
 
 
 def _few_waves_persistent_fwd(n: int, is_rms: bool, w_bytes: int) -> LaunchConfig | None:
-    """2049-4096 rows of 1153-3072 columns (LayerNorm's up to 2560): one row a step of a persistent grid of 8-16
-    programs a SM, each issuing its next row's loads before it works on the current one (``PERSISTENT`` in
-    norm_fwd.py); the row as a head tile and a tail tile where it is more than an eighth past 1024 or 2048 (1024 +
-    256-512 at 1 warp, 16 programs a SM, but RMSNorm's 1024 + 512 with 16-bit weights, ``w_bytes`` 2, at 2; 2048 +
-    512 at 2 warps, RMSNorm's 2048 + 1024 at 4, 8 a SM), a row of 1537-2048 columns in one tile of 2048 at 4 warps, 8
-    a SM. None elsewhere (the rules of one program a row block).
+    """2049-4096 rows of 1153-3072 columns (LayerNorm's with float32 weights up to 2560): one row a step of a
+    persistent grid of 8-16 programs a SM, each issuing its next row's loads before it works on the current one
+    (``PERSISTENT`` in norm_fwd.py); the row as a head tile and a tail tile where it is more than an eighth past 1024
+    or 2048 (1024 + 256-512 at 1 warp, 16 programs a SM, but RMSNorm's 1024 + 512 with 16-bit weights, ``w_bytes`` 2,
+    at 2; LayerNorm's 2048 + 512 or 1024 at 2 warps, RMSNorm's 2048 + 1024 at 4, a tail of 512 columns held in one of
+    1024, 8 a SM), a row of 1537-2048 columns in one tile of 2048 at 4 warps, 8 a SM. None elsewhere (the rules of
+    one program a row block).
 
     Measured on an H200 (4096 rows, fp16; forced configs in turns in one process, GPU runs 117-118,
-    ``benchmarks/results/logs/run11[78]*``), the rule of one program a row block -> this (cuDNN): LayerNorm at 1536
-    1979 -> 2270 (2035), 2048 2243 -> 2430 (2599), 2560 2266 -> 2499 (2624); RMSNorm at 1536 2104 -> 2378 (2139),
-    2048 2363 -> 2492 (2440), 2560 2479 -> 2618 (2790), 3072 2708 -> 2936 (2914). Not taken: LayerNorm at 3072
-    (2581 against 2282-2519 for 2048 + 1024 at 2-4 warps, 6-16 a SM), a persistent 2 x 4096 tile at 2560-4096,
-    2-4 rows a step, more programs a SM than fit at once by registers (2048 at 4 warps, 12 a SM: 2108). RMSNorm's
-    1024 + 512 at 2 warps (the tuner, GPU run 354; in turns against 1 warp, ``bench.ab``, runs 355-358): with 16-bit
-    weights 4096 x 1536 fp16 x1.030-1.037 (the inference call x1.071-1.100), 3000 x 1536 fp16 x1.033, bf16 x1.033;
-    with float32 weights (bf16 x) x0.976 at 4096 rows, x0.888-0.893 at 3000; LayerNorm's x0.82-0.94; a tail of 256
-    (1280 fp16 x1.003-1.015, 3000 x 1200 bf16 x1.027 but its inference call x0.955) keeps 1 warp. Nor (round 74, GPU
+    ``benchmarks/results/logs/run11[78]*``), the rule of one program a row block -> this (cuDNN): LayerNorm at 1536 1979
+    -> 2270 (2035), 2048 2243 -> 2430 (2599), 2560 2266 -> 2499 (2624); RMSNorm at 1536 2104 -> 2378 (2139), 2048 2363
+    -> 2492 (2440), 2560 2479 -> 2618 (2790), 3072 2708 -> 2936 (2914). LayerNorm at 3072 (then 2581 against 2282-2519
+    for 2048 + 1024 at 2-4 warps, 6-16 a SM) kept its tiles of 2 x 4096 at 8 warps until round 82: there, with the
+    forward's code of round 81, 2048 + 1024 at 2 warps ran 18.24 us against 19.58 (4 warps 18.88; cuDNN 18.88; forced in
+    turns, GPU run 641), and in turns against the old rule (``bench.ab``, run 643) at 4096 x 3072 / 2816 fp16 x1.087 /
+    x1.088 (the inference call x1.066 / x1.089, the clamped ReLU's x1.093 / x1.094, without a bias x1.060 / x1.088), but
+    bf16 x with float32 weights x0.982, which keeps the old tiles. RMSNorm's 2305-2560 columns took 2048 + 1024 at 4
+    warps in round 82 (its 3072's launch; 2048 + 512 at 2 warps before): forced, 15.17 us against 15.46 (2048 + 512 at 4
+    warps 15.33, at 8 or 16 a SM; cuDNN 14.85; run 641); in turns (run 643) 4096 x 2560 / 2400 fp16 x1.019 / x1.011 (the
+    inference call x1.025 / x1.015), bf16 x float32 weights at 2560 x1.062. Not taken: a persistent 2 x 4096 tile at
+    2560-4096, 2-4 rows a step, more programs a SM than fit at once by registers (2048 at 4 warps, 12 a SM: 2108).
+    RMSNorm's 1024 + 512 at 2 warps (the tuner, GPU run 354; in turns against 1 warp, ``bench.ab``, runs 355-358): with
+    16-bit weights 4096 x 1536 fp16 x1.030-1.037 (the inference call x1.071-1.100), 3000 x 1536 fp16 x1.033, bf16
+    x1.033; with float32 weights (bf16 x) x0.976 at 4096 rows, x0.888-0.893 at 3000; LayerNorm's x0.82-0.94; a tail of
+    256 (1280 fp16 x1.003-1.015, 3000 x 1200 bf16 x1.027 but its inference call x0.955) keeps 1 warp. Nor (round 74, GPU
     runs 583-585, a Gluon probe in benchmarks/results/logs/round74_probe_gluon_fwd.py.txt) LayerNorm's rows staged in
-    shared memory by a load warp, as cuDNN's forward does: at 4096 x 2048 / 2560 fp16 0.978-0.991 / 1.053-1.057 of
-    this rule's speed, 0.93 / 0.96 of cuDNN's (at 3584, 6656 and 7168 0.97-0.99 of the rules there)."""
-    if n <= 1024 or n > 3072 or (n > 2560 and not is_rms):
+    shared memory by a load warp, as cuDNN's forward does: at 4096 x 2048 / 2560 fp16 0.978-0.991 / 1.053-1.057 of this
+    rule's speed, 0.93 / 0.96 of cuDNN's (at 3584, 6656 and 7168 0.97-0.99 of the rules there)."""
+    if n <= 1024 or n > 3072 or (n > 2560 and not is_rms and w_bytes != 2):
         return None
     if 1536 < n <= 2048:
         return LaunchConfig(1, 2048, 1, 4, 8)
@@ -713,7 +721,9 @@ def _few_waves_persistent_fwd(n: int, is_rms: bool, w_bytes: int) -> LaunchConfi
     tail = row_block_n(n - head)
     if head == 1024:
         return LaunchConfig(1, 1024, 1, 2 if is_rms and w_bytes == 2 and tail == 512 else 1, 16, tail_n=tail)
-    return LaunchConfig(1, 2048, 1, tail // 256, 8, tail_n=tail)
+    if is_rms:
+        return LaunchConfig(1, 2048, 1, 4, 8, tail_n=1024)
+    return LaunchConfig(1, 2048, 1, 2, 8, tail_n=tail)
 
 
 def _few_short_rows(m: int, block_n: int) -> bool:

@@ -21,14 +21,16 @@ One kernel body; ``tl.constexpr`` switches pick the variant:
   (``config._second_pass_ahead`` says where: 1.01-1.06x faster there, slower elsewhere).
 - ``STATS_AS_HELD``: one-tile rows store mean and rstd as each thread holds them, in inline PTX (``_store_stat``;
   ``ops._stats_as_held`` says where: tiles of 2 rows of 1024, 1.02-1.04x faster).
-- ``BIAS_EARLY``: one-tile rows load the bias before their statistics, not after them beside the weights. Where
-  the row is a head tile of 2048 and a tail of 512 at 2 warps (4096 x 2560 fp16), ptxas issued the head's weight
-  and bias loads after the statistics a pair of 16-byte loads at a time, each pair waited for before the next was
-  issued (96 registers a thread, sm_90 code read on the CPU); the weights alone it issues four at once. Loaded
-  first, the bias is in flight during the reductions, and the weights go four at once again (128 registers, still 8
-  programs of 2 warps a SM). In turns on an H200 (``bench.ab``, GPU run 636): LayerNorm's forward at 4096 x 2560
-  fp16 x1.049, its inference call x1.042. Elsewhere slower or level (4096 x 1024 x0.903, 1536 x0.981, 2048
-  x1.000, 32768 x 512 bf16 x fp32 x0.964): ``ops._bias_early`` says where.
+- ``BIAS_EARLY``, ``W_EARLY``: one-tile rows load their bias, and their weights, before their statistics, not after
+  them. Where the row is a head tile of 2048 and a tail of 512 at 2 warps (4096 x 2560 fp16), ptxas issued the head's
+  weight and bias loads after the statistics a pair of 16-byte loads at a time, each pair waited for before the next
+  was issued (96 registers a thread, sm_90 code read on the CPU); the weights alone it issues four at once. With the
+  bias loaded first it is in flight during the reductions, and the weights go four at once again (128 registers, still
+  8 programs of 2 warps a SM): in turns on an H200 (``bench.ab``, GPU run 636) LayerNorm's forward at 4096 x 2560 fp16
+  x1.049, its inference call x1.042. With the weights loaded first too (the same 128 registers) a further x1.051-1.057
+  (runs 639-640; the inference call x1.019), but with float32 weights x0.981 (run 643). Both at the launch of one tile
+  of 2048 at 4 warps, rows of 2048: x1.019-1.029 (runs 643-644). Elsewhere slower or level (4096 x 1024 x0.903, 1536
+  x0.981, 1792 x0.945, 3072 x0.911-0.94, 32768 x 512 bf16 x fp32 x0.964): ``ops._params_early`` says where.
 - ``PAIR_NIBBLES``: chunked rows at 4 elements a thread make each mask byte from two lanes' nibbles, swapped by a
   shuffle in inline PTX (``_store_mask_by_nibbles``), not through shared memory (``ops._pair_nibbles`` says where).
 
@@ -164,15 +166,15 @@ def _load_columns(P, cols, col_ok, IN_TILE: tl.constexpr):
 
 
 @triton.jit
-def _load_bias(B, col0, N, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TILE_3D: tl.constexpr, IN_TILE: tl.constexpr):
-    """The bias of the tile of columns ``col0 ...``, for ``_scale_shift_store``, or loaded first by one-tile rows that
-    load it before their statistics (``BIAS_EARLY``)."""
+def _load_param(P, col0, N, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TILE_3D: tl.constexpr, IN_TILE: tl.constexpr):
+    """The weights or the bias (``P``) of the tile of columns ``col0 ...``: loaded by ``_scale_shift_store``, or
+    first by one-tile rows that load them before their statistics (``W_EARLY``, ``BIAS_EARLY``)."""
     if TILE_3D:
         cols = _tile_cols(col0, BLOCK_N, True)
-        return tl.load(B + cols, mask=in_bounds(cols, N, EVEN_N), other=0.0)
+        return tl.load(P + cols, mask=in_bounds(cols, N, EVEN_N), other=0.0)
     else:
         cols = col0 + tl.arange(0, BLOCK_N)
-        return _load_columns(B, cols, in_bounds(cols, N, EVEN_N), IN_TILE and EVEN_N)
+        return _load_columns(P, cols, in_bounds(cols, N, EVEN_N), IN_TILE and EVEN_N)
 
 
 @triton.jit
@@ -223,38 +225,44 @@ def _scale_shift_store(
     xhat, rows64, row_ok, col0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
     HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
     TILE_3D: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TRAINING: tl.constexpr,
-    W_IN_TILE: tl.constexpr, PAIR_NIBBLES: tl.constexpr, bias=None, BIAS_GIVEN: tl.constexpr = False,
+    W_IN_TILE: tl.constexpr, PAIR_NIBBLES: tl.constexpr, w=None, W_GIVEN: tl.constexpr = False, bias=None,
+    BIAS_GIVEN: tl.constexpr = False,
 ):  # fmt: skip
     """Apply weight/bias (and the clamp + mask) to one tile starting at column col0: ``[BLOCK_M, BLOCK_N]``, or
     with ``TILE_3D`` ``[BLOCK_M, BLOCK_N // 8, 8]`` (``_tile_cols``), whose weights load straight into the tile's
     layout and whose mask bytes gather along the last axis with no reshape. Not ``TRAINING``: the clamp without
     the mask. ``PAIR_NIBBLES`` (``ops._pair_nibbles``: one row of 4 elements a thread, lane by lane): each lane
-    makes the 4 bits of its own columns, and the two lanes of a byte swap them by a shuffle. ``BIAS_GIVEN``: the
-    tile's bias is ``bias``, loaded by the caller, not here (both by ``_load_bias``)."""
+    makes the 4 bits of its own columns, and the two lanes of a byte swap them by a shuffle. ``W_GIVEN`` /
+    ``BIAS_GIVEN``: the tile's weights / bias are ``w`` / ``bias``, loaded by the caller, not here (both by
+    ``_load_param``)."""
     if TILE_3D:
         cols = _tile_cols(col0, BLOCK_N, True)
         col_ok = in_bounds(cols, N, EVEN_N)
         ok = row_ok[:, None, None] & col_ok
-        w = tl.load(W + cols, mask=col_ok, other=0.0).to(xhat.dtype)
+        if not W_GIVEN:
+            w = _load_param(W, col0, N, BLOCK_N, EVEN_N, True, False)
+        w = w.to(xhat.dtype)
         if ZERO_CENTERED:
             w += 1.0
         y = xhat * w
         if HAS_BIAS:
             if not BIAS_GIVEN:
-                bias = _load_bias(B, col0, N, BLOCK_N, EVEN_N, True, False)
+                bias = _load_param(B, col0, N, BLOCK_N, EVEN_N, True, False)
             y += bias.to(xhat.dtype)
         y_ptrs = Y + rows64[:, None, None] * stride_y + cols
     else:  # the weights loaded as a vector: as [1, BLOCK_N] the plain forward ran slower
         cols = col0 + tl.arange(0, BLOCK_N)
         col_ok = in_bounds(cols, N, EVEN_N)
         ok = row_ok[:, None] & col_ok[None, :]
-        w = _load_columns(W, cols, col_ok, W_IN_TILE and EVEN_N).to(xhat.dtype)
+        if not W_GIVEN:
+            w = _load_param(W, col0, N, BLOCK_N, EVEN_N, False, W_IN_TILE)
+        w = w.to(xhat.dtype)
         if ZERO_CENTERED:
             w += 1.0
         y = xhat * w[None, :]
         if HAS_BIAS:
             if not BIAS_GIVEN:
-                bias = _load_bias(B, col0, N, BLOCK_N, EVEN_N, False, W_IN_TILE)
+                bias = _load_param(B, col0, N, BLOCK_N, EVEN_N, False, W_IN_TILE)
             y += bias.to(xhat.dtype)[None, :]
         y_ptrs = Y + rows64[:, None] * stride_y + cols[None, :]
     if CLAMP_MASK and TRAINING:
@@ -362,17 +370,24 @@ def _normalize_one_tile(
     IS_RMS: tl.constexpr, HAS_BIAS: tl.constexpr, ZERO_CENTERED: tl.constexpr, CLAMP_MASK: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, KEEP_BY_BITS: tl.constexpr,
     TILE_3D: tl.constexpr, TAIL_N: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr, W_IN_TILE: tl.constexpr,
-    STATS_AS_HELD: tl.constexpr, BIAS_EARLY: tl.constexpr,
+    STATS_AS_HELD: tl.constexpr, W_EARLY: tl.constexpr, BIAS_EARLY: tl.constexpr,
 ):  # fmt: skip
     """Normalize rows held whole in registers (``_load_rows``) and store y, and with ``TRAINING`` the statistics
     and the mask: the head tile x of BLOCK_N columns and, with ``TAIL_N``, the tail tile x_tail after it (not read
-    without). ``BIAS_EARLY``: the bias is loaded first, before the statistics (module docstring)."""
-    b_head = rows  # not read without BIAS_EARLY
-    b_tail = rows  # nor without TAIL_N
+    without). ``W_EARLY`` / ``BIAS_EARLY``: the weights / the bias are loaded first, before the statistics (the
+    module docstring; the bias before the weights)."""
+    w_head = rows  # not read without W_EARLY
+    w_tail = rows  # nor without TAIL_N
+    b_head = rows  # nor without BIAS_EARLY
+    b_tail = rows
     if BIAS_EARLY:
-        b_head = _load_bias(B, 0, N, BLOCK_N, EVEN_N, TILE_3D, W_IN_TILE)
+        b_head = _load_param(B, 0, N, BLOCK_N, EVEN_N, TILE_3D, W_IN_TILE)
         if TAIL_N:
-            b_tail = _load_bias(B, BLOCK_N, N, TAIL_N, False, TILE_3D, False)
+            b_tail = _load_param(B, BLOCK_N, N, TAIL_N, False, TILE_3D, False)
+    if W_EARLY:
+        w_head = _load_param(W, 0, N, BLOCK_N, EVEN_N, TILE_3D, W_IN_TILE)
+        if TAIL_N:
+            w_tail = _load_param(W, BLOCK_N, N, TAIL_N, False, TILE_3D, False)
     x = x.to(ACC)
     if TAIL_N:
         x_tail = x_tail.to(ACC)
@@ -412,13 +427,13 @@ def _normalize_one_tile(
     _scale_shift_store(
         xhat, rows64, row_ok, 0, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from, keep_to,
         HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, BLOCK_N, EVEN_N, TRAINING, W_IN_TILE,
-        False, b_head, BIAS_EARLY,
+        False, w_head, W_EARLY, b_head, BIAS_EARLY,
     )  # fmt: skip
     if TAIL_N:
         _scale_shift_store(
             xhat_tail, rows64, row_ok, BLOCK_N, W, B, Y, MASK, N, stride_y, stride_mask, lower, upper, keep_from,
             keep_to, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, KEEP_BY_BITS, TILE_3D, BLOCK_M, TAIL_N, False, TRAINING,
-            False, False, b_tail, BIAS_EARLY,
+            False, False, w_tail, W_EARLY, b_tail, BIAS_EARLY,
         )  # fmt: skip
 
 
@@ -431,7 +446,8 @@ def norm_fwd_kernel(
     EVEN_N: tl.constexpr, PASS_TWO_UNROLL: tl.constexpr, KEEP_BY_BITS: tl.constexpr, TILE_3D: tl.constexpr,
     TAIL_N: tl.constexpr, PERSISTENT: tl.constexpr, EVEN_M: tl.constexpr, TRAINING: tl.constexpr,
     W_IN_TILE: tl.constexpr, X_AHEAD: tl.constexpr, STATS_AS_HELD: tl.constexpr, WHOLE_CHUNKS: tl.constexpr,
-    ALIGN: tl.constexpr, PAIR_NIBBLES: tl.constexpr, BIAS_EARLY: tl.constexpr,
+    ALIGN: tl.constexpr, PAIR_NIBBLES: tl.constexpr, W_EARLY: tl.constexpr,
+    BIAS_EARLY: tl.constexpr,
 ):  # fmt: skip
     """TRAINING: store the statistics (and with CLAMP_MASK the mask) for the backward; otherwise y alone (an
     inference call: MEAN, RSTD and MASK are not touched). PERSISTENT (one-tile rows): ``num_programs`` programs,
@@ -466,7 +482,8 @@ def norm_fwd_kernel(
                 _normalize_one_tile(
                     x, x_tail, rows, W, B, Y, MEAN, RSTD, MASK, M, N, stride_y, stride_mask, eps, lower, upper,
                     keep_from, keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N,
-                    KEEP_BY_BITS, TILE_3D, TAIL_N, False, TRAINING, W_IN_TILE, STATS_AS_HELD, BIAS_EARLY and HAS_BIAS,
+                    KEEP_BY_BITS, TILE_3D, TAIL_N, False, TRAINING, W_IN_TILE, STATS_AS_HELD, W_EARLY,
+                    BIAS_EARLY and HAS_BIAS,
                 )  # fmt: skip
                 rows = next_rows
                 x = next_x
@@ -475,7 +492,7 @@ def norm_fwd_kernel(
             _normalize_one_tile(
                 x, x_tail, rows, W, B, Y, MEAN, RSTD, MASK, M, N, stride_y, stride_mask, eps, lower, upper, keep_from,
                 keep_to, IS_RMS, HAS_BIAS, ZERO_CENTERED, CLAMP_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N, KEEP_BY_BITS,
-                TILE_3D, TAIL_N, EVEN_M, TRAINING, W_IN_TILE, STATS_AS_HELD, BIAS_EARLY and HAS_BIAS,
+                TILE_3D, TAIL_N, EVEN_M, TRAINING, W_IN_TILE, STATS_AS_HELD, W_EARLY, BIAS_EARLY and HAS_BIAS,
             )  # fmt: skip
     else:
         x_rows = row_starts[:, None]

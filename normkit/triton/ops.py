@@ -121,7 +121,7 @@ def _forward_plan(
         X_AHEAD=cfg.ahead and cfg.num_chunks > 1, STATS_AS_HELD=training and _stats_as_held(cfg, has_mask, stat_dtype),
         WHOLE_CHUNKS=whole_chunks, ALIGN=row_align,
         PAIR_NIBBLES=_pair_nibbles(cfg, has_mask, tiles_3d, row_align, x_dtype, device),
-        BIAS_EARLY=_bias_early(cfg, has_bias, is_rms),
+        **_params_early(cfg, n, w_dtype.itemsize, has_bias, is_rms),
     )  # fmt: skip
     thresholds = (float(lower), float(upper), keep_from, keep_to)
     per_sm = cfg.programs_per_sm if persistent else 0
@@ -250,14 +250,30 @@ def _whole_chunks(m: int, n: int, cfg) -> int:
     return n // cfg.block_n if taken else 0
 
 
-def _bias_early(cfg, has_bias: bool, is_rms: bool) -> bool:
-    """The forward's ``BIAS_EARLY`` (``norm_fwd``'s docstring): LayerNorm's one-tile rows of a 2048-column head and a
-    512-column tail at 2 warps load their bias before the statistics. Measured on an H200 against the bias loaded
-    after them (``bench.ab``, in turns, GPU run 636): at 4096 x 2560 fp16 the training forward x1.049 and the inference
-    call x1.042 (that launch); other launches with it on ran x0.903-1.029 (4096 x 1024-2048 fp16, 32768 x 256-2048
-    bf16 x float32 weights, 4096 x 768 bf16), so they keep the bias where it was. RMSNorm's bias is not measured."""
-    head_and_tail = cfg.num_chunks == 1 and (cfg.block_n, cfg.tail_n, cfg.num_warps) == (2048, 512, 2)
-    return has_bias and not is_rms and head_and_tail
+def _params_early(cfg, n: int, w_bytes: int, has_bias: bool, is_rms: bool) -> dict:
+    """The forward's ``BIAS_EARLY`` and ``W_EARLY`` (``norm_fwd``'s docstring): LayerNorm's one-tile rows with a bias
+    load it before the statistics at two launches of a persistent grid of 8 programs a SM, a 2048-column head and a
+    512-column tail at 2 warps, and (rows of 2048, 16-bit weights) one tile of 2048 at 4 warps; with 16-bit weights
+    their weights too. Measured on an H200 in turns (``bench.ab``), 4096 rows:
+      - 2560 columns, fp16: the bias early against after the statistics, the training forward x1.049 and the
+        inference call x1.042 (GPU run 636); the weights early too against the bias alone, the training forward
+        x1.051-1.057, the inference call x1.019, the clamped ReLU's x1.026, zero-centered gamma x1.016 (runs
+        639-640). bf16 x with float32 weights: the bias alone against neither x1.050 (run 644;
+        the inference call x0.995), both against the
+        bias alone x0.981 (run 643), so float32 weights load early the bias alone.
+      - 2048 columns, fp16: both early against neither, the training forward x1.019-1.028, the inference call
+        x1.024, the clamped ReLU's x1.029 (runs 643-644); the weights alone x1.007 (run 639), the bias alone x1.000
+        (run 636). Rows of 1792 (the same launch, ragged): x0.945 (run 643), so only whole rows.
+    Elsewhere the bias early ran x0.903-1.029 (4096 x 1024-1536 fp16, 32768 x 256-2048 bf16 x float32 weights, 4096
+    x 768 bf16), both at 4096 x 3072-6656 x0.911-0.972 and at the 2048 + 1024 launch of 2 warps (3072 columns)
+    x0.941 (run 641); the weights alone x0.962-1.014 (4096 x 3072, 32768 x 256-1024 bf16 x float32 weights) and
+    RMSNorm's at 4096 x 2560 x0.992 (training) / x1.023 (inference), on its launch of round 81. RMSNorm's bias is
+    not measured."""
+    launch = (cfg.block_m, cfg.block_n, cfg.num_chunks, cfg.num_warps, cfg.programs_per_sm, cfg.tail_n)
+    head_and_tail = launch == (1, 2048, 1, 2, 8, 512)
+    whole_tile = launch == (1, 2048, 1, 4, 8, 0) and n == 2048 and w_bytes == 2
+    bias_early = has_bias and not is_rms and (head_and_tail or whole_tile)
+    return {"BIAS_EARLY": bias_early, "W_EARLY": bias_early and w_bytes == 2}
 
 
 def _pair_nibbles(cfg, has_mask: bool, tiles_3d: bool, row_align: int, x_dtype: torch.dtype, device: int) -> bool:
