@@ -35,15 +35,16 @@ def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
 
 def candidates(case: Case) -> list[LaunchConfig]:
     """The grid: whole-row tiles up to 8192 elements (from 256 in the forward, from 1024 in the backward; in the forward
-    a row that is a power of two and at most half of one again also as a head and a tail tile, in the backward from a
-    head of 1024, also at 32 elements a thread with a tail of at least a quarter of the head; the forward's one-tile
-    programs of at most 4 warps also on a persistent grid of 4, 8 or 16 programs a SM, its head + tail tiles on one of
-    2), and for rows that do not fit, chunks of 1024-4096 (8192 too for the forward's rows above 16384 columns; several
-    rows a step for the shorter chunks in the forward; the backward's chunks keep the whole row's dW/dB partials in
-    registers, up to ``config.chunked_max_n`` columns; the forward's chunks with and without ``ahead``); warps for 4-32
-    elements a thread in the forward's whole rows (Inductor's persistent reductions hold 4-8), 8-32 in the backward's,
-    4-32 in forward chunks, 4-16 in backward chunks; backward also 1-8 programs per SM. Rows longer than half the widest
-    tile also get the split-row backward's grid (``_split_candidates``)."""
+    a row that is a power of two and at most half of one again also as a head and a tail tile (in the forward also with
+    the tail in a tile of twice its width, up to half the head's), in the backward from a head of 1024, also at 32
+    elements a thread with a tail of at least a quarter of the head; the forward's one-tile programs of at most 4 warps
+    also on a persistent grid of 4, 8 or 16 programs a SM, its head + tail tiles on one of 2), and for rows that do not
+    fit, chunks of 1024-4096 (8192 too for the forward's rows above 16384 columns; several rows a step for the shorter
+    chunks in the forward; the backward's chunks keep the whole row's dW/dB partials in registers, up to
+    ``config.chunked_max_n`` columns; the forward's chunks with and without ``ahead``); warps for 4-32 elements a thread
+    in the forward's whole rows (Inductor's persistent reductions hold 4-8), 8-32 in the backward's, 4-32 in forward
+    chunks, 4-16 in backward chunks; backward also 1-8 programs per SM. Rows longer than half the widest tile also get
+    the split-row backward's grid (``_split_candidates``)."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction != "bwd"
@@ -66,6 +67,9 @@ def candidates(case: Case) -> list[LaunchConfig]:
             out.append(LaunchConfig(1, head, 1, warps, tail_n=tail))
         if not fwd:  # 32 elements a thread in the head, a tail of at least a quarter of it (RMSNorm's rule)
             out.append(LaunchConfig(1, head, 1, head // 1024, tail_n=max(tail, head // 4)))
+        elif tail < head // 2:  # the tail in a tile twice its width (RMSNorm's 2560 as 2048 + 1024 at 4 warps)
+            for warps in sorted({max(1, min(32, w)) for w in (2 * tail // 256, 4)}):
+                out.append(LaunchConfig(1, head, 1, warps, tail_n=2 * tail))
     if fwd:  # one tile a step of a persistent grid: programs of at most 4 warps (the rule's at 256 columns) 4-16 a
         # SM, head + tail tiles 2 a SM too (the rules' 513-1024 rows of 8705-12288 columns)
         out += [

@@ -258,9 +258,8 @@ def _params_early(cfg, n: int, w_bytes: int, has_bias: bool, is_rms: bool) -> di
       - 2560 columns, fp16: the bias early against after the statistics, the training forward x1.049 and the
         inference call x1.042 (GPU run 636); the weights early too against the bias alone, the training forward
         x1.051-1.057, the inference call x1.019, the clamped ReLU's x1.026, zero-centered gamma x1.016 (runs
-        639-640). bf16 x with float32 weights: the bias alone against neither x1.050 (run 644;
-        the inference call x0.995), both against the
-        bias alone x0.981 (run 643), so float32 weights load early the bias alone.
+        639-640). bf16 x with float32 weights: the bias alone against neither x1.050 (run 644; the inference call
+        x0.995), both against the bias alone x0.981 (run 643), so float32 weights load early the bias alone.
       - 2048 columns, fp16: both early against neither, the training forward x1.019-1.028, the inference call
         x1.024, the clamped ReLU's x1.029 (runs 643-644); the weights alone x1.007 (run 639), the bias alone x1.000
         (run 636). Rows of 1792 (the same launch, ragged): x0.945 (run 643), so only whole rows.
