@@ -178,6 +178,20 @@ def _load_param(P, col0, N, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr, TILE_3D
 
 
 @triton.jit
+def _load_param_tiles(
+    P, N, placeholder, BLOCK_N: tl.constexpr, TAIL_N: tl.constexpr, EVEN_N: tl.constexpr, TILE_3D: tl.constexpr,
+    IN_TILE: tl.constexpr,
+):  # fmt: skip
+    """``_load_param`` of one-tile rows' head tile and, with ``TAIL_N``, their tail tile (``placeholder`` without),
+    as ``_scale_shift_store`` would load them."""
+    head = _load_param(P, 0, N, BLOCK_N, EVEN_N, TILE_3D, IN_TILE)
+    tail = placeholder
+    if TAIL_N:
+        tail = _load_param(P, BLOCK_N, N, TAIL_N, False, TILE_3D, False)
+    return head, tail
+
+
+@triton.jit
 def _clamp_16(v, lower, upper):
     """``clamp(v, lower, upper)`` of a float16 or bfloat16 tile ``v`` (y as stored), NaN kept, with the bounds rounded
     to v's dtype: two elements an instruction (``max.NaN`` / ``min.NaN`` on ``.bf16x2`` or ``.f16x2``).
@@ -376,18 +390,11 @@ def _normalize_one_tile(
     and the mask: the head tile x of BLOCK_N columns and, with ``TAIL_N``, the tail tile x_tail after it (not read
     without). ``W_EARLY`` / ``BIAS_EARLY``: the weights / the bias are loaded first, before the statistics (the
     module docstring; the bias before the weights)."""
-    w_head = rows  # not read without W_EARLY
-    w_tail = rows  # nor without TAIL_N
-    b_head = rows  # nor without BIAS_EARLY
-    b_tail = rows
+    w_head, w_tail, b_head, b_tail = rows, rows, rows, rows  # not read without W_EARLY / BIAS_EARLY
     if BIAS_EARLY:
-        b_head = _load_param(B, 0, N, BLOCK_N, EVEN_N, TILE_3D, W_IN_TILE)
-        if TAIL_N:
-            b_tail = _load_param(B, BLOCK_N, N, TAIL_N, False, TILE_3D, False)
+        b_head, b_tail = _load_param_tiles(B, N, rows, BLOCK_N, TAIL_N, EVEN_N, TILE_3D, W_IN_TILE)
     if W_EARLY:
-        w_head = _load_param(W, 0, N, BLOCK_N, EVEN_N, TILE_3D, W_IN_TILE)
-        if TAIL_N:
-            w_tail = _load_param(W, BLOCK_N, N, TAIL_N, False, TILE_3D, False)
+        w_head, w_tail = _load_param_tiles(W, N, rows, BLOCK_N, TAIL_N, EVEN_N, TILE_3D, W_IN_TILE)
     x = x.to(ACC)
     if TAIL_N:
         x_tail = x_tail.to(ACC)
