@@ -939,6 +939,20 @@ def test_few_waves_rules():
         assert fwd(m, 6144) == (4096, 1, 8, 2048)
         assert fwd(m, 6656) == fwd(m, 8192) == (8192, 1, 8, 0)  # one tile, 32 a thread
         assert fwd(m, 8704) == (2048, 5, 8, 0)
+        # with a bias and 16-bit weights (round 83, GPU runs 646-650): 6145-8192 as two tiles of 4096 (at 4 warps up
+        # to 7168, else 8), 8193-9216 as 8192 + 1024 at 4; the inference call too. Without a bias, or float32
+        # weights: as above
+        for call in (config.fwd_config, config.infer_config):
+            for n, want in ((6145, (4096, 1, 4, 4096)), (7169, (4096, 1, 8, 4096)), (8193, (8192, 1, 4, 1024))):
+                biased = call(m, n, w_bytes=2, x_fp16=True, has_bias=True)
+                assert (biased.block_n, biased.num_chunks, biased.num_warps, biased.tail_n) == want, (m, n)
+                assert call(m, n, w_bytes=4, has_bias=True) == call(m, n, w_bytes=2), (m, n)
+            assert call(m, 9216, has_bias=True).tail_n == 1024 and call(m, 9217, has_bias=True).num_chunks == 5
+            assert call(m, 6144, has_bias=True).tail_n == 2048
+            # zero-centered weights: two tiles of 4096 at 8 warps at 6145-8192, chunks at 8193-9216 (167 registers)
+            zero_centered = call(m, 7000, has_bias=True, zero_centered=True)
+            assert (zero_centered.tail_n, zero_centered.num_warps) == (4096, 8), m
+            assert call(m, 8704, has_bias=True, zero_centered=True) == call(m, 8704), m
         # 10241-12288 with 16-bit weights: a head of 8192 and a tail of 4096 at 8 warps (GPU run 508); float32
         # weights keep chunks of 2048 at 4 a thread
         assert fwd(m, 10241) == fwd(m, 12288) == (8192, 1, 8, 4096)
@@ -1492,6 +1506,26 @@ def test_few_waves_on_the_gpu(op):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")
             check_forward("triton", op, x, w, b)
             check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", ["layer_norm", "layer_norm_clamped_relu"])
+def test_two_half_tiles_with_a_bias_on_the_gpu(op):
+    """LayerNorm's few waves with a bias and 16-bit weights (round 83): rows of 6145-8192 columns as two tiles of
+    4096, of 8193-9216 as 8192 + 1024 (zero-centered weights in chunks there), compiled as launched, the training and
+    the inference call, with and without zero-centered weights, against the reference."""
+    from normkit.triton import config, ops
+
+    kwargs = {"lower": LOWER, "upper": UPPER} if op == "layer_norm_clamped_relu" else {}
+    for m, n in ((3000, 7000), (4096, 8192), (2000, 6500), (3000, 8704), (4096, 9216), (2100, 8200)):
+        for dtypes in (DTYPES[1], DTYPES[2]):
+            x, w, b = make_inputs(m, n, *dtypes)
+            assert config.infer_config(m, n, w_bytes=2, has_bias=True).tail_n in (1024, 4096), (m, n)
+            for zero_centered in (False, True):
+                check_forward("triton", op, x, w, b, zero_centered)
+                y = ops.infer_unchecked(op, x, w, b, 1e-5, zero_centered, LOWER, UPPER)
+                want = getattr(reference, FORWARDS[op])(x, w, b, 1e-5, zero_centered_gamma=zero_centered, **kwargs)
+                compare(y, want[0], f"y of the inference call ({m} x {n}, zero-centered {zero_centered})")
 
 
 @pytest.mark.gpu

@@ -36,15 +36,15 @@ def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
 def candidates(case: Case) -> list[LaunchConfig]:
     """The grid: whole-row tiles up to 8192 elements (from 256 in the forward, from 1024 in the backward; in the forward
     a row that is a power of two and at most half of one again also as a head and a tail tile (in the forward also with
-    the tail in a tile of twice its width, up to half the head's), in the backward from a head of 1024, also at 32
-    elements a thread with a tail of at least a quarter of the head; the forward's one-tile programs of at most 4 warps
-    also on a persistent grid of 4, 8 or 16 programs a SM, its head + tail tiles on one of 2), and for rows that do not
-    fit, chunks of 1024-4096 (8192 too for the forward's rows above 16384 columns; several rows a step for the shorter
-    chunks in the forward; the backward's chunks keep the whole row's dW/dB partials in registers, up to
-    ``config.chunked_max_n`` columns; the forward's chunks with and without ``ahead``); warps for 4-32 elements a thread
-    in the forward's whole rows (Inductor's persistent reductions hold 4-8), 8-32 in the backward's, 4-32 in forward
-    chunks, 4-16 in backward chunks; backward also 1-8 programs per SM. Rows longer than half the widest tile also get
-    the split-row backward's grid (``_split_candidates``)."""
+    the tail in a tile of twice its width, up to half the head's; from a head of 4096 longer rows too, as two heads),
+    in the backward from a head of 1024, also at 32 elements a thread with a tail of at least a quarter of the head; the
+    forward's one-tile programs of at most 4 warps also on a persistent grid of 4, 8 or 16 programs a SM, its head +
+    tail tiles on one of 2), and for rows that do not fit, chunks of 1024-4096 (8192 too for the forward's rows above
+    16384 columns; several rows a step for the shorter chunks in the forward; the backward's chunks keep the whole
+    row's dW/dB partials in registers, up to ``config.chunked_max_n`` columns; the forward's chunks with and without
+    ``ahead``); warps for 4-32 elements a thread in the forward's whole rows (Inductor's persistent reductions hold
+    4-8), 8-32 in the backward's, 4-32 in forward chunks, 4-16 in backward chunks; backward also 1-8 programs per SM.
+    Rows longer than half the widest tile also get the split-row backward's grid (``_split_candidates``)."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction != "bwd"
@@ -60,7 +60,9 @@ def candidates(case: Case) -> list[LaunchConfig]:
         for warps in _warp_options(tile, per_thread):
             out.append(LaunchConfig(tile // full, full, 1, warps))
     head = full // 2
-    if head >= (256 if fwd else 1024) and n <= head + head // 2:  # a head tile and a tail tile (``tail_n``)
+    # a head tile and a tail tile (``tail_n``); in the forward from a head of 4096 also rows past one and a half heads,
+    # as two tiles of a head (LayerNorm's 6145-8192 with a bias)
+    if head >= (256 if fwd else 1024) and (n <= head + head // 2 or (fwd and head >= 4096)):
         tail = config.row_block_n(n - head)
         warp_choices = (tail // 256, head // 1024, 4, 8, 16) if fwd else (head // 512, head // 256)
         for warps in sorted({max(1, min(32, w)) for w in warp_choices}):
@@ -109,6 +111,7 @@ def heuristic_config(case: Case, slower_dram: bool | None = None) -> LaunchConfi
     if slower_dram is None:
         slower_dram = torch.cuda.is_available() and config.slower_dram(torch.cuda.current_device())
     rule_inputs = dict(w_bytes=w_bytes, x_fp16=x_fp16, slower_dram=slower_dram, has_bias=case.has_bias)
+    rule_inputs["zero_centered"] = case.zero_centered_gamma
     if case.direction == "infer":
         return config.infer_config(case.m, case.n, is_rms, **rule_inputs)
     if case.direction != "bwd":

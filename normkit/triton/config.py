@@ -152,7 +152,7 @@ def _row_tiles(block_m: int, block_n: int) -> LaunchConfig:
 
 def fwd_config(
     m: int, n: int, is_rms: bool = False, has_mask: bool = False, w_bytes: int = 2, x_fp16: bool = False,
-    slower_dram: bool = False, has_bias: bool = False,
+    slower_dram: bool = False, has_bias: bool = False, zero_centered: bool = False,
 ) -> LaunchConfig:  # fmt: skip
     """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns, 1024
     of at most 128), 32 elements a thread (RMSNorm's tiles of 2 rows of 1024: 16). Above 4096 columns, when there are
@@ -172,7 +172,8 @@ def fwd_config(
     one row a tile of 8 warps; of 4097-16384 columns: ``_few_waves_fwd``, 8 elements a thread (RMSNorm's of 7169-8192
     without a bias, with 16-bit weights or float32 at 8192, one tile of 8192 at 16 warps), and LayerNorm's rows of
     4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``; of 10241-12288 with 16-bit weights 8192 and
-    4096; the masked forward's too at 4353-5888 with 16-bit weights, its tail of 2048 at 4 warps); 1025-2048 rows of
+    4096; with a bias and 16-bit weights, of 6145-8192 two tiles of 4096 and of 8193-9216 8192 and 1024; the masked
+    forward's too at 4353-5888 with 16-bit weights, its tail of 2048 at 4 warps); 1025-2048 rows of
     4353-8191 columns: LayerNorm's as a few waves' (a head tile of 4096 and a tail up to 6144, one tile of 8192 above),
     RMSNorm's of 6145-8191 one tile of 8192 at 16 warps. LayerNorm's few rows (at most 2048) of 8193-12288 columns: a
     head tile of 8192 and a tail tile (513-1024 rows of 9217-12288 with 16-bit weights on a persistent grid of 2
@@ -217,11 +218,14 @@ def fwd_config(
     rows of 8193-12288 columns (513-1024 rows of 8449-8704) then take a head tile and a tail tile (at 16 warps at
     9217-10240 too), LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, and the clamped ReLU's
     forward of many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps).
-    ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program."""
+    ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program.
+    ``zero_centered``: the weights are zero-centered (``1 + gamma``), whose extra registers keep LayerNorm's few waves
+    of 8193-9216 columns off the head + tail launch (``_few_waves_fwd``)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
     limits = tuple(LIMITS.values())
-    return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, w_bytes, x_fp16, slower_dram, has_bias, limits)
+    rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
+    return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, *rules, limits)
 
 
 def bwd_config(
@@ -268,7 +272,7 @@ def bwd_config(
 
 def infer_config(
     m: int, n: int, is_rms: bool = False, w_bytes: int = 2, x_fp16: bool = False, slower_dram: bool = False,
-    has_bias: bool = False,
+    has_bias: bool = False, zero_centered: bool = False,
 ) -> LaunchConfig:  # fmt: skip
     """The inference forward's launch (y alone, no statistics or mask stored: ``ops.infer_unchecked``): for many rows
     (more than 8192) of 256 columns, four rows (RMSNorm eight) a program of 2 warps, one program a row block; RMSNorm's
@@ -282,19 +286,22 @@ def infer_config(
     (12.90); RMSNorm at 512 22.02 -> 20.99 (20.93), 1024 37.89 -> 36.83 (36.86), 16384 x 512 13.73 -> 13.09 (13.02),
     8200 x 1024 13.92 -> 13.50 (13.60). LayerNorm's rows of 512 and 1024 kept the training forward's tiles (every
     other tile within 1.6% or slower; level with torch.compile at 32768 rows), as did calls of 4096 rows (tiles of 1024
-    at one warp 0.91-0.97x there). ``w_bytes``, ``x_fp16``, ``slower_dram``, ``has_bias``: as ``fwd_config``'s."""
+    at one warp 0.91-0.97x there). ``w_bytes``, ``x_fp16``, ``slower_dram``, ``has_bias``, ``zero_centered``: as
+    ``fwd_config``'s."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
     limits = tuple(LIMITS.values())
-    return _infer_heuristic(_rows_key(m), n, is_rms, w_bytes, x_fp16, slower_dram, has_bias, limits)
+    rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
+    return _infer_heuristic(_rows_key(m), n, is_rms, *rules, limits)
 
 
 # The launchers ask on every call; a few microseconds of Python each time is worth caching for small calls.
 # LIMITS is part of the key, so limits() still takes effect.
 @functools.lru_cache(maxsize=1024)
 def _infer_heuristic(
-    m: int, n: int, is_rms: bool, w_bytes: int, x_fp16: bool, slower_dram: bool, has_bias: bool, _limits: tuple
-) -> LaunchConfig:
+    m: int, n: int, is_rms: bool, w_bytes: int, x_fp16: bool, slower_dram: bool, has_bias: bool, zero_centered: bool,
+    _limits: tuple,
+) -> LaunchConfig:  # fmt: skip
     block_n = row_block_n(n)
     if m > 8192 and block_n == 256:
         return LaunchConfig(8 if is_rms else 4, 256, 1, 2)
@@ -307,9 +314,9 @@ def _infer_heuristic(
     # RMSNorm's 7169-8192 columns with a bias: the launch without one there (``_few_waves_fwd``'s one tile at 16 warps,
     # round 65) ran x0.94-0.95 of the chunks in the training forward with a bias (GPU run 520)
     widest = LIMITS["fwd_max_block_n"]
-    bias_rule = has_bias and (n > widest * 9 // 8 or (is_rms and _rms_one_tile_n(n, widest)))
+    bias_rule = has_bias and (not is_rms or n > widest * 9 // 8 or _rms_one_tile_n(n, widest))
     if is_rms and has_bias and m == 1024 and not slower_dram and widest + widest // 16 < n <= widest * 9 // 8:
-        trained = _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, True, _limits)
+        trained = _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, True, zero_centered, _limits)
         return trained if trained.num_chunks > 1 else replace(trained, num_warps=16)
     if not is_rms and block_n == 128 and _few_short_rows(m, block_n):
         # LayerNorm's inference call of at most 4096 rows of 65-128 columns keeps tiles of 2048 elements (16 rows at 2
@@ -317,7 +324,7 @@ def _infer_heuristic(
         # 128 x0.969 with float32 weights, x0.994-1.006 at 2048-4096 rows of 16-bit weights (run 521 at 96 columns:
         # x0.989-1.018)
         return _row_tiles(_rows_per_tile(m, block_n, 2048), block_n)
-    return _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, bias_rule, _limits)
+    return _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, bias_rule, zero_centered, _limits)
 
 
 def _rows_key(m: int) -> int:
@@ -341,7 +348,7 @@ def _rms_head_and_tail(m: int, tail_n: int, widest: int, w_bytes: int, has_bias:
 @functools.lru_cache(maxsize=4096)
 def _fwd_heuristic(
     m: int, n: int, is_rms: bool, has_mask: bool, w_bytes: int, x_fp16: bool, slower_dram: bool, has_bias: bool,
-    _limits: tuple,
+    zero_centered: bool, _limits: tuple,
 ) -> LaunchConfig:  # fmt: skip
     widest, one_tile = LIMITS["fwd_max_block_n"], LIMITS["fwd_one_tile_max_n"]
     if 2048 < m <= 4096 and not has_mask:
@@ -363,7 +370,7 @@ def _fwd_heuristic(
         # turns, run 397); on an H200 (runs 397-398) bf16 4096 x 4400 / 4608 / 5120 x1.291 / x1.307 / x1.054, 3000 x
         # 4608 / 5120 x1.236 / x1.036, 4096 x 5376-5888 x1.078-1.108 (fp16 and bf16; the tail at 8 warps x1.03-1.08),
         # but 6144 x0.997, and float32 weights x0.949-1.008 (4608-6144): those keep their chunks
-        head_tail = _few_waves_fwd(n, is_rms, w_bytes, x_fp16, has_bias, widest, one_tile)
+        head_tail = _few_waves_fwd(n, is_rms, w_bytes, x_fp16, has_bias, zero_centered, widest, one_tile)
         if head_tail.tail_n:
             return replace(head_tail, num_warps=min(4, head_tail.num_warps))
     if m == 2048 and not has_mask and one_tile + one_tile // 16 < n < widest and (not is_rms or n > one_tile * 3 // 2):
@@ -380,7 +387,7 @@ def _fwd_heuristic(
         whole_row = (
             LaunchConfig(1, widest, 1, 16)
             if is_rms
-            else _few_waves_fwd(n, is_rms, w_bytes, x_fp16, has_bias, widest, one_tile)
+            else _few_waves_fwd(n, is_rms, w_bytes, x_fp16, has_bias, zero_centered, widest, one_tile)
         )
         if whole_row.num_chunks == 1:
             return whole_row
@@ -414,7 +421,7 @@ def _fwd_heuristic(
         chunked = _chunked(n, widest, row_block_n(n) // 8, 8, one_tile)
     elif 2048 < m <= 4096 and row_block_n(n) <= 16384 and row_block_n(n) > one_tile:
         return _second_pass_ahead(
-            _few_waves_fwd(n, is_rms, w_bytes, x_fp16, has_bias, widest, one_tile), n, is_rms, has_mask
+            _few_waves_fwd(n, is_rms, w_bytes, x_fp16, has_bias, zero_centered, widest, one_tile), n, is_rms, has_mask
         )
     elif m > 2048 and row_block_n(n) > 16384:
         # one program of 32 warps a SM, so that the rows pass two reads again stay in L2: chunks of 4096 (4 elements
@@ -618,7 +625,7 @@ def _rms_one_tile_n(n: int, widest: int) -> bool:
 
 
 def _few_waves_fwd(
-    n: int, is_rms: bool, w_bytes: int, x_fp16: bool, has_bias: bool, widest: int, one_tile: int
+    n: int, is_rms: bool, w_bytes: int, x_fp16: bool, has_bias: bool, zero_centered: bool, widest: int, one_tile: int
 ) -> LaunchConfig:
     """Rows too long for one tile of ``one_tile`` when there are 2049-4096 of them (a call of a few waves of programs):
     8 elements a thread, where many rows are faster at 4. RMSNorm in chunks of 2048 (4096 above 8192 columns), but
@@ -626,9 +633,10 @@ def _few_waves_fwd(
     ``widest`` (8192) columns by the row's length past the half tile ``head`` (4096): up to an eighth of it, chunks of
     head / 4 (with 16-bit weights, ``w_bytes`` 2, past a sixteenth of it the head and a tail of 512 at 2 warps); up to a
     half, the head and a tail tile after it (``tail_n``, 8 elements a thread: 5120 = 4096 + 1024 at 4 warps, 6144 = 4096
-    + 2048 at 8); longer, one tile of 32 a thread; above, chunks of 2048, 8 a thread but at 10241-14336 columns 4 (16
-    warps), where 8 ran 2-4% slower (fp16 x with 16-bit weights: 10241-12288); with 16-bit weights, rows of 10241-12288
-    columns as a head tile of 8192 and a tail of 4096 at 8 warps (round 63).
+    + 2048 at 8); longer, one tile of 32 a thread (with a bias and 16-bit weights two tiles of 4096, round 83); above,
+    chunks of 2048, 8 a thread but at 10241-14336 columns 4 (16 warps), where 8 ran 2-4% slower (fp16 x with 16-bit
+    weights: 10241-12288); with 16-bit weights, rows of 10241-12288 columns as a head tile of 8192 and a tail of 4096
+    at 8 warps (round 63), and with a bias too (not zero-centered) rows of 8193-9216 as 8192 + 1024 at 4 (round 83).
 
     Measured on an H200 (4096 rows, fp16; the tuner, GPU run 107, then runs 109-110 in turns in one process,
     ``benchmarks/results/logs/run1{07,09,10}*``), the rules for many rows (4 elements a thread) -> these (cuDNN):
@@ -669,6 +677,15 @@ def _few_waves_fwd(
         # 507, fp16): 16 warps x0.88-0.93, chunks of 4096 at 16 x0.87-0.89. Tails of 512-2048 (8704-10240 columns)
         # at 8 or 4 warps ran x0.65-0.98 of the chunks there (run 508), but 9216's 8192 + 1024 at 4 warps x1.018
         return LaunchConfig(1, widest, 1, 8, tail_n=widest // 2)
+    if has_bias and w_bytes == 2 and not zero_centered and widest < n <= widest + widest // 8:
+        # with a bias and 16-bit weights, 8193-9216 columns as a head tile of 8192 and a tail of 1024 at 4 warps, not
+        # 5 chunks of 2048 at 8 (round 83). Forced beside cuDNN (GPU run 647, 4096 x 8704 fp16): 41.25 -> 40.10 us
+        # (cuDNN 40.58); the tail of 1024 at 8 or 16 warps 64.8-66.7, of 512 at 2-8 warps 54.1-55.6. In turns against
+        # the chunks (``bench.ab``, run 648; the training forward / the inference call): 4096 x 8704 / 9216 fp16 x1.027
+        # / x1.034, x1.022 / x1.027; bf16 4096 x 8448 / 8704 x1.180 / x1.176 (the clamped ReLU's inference call x1.180
+        # / x1.145), 3000 x 8704 x1.187. Zero-centered weights x0.786 / x0.774 (4096 x 8704 / 9216 fp16): their
+        # program holds 167 registers a thread, not 128 (sm_90 code read on the CPU), so they keep the chunks
+        return LaunchConfig(1, widest, 1, 4, tail_n=widest // 8)
     if full > widest:  # 8 a thread, but 4 (the rule of many rows) at 10241-14336 columns unless fp16 x, 16-bit weights
         return _chunked(n, widest, 2048, 4 if 10240 < n <= 14336 and not (x_fp16 and w_bytes == 2) else 8, one_tile)
     head = full // 2
@@ -679,6 +696,18 @@ def _few_waves_fwd(
     if n <= head + head // 2:
         tail = row_block_n(n - head)
         return LaunchConfig(1, head, 1, max(1, tail // (32 * 8)), tail_n=tail)
+    if has_bias and w_bytes == 2:
+        # with a bias and 16-bit weights, 6145-8192 columns as a head tile of 4096 and a tail tile of 4096 at 8 warps
+        # (up to 7168 at 4 but with zero-centered weights), not one tile of 8192 (round 83). Forced beside cuDNN (GPU
+        # run 646, 4096 fp16): 6656 35.04 -> 34.75 us (4 warps 34.24; cuDNN 33.44), 7680 38.21 -> 37.60 (cuDNN 38.24).
+        # At 8 warps in turns against one tile (``bench.ab``, run 647; the training forward / the inference call):
+        # 4096 x 6656 / 7680 / 8192 fp16 x1.007 / x1.013, x1.015 / x1.018, x1.008 / x1.003, 4096 x 7168 bf16 x1.023
+        # (the clamped ReLU's inference call x0.997), 3000 x 7680 bf16 x1.026, 2048 x 6656 / 7680 fp16 x1.021 /
+        # x1.030; without a bias x0.965-0.980 and with float32 weights x0.971-0.981, which keep the one tile. 4 warps
+        # against 8 (run 650): 4096 x 6400 / 6656 / 7168 fp16 x1.011 / x1.045, x1.011 / x1.047, x1.010 / x1.020, 3000
+        # x 6656 bf16 x0.995, zero-centered x0.962
+        warps = 4 if n <= head + head * 3 // 4 and not zero_centered else 8
+        return LaunchConfig(1, head, 1, warps, tail_n=head)
     return _row_tiles(1, full)
 
 

@@ -94,9 +94,8 @@ def _forward_plan(
     acc_tl, stat_dtype = _acc_of(x_dtype)
     has_mask = clamp is not None and training
     w_bytes = w_dtype.itemsize
-    rule_inputs = dict(
-        w_bytes=w_bytes, x_fp16=x_dtype == torch.float16, slower_dram=config.slower_dram(device), has_bias=has_bias
-    )
+    rule_inputs = dict(w_bytes=w_bytes, x_fp16=x_dtype == torch.float16, slower_dram=config.slower_dram(device))
+    rule_inputs |= dict(has_bias=has_bias, zero_centered=zero_centered_gamma)
     if training:
         cfg = config.fwd_config(m, n, is_rms, has_mask=has_mask, **rule_inputs)
     else:
