@@ -174,7 +174,8 @@ def fwd_config(
     4609-6144 columns as a head tile of 4096 and a tail tile (``tail_n``; of 10241-12288 with 16-bit weights 8192 and
     4096; with a bias and 16-bit weights, of 6145-8192 two tiles of 4096 and of 8193-9216 8192 and 1024; the masked
     forward's too at 4353-5888 with 16-bit weights, its tail of 2048 at 4 warps); 1025-2048 rows of
-    4353-8191 columns: LayerNorm's as a few waves' (a head tile of 4096 and a tail up to 6144, one tile of 8192 above),
+    4353-8191 columns: LayerNorm's as a few waves' (a head tile of 4096 and a tail up to 6144, one tile of 8192 above
+    or, with a bias and 16-bit weights, two of 4096),
     RMSNorm's of 6145-8191 one tile of 8192 at 16 warps. LayerNorm's few rows (at most 2048) of 8193-12288 columns: a
     head tile of 8192 and a tail tile (513-1024 rows of 9217-12288 with 16-bit weights on a persistent grid of 2
     programs a SM; 257-512 rows: chunks of 2048 at 8 warps; 513-1024 rows of 4097-8192: chunks of 1024 at 4; 513-2048
@@ -312,7 +313,9 @@ def _infer_heuristic(
     # forward's launch with its bias: its chunks where it has them (16-bit weights, whole 16-element vectors; round
     # 56, ``rmsbias56.py``, GPU run 463: x1.038-1.075 at 1024 x 8720-9216), else its head + tail at 16 warps. So do
     # RMSNorm's 7169-8192 columns with a bias: the launch without one there (``_few_waves_fwd``'s one tile at 16 warps,
-    # round 65) ran x0.94-0.95 of the chunks in the training forward with a bias (GPU run 520)
+    # round 65) ran x0.94-0.95 of the chunks in the training forward with a bias (GPU run 520). LayerNorm's ask with
+    # their bias: below 9217 columns only round 83's launches of a few waves read it (``_few_waves_fwd``), and the
+    # inference call ran them x1.003-1.048 (GPU runs 647-651)
     widest = LIMITS["fwd_max_block_n"]
     bias_rule = has_bias and (not is_rms or n > widest * 9 // 8 or _rms_one_tile_n(n, widest))
     if is_rms and has_bias and m == 1024 and not slower_dram and widest + widest // 16 < n <= widest * 9 // 8:
@@ -375,15 +378,16 @@ def _fwd_heuristic(
             return replace(head_tail, num_warps=min(4, head_tail.num_warps))
     if m == 2048 and not has_mask and one_tile + one_tile // 16 < n < widest and (not is_rms or n > one_tile * 3 // 2):
         # the plain forwards of 1025-2048 rows of 4353-8191 columns (RMSNorm's of 6145-8191) in one program a row
-        # without chunks, where chunks of 2048 at 4 warps (16 a thread) ran 1.05-1.29x slower (forced in turns, GPU
-        # runs 403 on an H100 and 404 on an H200, 1536-2048 rows): LayerNorm's as a call of a few waves
-        # (_few_waves_fwd: a head tile of 4096 and a tail tile up to 6144 columns, so not float32 weights at 4353-4608;
-        # one tile of 8192 at 8 warps above), RMSNorm's one tile of 8192 at 16 warps. In turns against the chunks
-        # (``bench.ab``, H200, runs 404-405, the training forward and the inference call): LayerNorm x1.04-1.34 at
-        # 1100-2048 rows of 4400-7680 (bf16, fp16, bf16 x float32 weights), x1.63 at 2048 x 8191; RMSNorm x1.04-1.23
-        # at 1100-2048 rows of 6200-8000, but x0.979-1.000 at 1100 x 7168 and 2048 x 8191. Below 6145 columns
-        # RMSNorm's head + tail tiles ran x1.04-1.15 at 2048 rows but x0.945-0.990 at 1100-1536 rows, and one tile of
-        # 8192 x0.97-0.99 there (run 407), so RMSNorm keeps its chunks there
+        # without chunks, where chunks of 2048 at 4 warps (16 a thread) ran 1.05-1.29x slower (forced in turns, GPU runs
+        # 403 on an H100 and 404 on an H200, 1536-2048 rows): LayerNorm's as a call of a few waves (_few_waves_fwd: a
+        # head tile of 4096 and a tail tile up to 6144 columns, so not float32 weights at 4353-4608; one tile of 8192 at
+        # 8 warps above, or with a bias and 16-bit weights two tiles of 4096, x1.021 / x1.030 at 2048 x 6656 / 7680 fp16
+        # at 8 warps, GPU run 647), RMSNorm's one tile of 8192 at 16 warps. In turns against the chunks (``bench.ab``,
+        # H200, runs 404-405, the training forward and the inference call): LayerNorm x1.04-1.34 at 1100-2048 rows of
+        # 4400-7680 (bf16, fp16, bf16 x float32 weights), x1.63 at 2048 x 8191; RMSNorm x1.04-1.23 at 1100-2048 rows of
+        # 6200-8000, but x0.979-1.000 at 1100 x 7168 and 2048 x 8191. Below 6145 columns RMSNorm's head + tail tiles ran
+        # x1.04-1.15 at 2048 rows but x0.945-0.990 at 1100-1536 rows, and one tile of 8192 x0.97-0.99 there (run 407),
+        # so RMSNorm keeps its chunks there
         whole_row = (
             LaunchConfig(1, widest, 1, 16)
             if is_rms
@@ -698,14 +702,14 @@ def _few_waves_fwd(
         return LaunchConfig(1, head, 1, max(1, tail // (32 * 8)), tail_n=tail)
     if has_bias and w_bytes == 2:
         # with a bias and 16-bit weights, 6145-8192 columns as a head tile of 4096 and a tail tile of 4096 at 8 warps
-        # (up to 7168 at 4 but with zero-centered weights), not one tile of 8192 (round 83). Forced beside cuDNN (GPU
-        # run 646, 4096 fp16): 6656 35.04 -> 34.75 us (4 warps 34.24; cuDNN 33.44), 7680 38.21 -> 37.60 (cuDNN 38.24).
-        # At 8 warps in turns against one tile (``bench.ab``, run 647; the training forward / the inference call):
-        # 4096 x 6656 / 7680 / 8192 fp16 x1.007 / x1.013, x1.015 / x1.018, x1.008 / x1.003, 4096 x 7168 bf16 x1.023
-        # (the clamped ReLU's inference call x0.997), 3000 x 7680 bf16 x1.026, 2048 x 6656 / 7680 fp16 x1.021 /
-        # x1.030; without a bias x0.965-0.980 and with float32 weights x0.971-0.981, which keep the one tile. 4 warps
-        # against 8 (run 650): 4096 x 6400 / 6656 / 7168 fp16 x1.011 / x1.045, x1.011 / x1.047, x1.010 / x1.020, 3000
-        # x 6656 bf16 x0.995, zero-centered x0.962
+        # (at 4 up to 7168 columns, but not with zero-centered weights), not one tile of 8192 (round 83). Forced beside
+        # cuDNN (GPU run 646, 4096 fp16): 6656 35.04 -> 34.75 us (4 warps 34.24; cuDNN 33.44), 7680 38.21 -> 37.60
+        # (cuDNN 38.24). At 8 warps in turns against one tile (``bench.ab``, run 647; the training forward / the
+        # inference call): 4096 x 6656 / 7680 / 8192 fp16 x1.007 / x1.013, x1.015 / x1.018, x1.008 / x1.003, 4096 x 7168
+        # bf16 x1.023 (the clamped ReLU's inference call x0.997), 3000 x 7680 bf16 x1.026, 2048 x 6656 / 7680 fp16
+        # x1.021 / x1.030; without a bias x0.965-0.980 and with float32 weights x0.971-0.981, which keep the one tile. 4
+        # warps against 8 (run 650): 4096 x 6400 / 6656 / 7168 fp16 x1.011 / x1.045, x1.011 / x1.047, x1.010 / x1.020,
+        # 3000 x 6656 bf16 x0.995, zero-centered x0.962
         warps = 4 if n <= head + head * 3 // 4 and not zero_centered else 8
         return LaunchConfig(1, head, 1, warps, tail_n=head)
     return _row_tiles(1, full)
