@@ -110,8 +110,13 @@ def heuristic_config(case: Case, slower_dram: bool | None = None) -> LaunchConfi
     x_fp16 = _DTYPES[case.x_dtype] == torch.float16
     if slower_dram is None:
         slower_dram = torch.cuda.is_available() and config.slower_dram(torch.cuda.current_device())
-    rule_inputs = dict(w_bytes=w_bytes, x_fp16=x_fp16, slower_dram=slower_dram, has_bias=case.has_bias)
-    rule_inputs["zero_centered"] = case.zero_centered_gamma
+    rule_inputs = dict(
+        w_bytes=w_bytes,
+        x_fp16=x_fp16,
+        slower_dram=slower_dram,
+        has_bias=case.has_bias,
+        zero_centered=case.zero_centered_gamma,
+    )
     if case.direction == "infer":
         return config.infer_config(case.m, case.n, is_rms, **rule_inputs)
     if case.direction != "bwd":

@@ -94,8 +94,13 @@ def _forward_plan(
     acc_tl, stat_dtype = _acc_of(x_dtype)
     has_mask = clamp is not None and training
     w_bytes = w_dtype.itemsize
-    rule_inputs = dict(w_bytes=w_bytes, x_fp16=x_dtype == torch.float16, slower_dram=config.slower_dram(device))
-    rule_inputs |= dict(has_bias=has_bias, zero_centered=zero_centered_gamma)
+    rule_inputs = dict(
+        w_bytes=w_bytes,
+        x_fp16=x_dtype == torch.float16,
+        slower_dram=config.slower_dram(device),
+        has_bias=has_bias,
+        zero_centered=zero_centered_gamma,
+    )
     if training:
         cfg = config.fwd_config(m, n, is_rms, has_mask=has_mask, **rule_inputs)
     else:
@@ -120,7 +125,7 @@ def _forward_plan(
         X_AHEAD=cfg.ahead and cfg.num_chunks > 1, STATS_AS_HELD=training and _stats_as_held(cfg, has_mask, stat_dtype),
         WHOLE_CHUNKS=whole_chunks, ALIGN=row_align,
         PAIR_NIBBLES=_pair_nibbles(cfg, has_mask, tiles_3d, row_align, x_dtype, device),
-        **_params_early(cfg, n, w_dtype.itemsize, has_bias, is_rms),
+        **_params_early(cfg, n, w_bytes, has_bias, is_rms),
     )  # fmt: skip
     thresholds = (float(lower), float(upper), keep_from, keep_to)
     per_sm = cfg.programs_per_sm if persistent else 0
