@@ -949,10 +949,13 @@ def test_few_waves_rules():
                 assert call(m, n, w_bytes=4, has_bias=True) == call(m, n, w_bytes=2), (m, n)
             assert call(m, 9216, has_bias=True).tail_n == 1024 and call(m, 9217, has_bias=True).num_chunks == 5
             assert call(m, 6144, has_bias=True).tail_n == 2048
-            # zero-centered weights: two tiles of 4096 at 8 warps at 6145-8192, chunks at 8193-9216 (167 registers)
-            zero_centered = call(m, 7000, has_bias=True, zero_centered=True)
-            assert (zero_centered.tail_n, zero_centered.num_warps) == (4096, 8), m
-            assert call(m, 8704, has_bias=True, zero_centered=True) == call(m, 8704), m
+            # zero-centered weights (round 84, runs 654-656): as the others, but fp16 x keeps its chunks at 8193-9216
+            for n, warps in ((7000, 4), (7169, 8)):
+                zero_centered = call(m, n, has_bias=True, zero_centered=True)
+                assert (zero_centered.tail_n, zero_centered.num_warps) == (4096, warps), (m, n)
+            assert call(m, 8704, has_bias=True, zero_centered=True) == call(m, 8704, has_bias=True), m
+            fp16 = call(m, 8704, x_fp16=True, has_bias=True, zero_centered=True)
+            assert fp16 == call(m, 8704, x_fp16=True) and fp16.num_chunks == 5, m
         # 10241-12288 with 16-bit weights: a head of 8192 and a tail of 4096 at 8 warps (GPU run 508); float32
         # weights keep chunks of 2048 at 4 a thread
         assert fwd(m, 10241) == fwd(m, 12288) == (8192, 1, 8, 4096)
@@ -1512,8 +1515,8 @@ def test_few_waves_on_the_gpu(op):
 @pytest.mark.parametrize("op", ["layer_norm", "layer_norm_clamped_relu"])
 def test_two_half_tiles_with_a_bias_on_the_gpu(op):
     """LayerNorm's few waves with a bias and 16-bit weights (round 83): rows of 6145-8192 columns as two tiles of
-    4096, of 8193-9216 as 8192 + 1024 (zero-centered weights in chunks there), compiled as launched, the training and
-    the inference call, with and without zero-centered weights, against the reference."""
+    4096, of 8193-9216 as 8192 + 1024 (zero-centered weights with fp16 x in chunks there, round 84), compiled as
+    launched, the training and the inference call, with and without zero-centered weights, against the reference."""
     from normkit.triton import config, ops
 
     kwargs = {"lower": LOWER, "upper": UPPER} if op == "layer_norm_clamped_relu" else {}

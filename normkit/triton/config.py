@@ -220,8 +220,8 @@ def fwd_config(
     9217-10240 too), LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, and the clamped ReLU's
     forward of many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps).
     ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program.
-    ``zero_centered``: the weights are zero-centered (``1 + gamma``), whose extra registers keep LayerNorm's few waves
-    of 8193-9216 columns off the head + tail launch (``_few_waves_fwd``)."""
+    ``zero_centered``: the weights are zero-centered (``1 + gamma``), which keep LayerNorm's few waves of 8193-9216
+    columns of fp16 x in chunks, off the head + tail launch (``_few_waves_fwd``)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
     limits = tuple(LIMITS.values())
@@ -640,7 +640,8 @@ def _few_waves_fwd(
     + 2048 at 8); longer, one tile of 32 a thread (with a bias and 16-bit weights two tiles of 4096, round 83); above,
     chunks of 2048, 8 a thread but at 10241-14336 columns 4 (16 warps), where 8 ran 2-4% slower (fp16 x with 16-bit
     weights: 10241-12288); with 16-bit weights, rows of 10241-12288 columns as a head tile of 8192 and a tail of 4096
-    at 8 warps (round 63), and with a bias too (not zero-centered) rows of 8193-9216 as 8192 + 1024 at 4 (round 83).
+    at 8 warps (round 63), and with a bias too rows of 8193-9216 as 8192 + 1024 at 4 (round 83; zero-centered fp16 x
+    in chunks, round 84).
 
     Measured on an H200 (4096 rows, fp16; the tuner, GPU run 107, then runs 109-110 in turns in one process,
     ``benchmarks/results/logs/run1{07,09,10}*``), the rules for many rows (4 elements a thread) -> these (cuDNN):
@@ -681,14 +682,16 @@ def _few_waves_fwd(
         # 507, fp16): 16 warps x0.88-0.93, chunks of 4096 at 16 x0.87-0.89. Tails of 512-2048 (8704-10240 columns)
         # at 8 or 4 warps ran x0.65-0.98 of the chunks there (run 508), but 9216's 8192 + 1024 at 4 warps x1.018
         return LaunchConfig(1, widest, 1, 8, tail_n=widest // 2)
-    if has_bias and w_bytes == 2 and not zero_centered and widest < n <= widest + widest // 8:
+    if has_bias and w_bytes == 2 and not (zero_centered and x_fp16) and widest < n <= widest + widest // 8:
         # with a bias and 16-bit weights, 8193-9216 columns as a head tile of 8192 and a tail of 1024 at 4 warps, not
         # 5 chunks of 2048 at 8 (round 83). Forced beside cuDNN (GPU run 647, 4096 x 8704 fp16): 41.25 -> 40.10 us
         # (cuDNN 40.58); the tail of 1024 at 8 or 16 warps 64.8-66.7, of 512 at 2-8 warps 54.1-55.6. In turns against
         # the chunks (``bench.ab``, run 648; the training forward / the inference call): 4096 x 8704 / 9216 fp16 x1.027
         # / x1.034, x1.022 / x1.027; bf16 4096 x 8448 / 8704 x1.180 / x1.176 (the clamped ReLU's inference call x1.180
-        # / x1.145), 3000 x 8704 x1.187. Zero-centered weights x0.786 / x0.774 (4096 x 8704 / 9216 fp16): their
-        # program holds 167 registers a thread, not 128 (sm_90 code read on the CPU), so they keep the chunks
+        # / x1.145), 3000 x 8704 x1.187. Zero-centered weights (y = xhat * w + xhat since round 84) in turns against
+        # the chunks (runs 654 and 656): bf16 x1.117 at 4096 x 8704, x1.108 at 3000 x 8704; but fp16 x0.889 / x0.875 at
+        # 4096 x 8704 / 9216, x0.905 / x0.887 at 3000 (their chunks ran 3380-3420 GB/s, bf16's 2570-2720), which keep
+        # the chunks. Their y as xhat * (1 + w) held 167 registers a thread here and ran x0.786 (round 83)
         return LaunchConfig(1, widest, 1, 4, tail_n=widest // 8)
     if full > widest:  # 8 a thread, but 4 (the rule of many rows) at 10241-14336 columns unless fp16 x, 16-bit weights
         return _chunked(n, widest, 2048, 4 if 10240 < n <= 14336 and not (x_fp16 and w_bytes == 2) else 8, one_tile)
@@ -702,15 +705,17 @@ def _few_waves_fwd(
         return LaunchConfig(1, head, 1, max(1, tail // (32 * 8)), tail_n=tail)
     if has_bias and w_bytes == 2:
         # with a bias and 16-bit weights, 6145-8192 columns as a head tile of 4096 and a tail tile of 4096 at 8 warps
-        # (at 4 up to 7168 columns, but not with zero-centered weights), not one tile of 8192 (round 83). Forced beside
+        # (at 4 up to 7168 columns), not one tile of 8192 (round 83). Forced beside
         # cuDNN (GPU run 646, 4096 fp16): 6656 35.04 -> 34.75 us (4 warps 34.24; cuDNN 33.44), 7680 38.21 -> 37.60
         # (cuDNN 38.24). At 8 warps in turns against one tile (``bench.ab``, run 647; the training forward / the
         # inference call): 4096 x 6656 / 7680 / 8192 fp16 x1.007 / x1.013, x1.015 / x1.018, x1.008 / x1.003, 4096 x 7168
         # bf16 x1.023 (the clamped ReLU's inference call x0.997), 3000 x 7680 bf16 x1.026, 2048 x 6656 / 7680 fp16
         # x1.021 / x1.030; without a bias x0.965-0.980 and with float32 weights x0.971-0.981, which keep the one tile. 4
         # warps against 8 (run 650): 4096 x 6400 / 6656 / 7168 fp16 x1.011 / x1.045, x1.011 / x1.047, x1.010 / x1.020,
-        # 3000 x 6656 bf16 x0.995, zero-centered x0.962
-        warps = 4 if n <= head + head * 3 // 4 and not zero_centered else 8
+        # 3000 x 6656 bf16 x0.995. Zero-centered weights at 4 warps x0.962 there while their y was xhat * (1 + w); as
+        # xhat * w + xhat (round 84, runs 654-655, against 8 warps and xhat * (1 + w)) 4096 x 6656 fp16 x1.023-1.031,
+        # 3000 x 6656 bf16 x1.028
+        warps = 4 if n <= head + head * 3 // 4 else 8
         return LaunchConfig(1, head, 1, warps, tail_n=head)
     return _row_tiles(1, full)
 

@@ -3,7 +3,7 @@
 One kernel body; ``tl.constexpr`` switches pick the variant:
 
 - ``IS_RMS``: RMSNorm statistics (no mean) instead of LayerNorm's.
-- ``HAS_BIAS``, ``ZERO_CENTERED``: ``y = xhat * (w or 1 + w) [+ b]``.
+- ``HAS_BIAS``, ``ZERO_CENTERED``: ``y = xhat * (w or 1 + w) [+ b]``, the latter as ``xhat * w + xhat``.
 - ``CLAMP_MASK``: ``y = clamp(y, lower, upper)`` and write bit 1 where ``lower < y < upper`` for y as stored in
   its dtype (cuDNN's rule), 8 columns a byte.
 - ``TRAINING``: store what the backward reads, the statistics (and with ``CLAMP_MASK`` the mask); without it, y
@@ -256,9 +256,10 @@ def _scale_shift_store(
         if not W_GIVEN:
             w = _load_param(W, col0, N, BLOCK_N, EVEN_N, True, False)
         w = w.to(xhat.dtype)
-        if ZERO_CENTERED:
-            w += 1.0
-        y = xhat * w
+        if ZERO_CENTERED:  # xhat * (1 + w) as one multiply-add, not 1 + w held for the tile
+            y = xhat * w + xhat
+        else:
+            y = xhat * w
         if HAS_BIAS:
             if not BIAS_GIVEN:
                 bias = _load_param(B, col0, N, BLOCK_N, EVEN_N, True, False)
@@ -271,9 +272,10 @@ def _scale_shift_store(
         if not W_GIVEN:
             w = _load_param(W, col0, N, BLOCK_N, EVEN_N, False, W_IN_TILE)
         w = w.to(xhat.dtype)
-        if ZERO_CENTERED:
-            w += 1.0
-        y = xhat * w[None, :]
+        if ZERO_CENTERED:  # xhat * (1 + w) as one multiply-add, not 1 + w held for the tile
+            y = xhat * w[None, :] + xhat
+        else:
+            y = xhat * w[None, :]
         if HAS_BIAS:
             if not BIAS_GIVEN:
                 bias = _load_param(B, col0, N, BLOCK_N, EVEN_N, False, W_IN_TILE)
