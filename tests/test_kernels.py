@@ -2503,10 +2503,41 @@ def test_split_rows_of_two_row_blocks_read_every_copy_of_the_sums(warps_per_sm, 
             check_backward("triton", "layer_norm", x, w, b)
 
 
+def test_tuner_reports_the_launch_as_the_call_takes_it(monkeypatch):
+    """The tuner's heuristic row (``bench.tune.heuristic_config``) on a GPU is the backward's launch as the call takes
+    it, the staged kernel's and the TMA's included (``ops._backward_plan``), not the pointer kernel's launch the rules
+    would give without them; and ``ops`` hands the rules x's dtype: RMSNorm's 4096 x 10240 fp16 on the pointer kernel's
+    head and tail tiles, bf16 staged (round 84). A Hopper GPU of 132 SMs stood in for on the CPU."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    from normkit.bench.cases import Case
+    from normkit.bench.tune import heuristic_config
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    for name, value in (("is_available", lambda: True), ("current_device", lambda: 0)):
+        monkeypatch.setattr(torch.cuda, name, value)
+    for name in ("_staged_capable", "_tma_capable", "_hopper_or_newer"):
+        monkeypatch.setattr(ops, name, lambda device: True)
+    monkeypatch.setattr(config, "multiprocessor_count", lambda device: 132)
+    ops._backward_plan.cache_clear()  # plans of device 0 made here must not outlive the stand-in
+    try:
+        launched = {(n, x): heuristic_config(Case("rms_bwd", 4096, n, x, x), False) for n in (10240, 13312) for x in
+                    ("fp16", "bf16")}  # fmt: skip
+        pointer = heuristic_config(Case("rms_bwd", 4096, 13312, "fp16", "fp16"), False, as_launched=False)
+        tma = heuristic_config(Case("rms_bwd", 32768, 9216, "bf16", "fp32"), False)
+    finally:
+        ops._backward_plan.cache_clear()
+    assert launched[13312, "fp16"].staged and launched[13312, "bf16"].staged and launched[10240, "bf16"].staged
+    assert launched[10240, "fp16"] == LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048)
+    assert not pointer.staged and pointer.parts == 13
+    assert tma.tma and tma.tail_n == 2048
+
+
 def test_tuner_grid_contains_the_heuristics_choice():
     """`python -m normkit.bench.tune` times the heuristic next to its grid; every shape of the benchmark sweeps must
     find the heuristic's config in that grid, or the tuner could not show that it is the fastest one: on the GPUs of
-    either DRAM (``config.slower_dram``)."""
+    either DRAM (``config.slower_dram``). The pointer kernels' launches (``as_launched=False``): the TMA's and the
+    staged kernel's are timed as the call's own, not in the grid."""
     from normkit.bench.cases import SWEEPS, Case
     from normkit.bench.tune import candidates, heuristic_config
 
@@ -2514,5 +2545,5 @@ def test_tuner_grid_contains_the_heuristics_choice():
         for op in ("ln_fwd", "rms_fwd", "ln_bwd", "rms_bwd", "ln_relu_bwd", "ln_relu_fwd"):
             case = Case(op, m, n, x_dtype, w_dtype)
             for slower_dram in (False, True):
-                chosen = heuristic_config(case, slower_dram)
+                chosen = heuristic_config(case, slower_dram, as_launched=False)
                 assert chosen in candidates(case), (op, m, n, slower_dram, chosen)

@@ -231,7 +231,7 @@ def fwd_config(
 
 def bwd_config(
     m: int, n: int, has_dbias: bool = True, has_mask: bool = False, is_rms: bool = False, tma: bool = False,
-    x_bytes: int = 2, w_bytes: int = 2, staged: bool = False,
+    x_bytes: int = 2, w_bytes: int = 2, staged: bool = False, x_fp16: bool = False,
 ) -> LaunchConfig:  # fmt: skip
     """Whole rows up to 8192 columns, ``(tile, elements a thread, warps a SM)``: (2048 below N = 2048, else max(4096,
     N); 32; 8) with dB or at N <= 256, (same tiles; 16; 16) without (and RMSNorm's 16-bit rows of 4097-8192 with dB:
@@ -259,14 +259,17 @@ def bwd_config(
     rows 16-byte aligned: ``ops._tma_capable``, ``ops._tma_rows``): ``_tma_bwd``'s shapes then are, in calls of at least
     ``TMA_MIN_ELEMENTS`` (LayerNorm's ``TMA_MIN_ELEMENTS_LAYER_NORM``). ``staged``: the Gluon kernel that stages rows
     in shared memory can run on the call's device (``ops._staged_capable``), and ``_staged_bwd``'s shapes take it (the
-    call's rows are asked after, of a config that takes it: ``ops._staged_rows``).
+    call's rows are asked after, of a config that takes it: ``ops._staged_rows``), but for ``_pointer_rms_bwd``'s
+    (``x_fp16``: x is float16), which take neither it nor the TMA.
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
-    if staged and _staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes, w_bytes):
+    pointer_only = _pointer_rms_bwd(n, has_dbias, has_mask, is_rms, x_fp16, w_bytes)
+    if staged and not pointer_only and _staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes, w_bytes):
         return LaunchConfig(1, n, 1, staged_warps(n), 1, staged=True)
     few_waves_tma = _few_waves_tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
-    tma = tma and (m * n >= (TMA_MIN_ELEMENTS if is_rms or has_mask else TMA_MIN_ELEMENTS_LAYER_NORM) or few_waves_tma)
+    tma_rows = m * n >= (TMA_MIN_ELEMENTS if is_rms or has_mask else TMA_MIN_ELEMENTS_LAYER_NORM) or few_waves_tma
+    tma = tma and not pointer_only and tma_rows
     limits = tuple(LIMITS.values())
     return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, w_bytes, limits)
 
@@ -1084,6 +1087,20 @@ def staged_db_partition(n: int) -> tuple[int, int]:
     """The staged kernel's dB partition at rows of n columns: its warps and their registers a thread
     (``STAGED_DB_WARPS``; ``(0, 0)``: none, the compute warps sum dB)."""
     return STAGED_DB_WARPS.get(n, (0, 0))
+
+
+def _pointer_rms_bwd(n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_fp16: bool, w_bytes: int) -> bool:
+    """RMSNorm's backward of rows of 10240 columns of float16 x and 16-bit weights without dB: the pointer kernel's head
+    tile of 8192 and tail of 2048 (``_rms_head_tail_bwd``), neither the staged kernel (``_staged_bwd``) nor the TMA
+    (round 84).
+
+    The tuner (GPU run 653, 4096 rows) timed that launch at 73.3 us against the call's 75.7, the staged kernel's (its
+    row said the pointer kernel's launch, which ``bench.tune.heuristic_config`` printed without the staged kernel and
+    the TMA then). In turns against the staged kernel (``bench.ab``, H200, runs 660-662): fp16 x1.049 / x1.048 / x1.030
+    / x1.027 / x1.023 / x1.013 at 2048 / 3000 / 4096 / 8192 / 16384 / 32768 rows; by the TMA x1.021 at 4096. But bf16
+    x0.978 / x0.971 at 16384 / 32768 rows, which keep the staged kernel (round 73 had timed it against the TMA's head
+    and tail tiles, x1.000-1.036)."""
+    return is_rms and x_fp16 and w_bytes == 2 and n == 10240 and not has_dbias and not has_mask
 
 
 def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int) -> bool:

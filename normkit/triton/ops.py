@@ -535,7 +535,10 @@ def _backward_plan(
     plan that takes it, whether it can load the call's rows (``_staged_rows``), as the TMA's."""
     tma = tma and not n * x_dtype.itemsize & 15
     x_bytes, w_bytes = x_dtype.itemsize, w_dtype.itemsize
-    cfg = config.bwd_config(m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes, staged=staged)
+    x_fp16 = x_dtype == torch.float16
+    cfg = config.bwd_config(
+        m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes, staged=staged, x_fp16=x_fp16
+    )
     if cfg.staged:
         if not staged:  # only a forced config asks for it here
             raise ValueError(
@@ -544,8 +547,8 @@ def _backward_plan(
                 "contiguous rows, and 16-bit weights"
             )
         db = config.staged_db_partition(n)
-        stages, fp16 = config.staged_stages(n), x_dtype == torch.float16
-        values = STAGED.constexprs(n, cfg.num_warps, stages, zero_centered_gamma, is_rms, has_dbias, *db, fp16=fp16)
+        stages = config.staged_stages(n)
+        values = STAGED.constexprs(n, cfg.num_warps, stages, zero_centered_gamma, is_rms, has_dbias, *db, fp16=x_fp16)
         return _BackwardPlan(cfg, config.persistent_programs(device, m, 1), 1, STAGED_BWD.values(**values), [], {})
     if cfg.parts > 1:
         return _BackwardPlan(cfg, 0, 0, (), [], {})
