@@ -708,16 +708,15 @@ def _few_waves_fwd(
         return LaunchConfig(1, head, 1, max(1, tail // (32 * 8)), tail_n=tail)
     if has_bias and w_bytes == 2:
         # with a bias and 16-bit weights, 6145-8192 columns as a head tile of 4096 and a tail tile of 4096 at 8 warps
-        # (at 4 up to 7168 columns), not one tile of 8192 (round 83). Forced beside
-        # cuDNN (GPU run 646, 4096 fp16): 6656 35.04 -> 34.75 us (4 warps 34.24; cuDNN 33.44), 7680 38.21 -> 37.60
-        # (cuDNN 38.24). At 8 warps in turns against one tile (``bench.ab``, run 647; the training forward / the
-        # inference call): 4096 x 6656 / 7680 / 8192 fp16 x1.007 / x1.013, x1.015 / x1.018, x1.008 / x1.003, 4096 x 7168
-        # bf16 x1.023 (the clamped ReLU's inference call x0.997), 3000 x 7680 bf16 x1.026, 2048 x 6656 / 7680 fp16
-        # x1.021 / x1.030; without a bias x0.965-0.980 and with float32 weights x0.971-0.981, which keep the one tile. 4
-        # warps against 8 (run 650): 4096 x 6400 / 6656 / 7168 fp16 x1.011 / x1.045, x1.011 / x1.047, x1.010 / x1.020,
-        # 3000 x 6656 bf16 x0.995. Zero-centered weights at 4 warps x0.962 there while their y was xhat * (1 + w); as
-        # xhat * w + xhat (round 84, runs 654-655, against 8 warps and xhat * (1 + w)) 4096 x 6656 fp16 x1.023-1.031,
-        # 3000 x 6656 bf16 x1.028
+        # (at 4 up to 7168 columns), not one tile of 8192 (round 83). Forced beside cuDNN (GPU run 646, 4096 fp16): 6656
+        # 35.04 -> 34.75 us (4 warps 34.24; cuDNN 33.44), 7680 38.21 -> 37.60 (cuDNN 38.24). At 8 warps in turns against
+        # one tile (``bench.ab``, run 647; the training forward / the inference call): 4096 x 6656 / 7680 / 8192 fp16
+        # x1.007 / x1.013, x1.015 / x1.018, x1.008 / x1.003, 4096 x 7168 bf16 x1.023 (the clamped ReLU's inference call
+        # x0.997), 3000 x 7680 bf16 x1.026, 2048 x 6656 / 7680 fp16 x1.021 / x1.030; without a bias x0.965-0.980 and
+        # with float32 weights x0.971-0.981, which keep the one tile. 4 warps against 8 (run 650): 4096 x 6400 / 6656 /
+        # 7168 fp16 x1.011 / x1.045, x1.011 / x1.047, x1.010 / x1.020, 3000 x 6656 bf16 x0.995. Zero-centered weights at
+        # 4 warps x0.962 there while their y was xhat * (1 + w); as xhat * w + xhat (round 84, runs 654-655, against 8
+        # warps and xhat * (1 + w)) 4096 x 6656 fp16 x1.023-1.031, 3000 x 6656 bf16 x1.028
         warps = 4 if n <= head + head * 3 // 4 else 8
         return LaunchConfig(1, head, 1, warps, tail_n=head)
     return _row_tiles(1, full)
