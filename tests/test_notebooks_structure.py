@@ -70,3 +70,20 @@ def test_the_prose_above_the_parameters_names_them(path):
             assigned.add(node.id)
     assert named, f"{path.name}: the cell above the parameters names none of them"
     assert named <= assigned, f"{path.name}: the prose names {sorted(named - assigned)}, not parameters here"
+
+
+def test_lesson_02_prints_the_forwards_zero_centered_product():
+    """Lesson 02 prints the lines of the forward's ``_scale_shift_store`` its prose describes, picked by the strings
+    of its filter: they must hold the zero-centered product (an assignment to y), not the switch alone (round 84 found
+    the filter still looking for the ``w += 1`` the forward had dropped)."""
+    import inspect
+
+    from normkit.triton import norm_fwd
+
+    nb = nbformat.read(ROOT / "notebooks" / "02_layernorm_zero_centered_gamma.ipynb", as_version=4)
+    cell = next(c.source for c in nb.cells if c.cell_type == "code" and "_scale_shift_store" in c.source)
+    picked = re.findall(r'"([^"]+)" in line', cell)
+    assert picked, cell
+    source = inspect.getsource(norm_fwd._scale_shift_store.fn)
+    shown = [line for line in source.splitlines() if any(p in line for p in picked)]
+    assert any(line.strip().startswith("y = ") for line in shown), shown
