@@ -1098,7 +1098,9 @@ def _pointer_rms_bwd(n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_fp
     the TMA then). In turns against the staged kernel (``bench.ab``, H200, runs 660-662): fp16 x1.049 / x1.048 / x1.030
     / x1.027 / x1.023 / x1.013 at 2048 / 3000 / 4096 / 8192 / 16384 / 32768 rows; by the TMA x1.021 at 4096. But bf16
     x0.978 / x0.971 at 16384 / 32768 rows, which keep the staged kernel (round 73 had timed it against the TMA's head
-    and tail tiles, x1.000-1.036)."""
+    and tail tiles, x1.000-1.036). Not at 12288 (round 85, run 665, fp16 against the staged kernel at 4096 / 2048 /
+    32768 rows): the pointer kernel's 8192 + 4096 at 8 warps x0.905 / x0.954 / x0.865, the TMA's at 16 x0.958 / x0.949 /
+    x0.954."""
     return is_rms and x_fp16 and w_bytes == 2 and n == 10240 and not has_dbias and not has_mask
 
 
