@@ -1055,7 +1055,8 @@ STAGED_DB_WARPS = {10752: (4, 104), 11264: (4, 104), 11776: (4, 112)}
 # RMSNorm's short rows (22-30 rows of 256, 11-15 KB of each tensor a row in 16 bits): 4 compute warps and 3 rows in
 # flight a program, where the long rows take 8 and 2 (``staged_stages``). Forced at 4096 x 5632-7680 fp16 against the
 # rule before (GPU runs 605-606): 8 warps x0.93-0.95 at 2 stages and x0.98-1.07 at 3; 4 warps and 3 stages
-# x1.004-1.092.
+# x1.004-1.092. Not 4608 / 5120 (16 + 2 / 16 + 4 rows of 256): x0.971 / x0.981 of the head and tail tiles at 4096
+# fp16 rows, 4608 bf16 x0.968 (round 85, run 670).
 STAGED_RMS_SHORT_BWD_N = (5632, 6144, 6656, 7168, 7680)
 STAGED_SHORT_N = STAGED_RMS_SHORT_BWD_N[-1]  # rows of at most this many columns are short
 # short rows of at most this many columns take the kernel from fewer rows (``LIMITS["rms_bwd_staged_short_min_m"]``,
