@@ -539,3 +539,174 @@ def test_staged_launch_takes_its_descriptors_parts_from_the_plan(monkeypatch):
         ops._staged_backward(plan, x, x, w, stats, stats, torch.empty_like(x), x.new_empty((1, 1, n)))
         boxes = [d.block_shape[0] for d in launched[-1]]  # x's three parts, dy's, the weights'
         assert boxes == want * 3, (is_rms, boxes)
+
+
+# the split staged kernel (``norm_bwd_staged.split_staged_kernel``): rows of 16384-65536 columns in slices of 8192
+
+
+def test_split_staged_rule():
+    """Where the rules take the split staged kernel (``config._split_staged_bwd``): calls of at least 4096 rows of
+    16-bit x without a mask, RMSNorm's at 16384 / 32768 / 65536 without dB, LayerNorm's at 32768 and (from 32768 rows)
+    16384, with dB or without, not at 65536; each row in slices of 8192 at 8 compute warps, with 16-bit or float32
+    weights; only where the kernel can run (``staged``)."""
+    m = config.LIMITS["split_staged_min_m"]
+    assert m == 4096 and config.LIMITS["ln_split_staged_16384_min_m"] == 32768
+    expected = LaunchConfig(1, 8192, 1, 8, 1, parts=8, staged=True)
+    for w_bytes in (2, 4):
+        assert config.bwd_config(m, 65536, False, is_rms=True, tma=True, staged=True, w_bytes=w_bytes) == expected
+    for n in config.SPLIT_STAGED_RMS_BWD_N:
+        got = config.bwd_config(m, n, False, is_rms=True, tma=True, staged=True, w_bytes=4)
+        assert got.staged and got.parts == n // 8192 and got.block_n == 8192 and got.num_warps == 8, n
+        assert got == config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=True, x_fp16=True), n
+        assert not config.bwd_config(m - 1, n, False, is_rms=True, tma=True, staged=True).staged, n  # fewer rows
+        assert not config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=False).staged, n  # cannot run
+        assert not config.bwd_config(32768, n, True, is_rms=True, tma=True, staged=True).staged, n  # RMSNorm's dB
+        assert not config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=True, x_bytes=4).staged, n
+        masked = config.bwd_config(32768, n, True, has_mask=True, tma=True, staged=True)  # (``staged`` is asked of
+        assert not masked.staged, n  # unmasked calls only, but the rule says no to a mask too)
+    for has_dbias in (True, False):
+        assert config.bwd_config(m, 32768, has_dbias, tma=True, staged=True, w_bytes=4).parts == 4
+        assert not config.bwd_config(m - 1, 32768, has_dbias, tma=True, staged=True, w_bytes=4).staged
+        assert config.bwd_config(32768, 16384, has_dbias, tma=True, staged=True, w_bytes=4).parts == 2
+        assert not config.bwd_config(32767, 16384, has_dbias, tma=True, staged=True, w_bytes=4).staged
+        assert not config.bwd_config(32768, 65536, has_dbias, tma=True, staged=True, w_bytes=4).staged
+    for n in (8192, 24576, 49152, 131072, 16640):  # other widths: not taken
+        assert not config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=True).staged, n
+        assert not config.bwd_config(32768, n, False, tma=True, staged=True).staged, n
+
+
+def test_split_staged_rows():
+    """What the split staged kernel takes (``ops._staged_rows(..., split=True)``): as the staged kernel, but float32
+    weights too."""
+    from normkit.triton import ops
+
+    x = torch.randn(4, 16384, dtype=torch.bfloat16)
+    for w in (torch.randn(16384, dtype=torch.bfloat16), torch.randn(16384)):
+        assert ops._staged_rows(x.clone(), x, w, split=True)
+    assert not ops._staged_rows(x, x, torch.randn(16384))  # the whole-row staged kernel: 16-bit weights only
+    assert not ops._staged_rows(x.float(), x.float(), torch.randn(16384), split=True)  # float32 rows
+    assert not ops._staged_rows(x.half(), x, torch.randn(16384), split=True)  # dy of another dtype
+    wide = torch.randn(4, 16640, dtype=torch.bfloat16)
+    assert not ops._staged_rows(wide[:, :16384], wide[:, :16384], torch.randn(16384), split=True)  # strided rows
+
+
+def test_split_staged_plan():
+    """The plan of a split staged launch (worked out on the CPU too): slices of 32 rows of 256, the row's slices and
+    their slots rounded to a power of two, 4 stages, zero-centered gamma, LayerNorm's dB; one group on the CPU."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    from normkit.triton import ops
+
+    def values(got):
+        return dict(zip(ops.SPLIT_STAGED_BWD.constexpr_names, got.values))
+
+    for n, slices in ((16384, 2), (32768, 4), (65536, 8)):
+        got = _plan(32768, n, dtype=torch.bfloat16)
+        assert got.cfg.staged and got.cfg.parts == slices and got.programs == slices, n  # one group on the CPU
+        v = values(got)
+        assert (v["SR"], v["PARTS"], v["PARTS_P2"], v["VALID"], v["STAGES"]) == (32, slices, slices, n // 256, 4), n
+        assert v["L"] == ops.STAGED.layout(32, 8) and v["MAX_POLLS"] == config.GPU_MAX_POLLS, n
+        assert (v["IS_RMS"], v["HAS_DBIAS"], v["ZERO_CENTERED"]) == (True, False, False), n
+        assert values(_plan(32768, n, zero_centered_gamma=True, dtype=torch.bfloat16))["ZERO_CENTERED"], n
+    for n in (16384, 32768):
+        for has_dbias in (True, False):
+            ln = values(_plan(32768, n, is_rms=False, has_dbias=has_dbias, dtype=torch.bfloat16))
+            assert (ln["IS_RMS"], ln["HAS_DBIAS"], ln["PARTS"]) == (False, has_dbias, n // 8192), n
+    assert config.split_staged_groups(-1, 32768, 8) == 1
+    assert ops.STAGED.SENTINEL == ops.SENTINEL  # the kernel's empty slot is the one ops fills the slots with
+
+
+def test_split_staged_constexprs():
+    """A row's slices: slice_n must be a multiple of 256 that divides the row; the slots' count is a power of two of
+    at least 2 (one slice a row still has a partner's slot, masked)."""
+    staged = pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    got = staged.split_constexprs(24576, 8192, 8, 4, False, True, False, 1)
+    assert (got["SR"], got["PARTS"], got["PARTS_P2"], got["VALID"]) == (32, 3, 4, 96)
+    assert staged.split_constexprs(8192, 8192, 8, 4, False, True, False, 1)["PARTS_P2"] == 2
+    assert staged.split_constexprs(16384, 4096, 4, 4, False, True, False, 1)["L"] == staged.layout(16, 4)
+    for bad in (1000, 0, 12288):
+        with pytest.raises(ValueError, match="slice_n must be a multiple of 256 that divides n"):
+            staged.split_constexprs(16384, bad, 8, 4, False, True, False, 1)
+
+
+COMPILE_SPLIT = """
+import importlib.util, json, re, sys
+import torch, triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon._runtime import GluonASTSource
+from triton.runtime.jit import mangle_type
+
+spec = importlib.util.spec_from_file_location("norm_bwd_staged", sys.argv[1])
+staged = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(staged)
+kernel = staged.split_staged_kernel
+for n, dtype, w_dtype, zero_centered, is_rms, has_dbias in json.loads(sys.argv[2]):
+    dtype, w_dtype = getattr(torch, dtype), getattr(torch, w_dtype)
+    values = staged.split_constexprs(n, 8192, 8, 4, zero_centered, is_rms, has_dbias, 1 << 22)
+    x, w = torch.empty(64, n, dtype=dtype), torch.empty(n, dtype=w_dtype)
+    descriptors = staged.split_descriptors(x, x, w, values["SR"])
+    signature = {name: mangle_type(d) for name, d in zip(kernel.arg_names, descriptors)}
+    pointer = "*fp16" if dtype == torch.float16 else "*bf16"
+    signature |= {"MEAN": "*fp32", "RSTD": "*fp32", "DX": pointer, "PARTIAL": "*fp32", "SUMS": "*i64", "M": "i32",
+                  "N": "i32"}
+    signature |= {name: "constexpr" for name in values}
+    aligned = [kernel.arg_names.index(name) for name in ("MEAN", "RSTD", "DX", "PARTIAL", "SUMS", "N")]
+    source = GluonASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+    threads = int(re.search(r"reqntid (\\d+)", compiled.asm["ptx"]).group(1))
+    print(json.dumps({"n": n, "shared": compiled.metadata.shared, "cubin": len(compiled.asm["cubin"]),
+                      "threads": threads}))
+"""
+
+
+def test_split_staged_kernel_compiles_for_hopper():
+    """The split staged kernel compiled for sm_90 on any machine: RMSNorm's and LayerNorm's (with dB and without) at
+    16384-65536 columns, bf16 x with float32 weights and fp16 with fp16, zero-centered gamma; 8 compute warps and the
+    load warp's group of 4; its shared memory (4 stages of a slice of x and dy, the slice's weights) fits a Hopper
+    SM."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    cases = [(65536, "bfloat16", "float32", False, True, False), (16384, "float16", "float16", True, True, False)]
+    cases += [(32768, "bfloat16", "float32", True, False, True), (16384, "float16", "float16", False, False, True)]
+    cases += [(65536, "bfloat16", "float32", False, False, False), (32768, "float16", "float16", True, False, False)]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-c", COMPILE_SPLIT, str(KERNEL_FILE), json.dumps(cases)], env=env, capture_output=True,
+        text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    compiled = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [c["n"] for c in compiled] == [case[0] for case in cases]
+    for c, case in zip(compiled, cases):
+        assert c["cubin"] > 0 and 0 < c["shared"] <= HOPPER_SHARED_MEMORY, (case, c)
+        slice_bytes = 4 * 2 * 8192 * 2 + 8192 * (4 if case[2] == "float32" else 2)  # the stages' x and dy, weights
+        assert c["shared"] >= slice_bytes, (case, c)
+        assert c["threads"] == 32 * (8 + 4), (case, c)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "op, m, n, has_dbias",
+    [("rms_norm", 1, 65536, False), ("rms_norm", 7, 16384, False), ("rms_norm", 100, 32768, False),
+     ("rms_norm", 4097, 65536, False), ("layer_norm", 1, 32768, True), ("layer_norm", 100, 16384, True),
+     ("layer_norm", 4097, 32768, True), ("layer_norm", 7, 32768, False), ("layer_norm", 4097, 16384, False)],
+)  # fmt: skip
+@pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.float32), (torch.float16, torch.float16)],
+                         ids=["bf16-fp32", "fp16"])  # fmt: skip
+@pytest.mark.parametrize("zero_centered_gamma", [False, True])
+def test_split_staged_backward_on_the_gpu(op, m, n, has_dbias, dtypes, zero_centered_gamma):
+    """The split staged kernel at its widths, taken from one row on (its fewest rows lowered), against the
+    reference: a row a group (1), fewer rows than groups (7, 100), rows that do not divide over the groups (4097),
+    RMSNorm's and LayerNorm's with dB and without, bf16 x with float32 weights and fp16 with fp16."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    with config.limits(split_staged_min_m=1, ln_split_staged_16384_min_m=1):
+        _check(m, n, *dtypes, 1, zero_centered_gamma, op=op, has_dbias=has_dbias)
+
+
+@pytest.mark.gpu
+def test_split_staged_backward_at_the_rules_rows():
+    """The rule's own launch, many rows a program: 32768 x 16384 (fp16 x, fp16 weights: dW's tolerance is fp16's),
+    RMSNorm's and LayerNorm's with dB; strided rows and weights not on 16 bytes."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    _check(32768, 16384, torch.float16, torch.float16, 1)
+    _check(32768, 16384, torch.float16, torch.float16, 1, op="layer_norm", has_dbias=True)
+    _check(32768, 16384, torch.float16, torch.float16, 1, weight_offset=2)  # the kernel loads a copy
+    _check(32768, 16384, torch.float16, torch.float16, 0, row_pad=64)  # rows it cannot view: the split rows

@@ -43,6 +43,8 @@ LIMITS = {
     "ln_bwd_staged_min_m": 2048,
     "rms_bwd_staged_short_min_m": 2560,
     "rms_bwd_staged_7168_min_m": 4096,
+    "split_staged_min_m": 4096,
+    "ln_split_staged_16384_min_m": 32768,
 }
 
 
@@ -73,7 +75,8 @@ class LaunchConfig:
     # the masked TMA backward's packed mask by the TMA as bytes rather than 32-bit words (``ops._descriptors``)
     mask_bytes: bool = False
     # the backward by the Gluon kernel that stages its rows in shared memory (``norm_bwd_staged.py``,
-    # ``_staged_bwd``): one program of num_warps a SM, block_n the whole row
+    # ``_staged_bwd``): one program of num_warps a SM, block_n the whole row; with parts > 1 the split staged kernel
+    # (``_split_staged_bwd``): each row in parts slices of block_n columns, one program a slice
     staged: bool = False
 
     @property
@@ -260,13 +263,18 @@ def bwd_config(
     ``TMA_MIN_ELEMENTS`` (LayerNorm's ``TMA_MIN_ELEMENTS_LAYER_NORM``). ``staged``: the Gluon kernel that stages rows
     in shared memory can run on the call's device (``ops._staged_capable``), and ``_staged_bwd``'s shapes take it (the
     call's rows are asked after, of a config that takes it: ``ops._staged_rows``), but for ``_pointer_rms_bwd``'s
-    (``x_fp16``: x is float16), which take neither it nor the TMA.
+    (``x_fp16``: x is float16), which take neither it nor the TMA; there too ``_split_staged_bwd``'s long rows
+    (RMSNorm's of 16384-65536 columns, LayerNorm's of 16384-32768, from 4096 rows) take its split form, ahead of the
+    chunks and split rows above.
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
     pointer_only = _pointer_rms_bwd(n, has_dbias, has_mask, is_rms, x_fp16, w_bytes)
     if staged and not pointer_only and _staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes, w_bytes):
         return LaunchConfig(1, n, 1, staged_warps(n), 1, staged=True)
+    if staged and _split_staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes):
+        slice_n = SPLIT_STAGED_SLICE_N
+        return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_WARPS, 1, parts=n // slice_n, staged=True)
     few_waves_tma = _few_waves_tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
     tma_rows = m * n >= (TMA_MIN_ELEMENTS if is_rms or has_mask else TMA_MIN_ELEMENTS_LAYER_NORM) or few_waves_tma
     tma = tma and not pointer_only and tma_rows
@@ -1206,6 +1214,45 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     return n in (STAGED_LN_BWD_N if has_dbias else STAGED_LN_NO_DB_BWD_N) and m >= LIMITS["ln_bwd_staged_min_m"]
 
 
+# the backward of long rows by the split staged Gluon kernel (``_split_staged_bwd``): a program stages a slice of
+# SPLIT_STAGED_SLICE_N columns of its rows (SPLIT_STAGED_STAGES rows in flight) and holds its weights in registers, at
+# SPLIT_STAGED_WARPS compute warps; from ``LIMITS["split_staged_min_m"]`` rows (4096), LayerNorm's at 16384 columns
+# from ``LIMITS["ln_split_staged_16384_min_m"]`` (32768)
+SPLIT_STAGED_RMS_BWD_N = (16384, 32768, 65536)
+SPLIT_STAGED_LN_BWD_N = (16384, 32768)  # with dB and without: at 65536 x1.000 / x0.96-0.97 of the split rows
+SPLIT_STAGED_SLICE_N = 8192
+SPLIT_STAGED_WARPS = 8
+SPLIT_STAGED_STAGES = 4
+
+
+def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:
+    """Whether the backward of m x n takes the split staged Gluon kernel (``norm_bwd_staged.split_staged_kernel``):
+    16-bit x, no mask, calls of at least ``LIMITS["split_staged_min_m"]`` rows (4096), RMSNorm's without dB at
+    ``SPLIT_STAGED_RMS_BWD_N`` columns, LayerNorm's (with dB or without) at ``SPLIT_STAGED_LN_BWD_N``, at 16384 from
+    ``LIMITS["ln_split_staged_16384_min_m"]`` rows (32768); 16-bit or float32 weights. Each row in slices of 8192
+    columns, one program a slice on one SM (128 of an H200's 132 at 65536 columns): a load warp stages the program's
+    slices of x and dy by the TMA, 4 rows in flight, and its 8 compute warps publish a row's slice sums a row ahead
+    of its dx, as the split rows' ``AHEAD``.
+
+    Round 86 (H200, bf16 x, float32 weights). In turns against the rule before (``bench.ab``, GPU run 674; GB/s now over
+    before at 32768 / 8192 / 4096 rows): RMSNorm at 16384 x1.044 / x1.031 / x1.037 (chunked rows before), 32768
+    x1.104 / x1.077 / x1.062, 65536 x1.059 / x1.052 / x1.049 (split rows); LayerNorm with dB at 32768 x1.054 / x1.043 /
+    x1.040, at 16384 x1.009 / x0.982 / x0.969 (so from 32768 rows), at 65536 x1.000 (not taken); without dB at 32768
+    x1.050 / x1.046 / x1.040, at 16384 x1.030 / x0.999 / x0.993, at 65536 x0.971 / x0.970 / x0.960 (not taken).
+    Beside cuDNN at 32768 rows (run 674, 3 rounds in turns; us): RMSNorm 824.1 / 1683.1 / 3655.2 at 16384 / 32768 /
+    65536 against 853.1 / 2373.3 / 3665.4 (1.035 / 1.410 / 1.003 of its speed; 92.5 / 90.6 / 83.4% of the copy),
+    LayerNorm 931.3 / 1870.9 at 16384 / 32768 against 933.7 / 1954.4 (1.003 / 1.045). Forms of the probe (run 673,
+    ``benchmarks/results/logs/round86_probe.py.txt``) that ran slower, their time over this form's at 32768 rows:
+    each row's sums read in the step that published them (no ``AHEAD``; RMSNorm at 65536, run 672) 1.67-3.7x, the
+    weights loaded from shared memory in both passes rather than held 1.05-1.15x, 4 compute warps 1.10-1.24x, slices
+    of 4096 at 4 warps with two programs a SM 1.5-2.3x."""
+    if has_mask or x_bytes != 2 or m < LIMITS["split_staged_min_m"]:
+        return False
+    if is_rms:
+        return not has_dbias and n in SPLIT_STAGED_RMS_BWD_N
+    return n in SPLIT_STAGED_LN_BWD_N and (n != 16384 or m >= LIMITS["ln_split_staged_16384_min_m"])
+
+
 def _few_waves_tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:
     """Whether LayerNorm's backward with dB of 2049-4096 rows of 6145-8192 columns of 16-bit x, no mask, takes the
     TMA kernel (one row of 8192's tile a program of 8 warps, one a SM: ``_tma_bwd``) in calls below
@@ -1422,10 +1469,13 @@ def split_rows_config(
     return LaunchConfig(block_m, part_n, 1, warps, max(1, warps_per_sm // warps), parts=cdiv(n, part_n), ahead=ahead)
 
 
+GPU_MAX_POLLS = 1 << 22  # max_polls' on a GPU (the split staged kernel's too, which runs only there)
+
+
 def max_polls(x: torch.Tensor) -> int:
     """How often a split-row program reads a missing part's row sums before it gives up on it (``split_rows_kernel``):
     on a GPU about a second of reads (a partner that runs publishes within microseconds); in the interpreter 0."""
-    return 1 << 22 if x.is_cuda else 0
+    return GPU_MAX_POLLS if x.is_cuda else 0
 
 
 def stands_in(x: torch.Tensor) -> bool:
@@ -1469,6 +1519,15 @@ def persistent_programs(device: int, row_blocks: int, programs_per_sm: int) -> i
     if device >= 0:
         return max(1, min(row_blocks, programs_per_sm * multiprocessor_count(device)))
     return max(1, min(row_blocks, 4))
+
+
+def split_staged_groups(device: int, m: int, parts: int) -> int:
+    """Groups of rows of the split staged backward (``_split_staged_bwd``), whose grid is parts x groups, one program a
+    SM: as many whole groups as the GPU ``device`` (an index) has SMs for, at most one a row; on the CPU (-1), where
+    the kernel cannot run but its plan is worked out in tests, one."""
+    if device < 0:
+        return 1
+    return max(1, min(m, multiprocessor_count(device) // parts))
 
 
 def row_groups(x: torch.Tensor, row_blocks: int, parts: int, cfg: LaunchConfig) -> int:

@@ -129,6 +129,9 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E4
 COLUMNS = 256  # a row is viewed as rows of this many columns (a TMA box's widest)
 MAX_PARTS = 3
 LOADER_REGISTERS = gl.constexpr(24)  # the load warp's registers a thread (``gl.warp_specialize``)
+# a row sums' slot not yet published (``split_staged_kernel``): ``norm_bwd.SENTINEL``, which ``ops`` fills the slots
+# with (this file is compiled on its own in the tests, so it imports nothing of normkit)
+SENTINEL = gl.constexpr(-1)
 
 
 @gluon.jit
@@ -455,6 +458,171 @@ def norm_bwd_staged_kernel(
         )  # fmt: skip
 
 
+# The split staged kernel (``split_staged_kernel``): rows too long to stage whole, split in slices over several programs
+
+
+@gluon.jit
+def _split_loader(xd, dyd, xs, dys, ready, empty, group, groups, part, my_rows, SR: gl.constexpr, VALID: gl.constexpr,
+                  STAGES: gl.constexpr):  # fmt: skip
+    """The load warp: the program's slice of its i-th row into stage ``i % STAGES``, and its last row once more (the
+    compute warps' pass one runs a row ahead, ``_split_compute``)."""
+    for i in range(my_rows + 1):
+        stage = i % STAGES
+        mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)
+        first = (group + gl.minimum(i, my_rows - 1) * groups) * VALID + part * SR
+        bar = ready.index(stage)
+        mbarrier.expect(bar, 2 * SR * 256 * xd.dtype.primitive_bitwidth // 8)
+        tma.async_copy_global_to_shared(xd, [first, 0], bar, xs.index(stage))
+        tma.async_copy_global_to_shared(dyd, [first, 0], bar, dys.index(stage))
+
+
+@gluon.jit
+def _pack_sums(s1, s2):
+    """Two float32 sums as one int64 (s1's bits high), published with one 64-bit write (``norm_bwd._pack_sums``)."""
+    hi = s1.to(gl.uint32, bitcast=True).to(gl.int64)
+    lo = s2.to(gl.uint32, bitcast=True).to(gl.int64)
+    return (hi << 32) | lo
+
+
+@gluon.jit
+def _publish_slice(xs, dys, w, mean, rstd, slot, L: gl.constexpr, IS_RMS: gl.constexpr):
+    """Pass one over a row's slice: its sums (RMSNorm's ``sum(w dy x)``; LayerNorm's ``sum(xhat w dy)`` and ``sum(w
+    dy)``), packed, published to ``slot`` and returned."""
+    wdy = w * dys.load(L).to(gl.float32)
+    if IS_RMS:
+        s1 = gl.sum(gl.sum(wdy * xs.load(L).to(gl.float32), axis=1), axis=0)
+        s2 = s1 * 0.0
+    else:
+        xhat = (xs.load(L).to(gl.float32) - mean) * rstd
+        s1 = gl.sum(gl.sum(xhat * wdy, axis=1), axis=0)
+        s2 = gl.sum(gl.sum(wdy, axis=1), axis=0)
+    own = _pack_sums(s1, s2)
+    gl.atomic_xchg(slot, own, sem="relaxed")
+    return own
+
+
+@gluon.jit
+def _row_means(slots, own, parts, part, others, N, PARTS: gl.constexpr, MAX_POLLS: gl.constexpr):
+    """A row's means of its sums over all its slices: the program's own (``own``) and the other slices' from
+    ``slots`` (polled until all are there, at most ``MAX_POLLS`` times: a slice missing after that leaves NaN), added
+    in slice order. ``parts``' layout gives every thread all the slots, so each thread's loop ends on its own loads."""
+    sums = gl.load(slots + parts, mask=others, other=SENTINEL, volatile=True)
+    missing = others & (sums == SENTINEL)
+    polls = 0
+    while (gl.max(missing.to(gl.int32), axis=0) > 0) & (polls < MAX_POLLS):
+        sums = gl.where(missing, gl.load(slots + parts, mask=missing, other=SENTINEL, volatile=True), sums)
+        missing = others & (sums == SENTINEL)
+        polls += 1
+    sums = gl.where(parts == part, own, gl.where(parts < PARTS, sums, 0))
+    s1 = (sums >> 32).to(gl.uint32).to(gl.float32, bitcast=True)
+    s2 = (sums & 0xFFFFFFFF).to(gl.uint32).to(gl.float32, bitcast=True)
+    return gl.sum(s1, axis=0) / N, gl.sum(s2, axis=0) / N
+
+
+@gluon.jit
+def _split_compute(xs, dys, ws, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group, groups, part, my_rows,
+                   SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr, PARTS_P2: gl.constexpr,
+                   STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, HAS_DBIAS: gl.constexpr,
+                   MAX_POLLS: gl.constexpr):  # fmt: skip
+    """The compute warps: each step publishes the next row's slice sums (its slice staged a load ahead) before it
+    reads this row's, which the other programs of the group published a step ago; then this row's dx, dW terms (and
+    dB's) and its stage released. The weights are held in registers (float32) across the loop."""
+    dw = gl.zeros([SR, 256], gl.float32, L)
+    db = dw
+    if HAS_DBIAS:
+        db = gl.zeros([SR, 256], gl.float32, L)
+    parts = gl.arange(0, PARTS_P2, layout=PL)
+    others = (parts < PARTS) & (parts != part)
+    offsets = _offsets(0, SR, L)
+    col0 = part * (SR * 256)
+    mbarrier.wait(wbar, 0)
+    w = _weights(ws, L, ZERO_CENTERED)
+    # row 0's statistics and sums, row 1's statistics (RMSNorm reads rstd for the mean, unused)
+    rstd = gl.load(RSTD + group)
+    mean = gl.load(MEAN + group)
+    ahead = group + gl.minimum(1, my_rows - 1) * groups
+    rstd_ahead = gl.load(RSTD + ahead)
+    mean_ahead = gl.load(MEAN + ahead)
+    mbarrier.wait(ready.index(0), 0)
+    own = _publish_slice(xs.index(0), dys.index(0), w, mean, rstd, SUMS + group.to(gl.int64) * PARTS + part, L, IS_RMS)
+    for i in range(my_rows):
+        row = group + i * groups
+        stage = i % STAGES
+        # the next row's sums published (the last row's again at the last step: the same bits); the statistics of
+        # the row after it loaded
+        ahead = group + gl.minimum(i + 1, my_rows - 1) * groups
+        further = group + gl.minimum(i + 2, my_rows - 1) * groups
+        rstd_further = gl.load(RSTD + further)
+        mean_further = gl.load(MEAN + further)
+        next_stage = (i + 1) % STAGES
+        mbarrier.wait(ready.index(next_stage), ((i + 1) // STAGES) & 1)
+        own_ahead = _publish_slice(xs.index(next_stage), dys.index(next_stage), w, mean_ahead, rstd_ahead,
+                                   SUMS + ahead.to(gl.int64) * PARTS + part, L, IS_RMS)  # fmt: skip
+        c1, c2 = _row_means(SUMS + row.to(gl.int64) * PARTS, own, parts, part, others, N, PARTS, MAX_POLLS)
+        x = xs.index(stage).load(L)
+        xf = x.to(gl.float32)
+        dy = dys.index(stage).load(L).to(gl.float32)
+        if IS_RMS:
+            dx = rstd * (w * dy) - (rstd * rstd * rstd * c1) * xf
+            dw += dy * (xf * rstd)
+        else:
+            xhat = (xf - mean) * rstd
+            dx = (w * dy - (xhat * c1 + c2)) * rstd
+            dw += dy * xhat
+        if HAS_DBIAS:
+            db += dy
+        gl.store(DX + row.to(gl.int64) * N + col0 + offsets, dx.to(x.dtype))
+        fence_async_shared()  # the reads above (the generic proxy) before the TMA's writes into the stage
+        mbarrier.arrive(empty.index(stage), count=1)
+        own, rstd, mean = own_ahead, rstd_ahead, mean_ahead
+        rstd_ahead, mean_ahead = rstd_further, mean_further
+    _store_partial(PARTIAL + group.to(gl.int64) * N + col0, dw, 0, SR, L, SR)
+    if HAS_DBIAS:
+        _store_partial(PARTIAL + (groups + group).to(gl.int64) * N + col0, db, 0, SR, L, SR)
+
+
+@gluon.jit
+def split_staged_kernel(
+    xd, dyd, wd, MEAN, RSTD, DX, PARTIAL, SUMS, M, N,
+    SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr, PARTS_P2: gl.constexpr,
+    VALID: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr,
+    HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr,
+):  # fmt: skip
+    """RMSNorm's or LayerNorm's dx ``[M, N]`` and float32 dW (dB) partials of rows split in ``PARTS`` slices of ``SR``
+    rows of 256: program ``p`` takes slice ``p % PARTS`` of the rows ``g, g + groups, ...`` of its group ``g = p //
+    PARTS`` (``groups`` = programs / PARTS; every program of the grid runs at once: one a SM). Its load warp stages
+    the slice of x and dy by the TMA (descriptors as ``descriptors``', the box ``[SR, 256]``), ``STAGES`` rows in
+    flight; its compute warps (``_split_compute``) exchange each row's slice sums with the group's other programs
+    through ``SUMS`` (int64 ``[M, PARTS]``, filled with ``SENTINEL`` before the launch) a row ahead. The partials:
+    ``PARTIAL[0 or 1, g, columns of the slice]`` (``[1 or 2, groups, N]``)."""
+    pid = gl.program_id(0)
+    groups = gl.num_programs(0) // PARTS
+    part = pid % PARTS
+    group = pid // PARTS
+    my_rows = (M - group + groups - 1) // groups
+    xs = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
+    dys = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
+    ws = gl.allocate_shared_memory(wd.dtype, [SR, 256], wd.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    wbar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    mbarrier.init(wbar, count=1)
+    mbarrier.expect(wbar, SR * 256 * wd.dtype.primitive_bitwidth // 8)
+    tma.async_copy_global_to_shared(wd, [part * SR, 0], wbar, ws)
+    gl.warp_specialize(
+        [
+            (_split_compute, (xs, dys, ws, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group, groups,
+                              part, my_rows, SR, L, PL, PARTS, PARTS_P2, STAGES, ZERO_CENTERED, IS_RMS, HAS_DBIAS,
+                              MAX_POLLS)),
+            (_split_loader, (xd, dyd, xs, dys, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES)),
+        ],
+        [1], [LOADER_REGISTERS],
+    )  # fmt: skip
+
+
 def parts(n: int, second_of_8: bool = False, fp16: bool = False) -> list[int]:
     """A row of n columns (a multiple of 256) as its parts' rows of 256, largest first, 0 where absent: n / 256's
     binary digits where it has at most 3 (13312 = 52 x 256 -> [32, 16, 4]); else its two largest and the rest rounded
@@ -519,4 +687,31 @@ def descriptors(x, dy, weight, part_rows: list[int]) -> list[TensorDescriptor]:
     for t in (x.view(m * n // COLUMNS, COLUMNS), dy.view(m * n // COLUMNS, COLUMNS), weight.view(-1, COLUMNS)):
         shape, strides = list(t.shape), list(t.stride())
         out += [TensorDescriptor(t, shape, strides, [r or part_rows[0], COLUMNS], shared) for r in part_rows]
+    return out
+
+
+def split_constexprs(n: int, slice_n: int, num_warps: int, stages: int, zero_centered: bool, is_rms: bool,
+                     has_dbias: bool, max_polls: int) -> dict:  # fmt: skip
+    """``split_staged_kernel``'s constexpr arguments for rows of n columns in slices of ``slice_n`` (a multiple of
+    256 that divides n)."""
+    if slice_n <= 0 or slice_n % COLUMNS or n % slice_n:
+        raise ValueError(f"slice_n must be a multiple of {COLUMNS} that divides n = {n}, got {slice_n}")
+    sr, slices = slice_n // COLUMNS, n // slice_n
+    p2 = max(2, 1 << (slices - 1).bit_length())
+    return dict(
+        SR=sr, L=layout(sr, num_warps), PL=gl.BlockedLayout([p2], [32], [num_warps], [0]), PARTS=slices, PARTS_P2=p2,
+        VALID=n // COLUMNS, STAGES=stages, ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_DBIAS=has_dbias,
+        MAX_POLLS=max_polls,
+    )  # fmt: skip
+
+
+def split_descriptors(x, dy, weight, slice_rows: int) -> list[TensorDescriptor]:
+    """x's, dy's and the weights' descriptors for ``split_staged_kernel`` (its first arguments): x and dy (rows
+    contiguous) as ``[M * N / 256, 256]``, the weights (16 or 32 bits) as ``[N / 256, 256]``, each in boxes of a
+    slice, ``[slice_rows, 256]``."""
+    m, n = x.shape
+    out = []
+    for t in (x.view(m * n // COLUMNS, COLUMNS), dy.view(m * n // COLUMNS, COLUMNS), weight.view(-1, COLUMNS)):
+        shared = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8 * t.element_size(), rank=2)
+        out.append(TensorDescriptor(t, list(t.shape), list(t.stride()), [slice_rows, COLUMNS], shared))
     return out

@@ -31,6 +31,7 @@ SUM_PARTIALS = Launcher(sum_partials_kernel, pdl="PDL_WAIT")
 SPLIT_ROWS = Launcher(split_rows_kernel, pdl="PDL_WAIT")
 NORM_BWD_TMA = Launcher(norm_bwd_tma_kernel)
 STAGED_BWD = Launcher(STAGED.norm_bwd_staged_kernel) if STAGED is not None else None
+SPLIT_STAGED_BWD = Launcher(STAGED.split_staged_kernel) if STAGED is not None else None
 _MASK_TMA_AT = NORM_BWD_TMA.constexpr_names.index("MASK_TMA")  # where a plan's values hold it
 TMA_STAGES = 3  # norm_bwd_tma_kernel's STAGES: two row blocks in flight (GPU run 142: 4 stages 0.92-1.0x of 3)
 MASK_BY_TMA = True  # norm_bwd_tma_kernel's MASK_TMA where the mask's rows allow it (_mask_tma)
@@ -430,13 +431,14 @@ def _staged_capable(device: int) -> bool:
     return STAGED is not None and device >= 0 and torch.cuda.get_device_capability(device)[0] == 9
 
 
-def _staged_rows(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor) -> bool:
+def _staged_rows(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, split: bool = False) -> bool:
     """Whether the staged kernel can take these arguments (``norm_bwd_staged.descriptors``): dy and x of one 16-bit
-    dtype, their rows contiguous and starting on 16 bytes (viewed as rows of 256), 16-bit weights."""
+    dtype, their rows contiguous and starting on 16 bytes (viewed as rows of 256), 16-bit weights; the split staged
+    kernel's (``split``, ``norm_bwd_staged.split_descriptors``) 16-bit or float32 weights."""
     n = x.shape[1]
     return (
-        dy.dtype == x.dtype and x.element_size() == weight.element_size() == 2 and dy.stride() == x.stride() == (n, 1)
-        and not (dy.data_ptr() | x.data_ptr()) & 15
+        dy.dtype == x.dtype and x.element_size() == 2 and weight.element_size() in ((2, 4) if split else (2,))
+        and dy.stride() == x.stride() == (n, 1) and not (dy.data_ptr() | x.data_ptr()) & 15
     )  # fmt: skip
 
 
@@ -546,6 +548,13 @@ def _backward_plan(
                 "without a mask, and needs Triton 3.6's Gluon, a Hopper GPU, dy and x of one 16-bit dtype with "
                 "contiguous rows, and 16-bit weights"
             )
+        if cfg.parts > 1:  # the split staged kernel: a group of cfg.parts programs a row, one program a SM
+            values = STAGED.split_constexprs(
+                n, cfg.block_n, cfg.num_warps, config.SPLIT_STAGED_STAGES, zero_centered_gamma, is_rms, has_dbias,
+                config.GPU_MAX_POLLS,
+            )  # fmt: skip
+            programs = config.split_staged_groups(device, m, cfg.parts) * cfg.parts
+            return _BackwardPlan(cfg, programs, 1, SPLIT_STAGED_BWD.values(**values), [], {})
         db = config.staged_db_partition(n)
         stages = config.staged_stages(n)
         values = STAGED.constexprs(n, cfg.num_warps, stages, zero_centered_gamma, is_rms, has_dbias, *db, fp16=x_fp16)
@@ -668,17 +677,25 @@ def _keep_encoded(plan: _BackwardPlan, rows: tuple, encoded: tuple) -> None:
 
 
 def _staged_backward(plan: _BackwardPlan, dy, x, weight, mean, rstd, dx, partial) -> None:
-    """The staged kernel's launch (``STAGED_BWD``) of a plan that takes it. Its descriptors (9: a part's each of x, dy
-    and the weights) are kept encoded with the plan by the addresses of dy, x and the weights (the plan fixes the
-    rest: their shape, dtypes and rows of n contiguous elements), as the TMA backward's are (``_rows_of``). Gluon's
-    own launch path made, bound and encoded them on every call: 160-210 us of host time a call at 2048 x
-    12800-14336, the split rows' 43 (GPU run 551); with them kept, 62-88 (run 554)."""
-    grid, args, num_warps = (plan.programs,), (mean, rstd, dx, partial, *x.shape), plan.cfg.num_warps
+    """The staged kernel's launch (``STAGED_BWD``; the split staged kernel's, ``SPLIT_STAGED_BWD``, where the plan
+    splits rows) of a plan that takes it. Its descriptors (a part's each of x, dy and the weights; the split kernel's
+    3) are kept encoded with the plan by the addresses of dy, x and the weights (the plan fixes the rest: their shape,
+    dtypes and rows of n contiguous elements), as the TMA backward's are (``_rows_of``). Gluon's own launch path made,
+    bound and encoded them on every call: 160-210 us of host time a call at 2048 x 12800-14336, the split rows' 43
+    (GPU run 551); with them kept, 62-88 (run 554). The split kernel's row sums' slots (``SUMS``) are filled with
+    ``SENTINEL`` first, as the split rows'."""
+    split = plan.cfg.parts > 1
+    launcher = SPLIT_STAGED_BWD if split else STAGED_BWD
+    sums = (x.new_full((x.shape[0], plan.cfg.parts), SENTINEL, dtype=torch.int64),) if split else ()
+    grid, args, num_warps = (plan.programs,), (mean, rstd, dx, partial, *sums, *x.shape), plan.cfg.num_warps
     rows = (dy.data_ptr(), x.data_ptr(), weight.data_ptr())
     encoded = plan.encoded.get(rows)
-    if encoded is None or not STAGED_BWD.launch_encoded(grid, encoded, args, num_warps, plan.values):
-        head = STAGED.descriptors(x, dy, weight, list(plan.values[:3]))  # the plan's RA-RC, its first constexprs
-        kept = STAGED_BWD.launch(grid, (*head, *args), num_warps, plan.values, head=len(head))
+    if encoded is None or not launcher.launch_encoded(grid, encoded, args, num_warps, plan.values):
+        if split:  # the plan's SR, its first constexpr
+            head = STAGED.split_descriptors(x, dy, weight, plan.values[0])
+        else:  # the plan's RA-RC, its first constexprs
+            head = STAGED.descriptors(x, dy, weight, list(plan.values[:3]))
+        kept = launcher.launch(grid, (*head, *args), num_warps, plan.values, head=len(head))
         if kept is not None:
             _keep_encoded(plan, rows, kept)
 
@@ -697,13 +714,15 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     tma = _tma_capable(index)
     # the staged kernel has no mask; whether it can load these rows is asked only of a plan that takes it
     plan = _backward_plan(*key, tma, config.generation, row_align, not has_mask and _staged_capable(index))
-    if plan.cfg.staged and not _staged_rows(dy, x, weight):  # rows it cannot load: the plan without it
+    if plan.cfg.staged and not _staged_rows(dy, x, weight, plan.cfg.parts > 1):  # rows it cannot load: the plan
+        # without it
         plan = _backward_plan(*key, tma, config.generation, row_align, False)
     # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean
     mean = mean if mean is not None else rstd
     which = 2 if has_dbias else 1  # the partials' rows: dW's, dB's
-    if plan.cfg.staged:  # rows staged in shared memory, one program a SM (``norm_bwd_staged.py``)
-        partial = x.new_empty((which, plan.programs, n), dtype=torch.float32)
+    if plan.cfg.staged:  # rows staged in shared memory, one program a SM (``norm_bwd_staged.py``); a partial a
+        # program, or a group of programs where rows are split
+        partial = x.new_empty((which, plan.programs // plan.cfg.parts, n), dtype=torch.float32)
         _staged_backward(plan, dy, x, _tma_weights(weight), mean, rstd, dx, partial)
         return dx, *_sum_partials(partial, weight.dtype)
     descriptors = encoded = rows = None  # where the plan takes the TMA: made, or kept from a call of the same rows
