@@ -41,8 +41,10 @@ def test_staged_rule():
         assert not _staged(4096, n, has_mask=True), n
         assert not _staged(4096, n, w_bytes=4), n
         assert not _staged(4096, n, x_bytes=4), n
-    for n in (4608, 5120, 8192, 8704, 9728, 10752, 12032, 13056, 15616, 16384):
+    for n in (4608, 5120, 8192, 8704, 9728, 10752, 12032, 13056, 15616, 16128):
         assert not _staged(4096, n), n
+    # 16384-65536: the split staged kernel, each row in slices (``test_split_staged_rule``)
+    assert config.bwd_config(4096, 16384, False, is_rms=True, tma=True, staged=True).parts == 2
     head_tail = LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048)
     for m in (2048, 4096, 32768):
         assert config.bwd_config(m, 10240, False, is_rms=True, tma=True, staged=True, x_fp16=True) == head_tail, m
@@ -510,7 +512,7 @@ def test_staged_rows_asked_only_of_a_plan_that_takes_the_kernel():
     rows = ops._staged_rows
     with (
         mock.patch.object(ops, "_staged_capable", lambda device: True),
-        mock.patch.object(ops, "_staged_rows", lambda *args: asked.append(rows(*args)) or asked[-1]),
+        mock.patch.object(ops, "_staged_rows", lambda *args, **kw: asked.append(rows(*args, **kw)) or asked[-1]),
     ):
         for op, has_dbias in (("layer_norm", True), ("rms_norm", False)):
             x, w, b = make_inputs(7, 100, torch.float16, torch.float16, bias=has_dbias)

@@ -1243,7 +1243,7 @@ def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: b
     65536 against 853.1 / 2373.3 / 3665.4 (1.035 / 1.410 / 1.003 of its speed; 92.5 / 90.6 / 83.4% of the copy),
     LayerNorm 931.3 / 1870.9 at 16384 / 32768 against 933.7 / 1954.4 (1.003 / 1.045). Forms of the probe (run 673,
     ``benchmarks/results/logs/round86_probe.py.txt``) that ran slower, their time over this form's at 32768 rows:
-    each row's sums read in the step that published them (no ``AHEAD``; RMSNorm at 65536, run 672) 1.67-3.7x, the
+    each row's sums read in the step that published them (no ``AHEAD``; RMSNorm at 65536, run 672) 1.8-3.9x, the
     weights loaded from shared memory in both passes rather than held 1.05-1.15x, 4 compute warps 1.10-1.24x, slices
     of 4096 at 4 warps with two programs a SM 1.5-2.3x."""
     if has_mask or x_bytes != 2 or m < LIMITS["split_staged_min_m"]:

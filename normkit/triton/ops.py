@@ -546,7 +546,7 @@ def _backward_plan(
             raise ValueError(
                 "a staged backward config was forced where the staged kernel cannot run: it computes the backward "
                 "without a mask, and needs Triton 3.6's Gluon, a Hopper GPU, dy and x of one 16-bit dtype with "
-                "contiguous rows, and 16-bit weights"
+                "contiguous rows, and 16-bit weights (float32 too where it splits rows)"
             )
         if cfg.parts > 1:  # the split staged kernel: a group of cfg.parts programs a row, one program a SM
             values = STAGED.split_constexprs(
@@ -714,9 +714,8 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     tma = _tma_capable(index)
     # the staged kernel has no mask; whether it can load these rows is asked only of a plan that takes it
     plan = _backward_plan(*key, tma, config.generation, row_align, not has_mask and _staged_capable(index))
-    if plan.cfg.staged and not _staged_rows(dy, x, weight, plan.cfg.parts > 1):  # rows it cannot load: the plan
-        # without it
-        plan = _backward_plan(*key, tma, config.generation, row_align, False)
+    if plan.cfg.staged and not _staged_rows(dy, x, weight, split=plan.cfg.parts > 1):
+        plan = _backward_plan(*key, tma, config.generation, row_align, False)  # rows it cannot load: without it
     # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean
     mean = mean if mean is not None else rstd
     which = 2 if has_dbias else 1  # the partials' rows: dW's, dB's
