@@ -645,7 +645,7 @@ for n, dtype, w_dtype, zero_centered, is_rms, has_dbias in json.loads(sys.argv[2
     dtype, w_dtype = getattr(torch, dtype), getattr(torch, w_dtype)
     values = staged.split_constexprs(n, 8192, 8, 4, zero_centered, is_rms, has_dbias, 1 << 22)
     x, w = torch.empty(64, n, dtype=dtype), torch.empty(n, dtype=w_dtype)
-    descriptors = staged.split_descriptors(x, x, w, values["SR"])
+    descriptors = staged.descriptors(x, x, w, [values["SR"]])
     signature = {name: mangle_type(d) for name, d in zip(kernel.arg_names, descriptors)}
     pointer = "*fp16" if dtype == torch.float16 else "*bf16"
     signature |= {"MEAN": "*fp32", "RSTD": "*fp32", "DX": pointer, "PARTIAL": "*fp32", "SUMS": "*i64", "M": "i32",

@@ -680,12 +680,13 @@ def constexprs(
 
 def descriptors(x, dy, weight, part_rows: list[int]) -> list[TensorDescriptor]:
     """x's, dy's and the weights' descriptors, a part's each (the first part's where one is absent): x and dy (rows
-    contiguous) viewed as ``[M * N / 256, 256]``, the weights as ``[N / 256, 256]``; the kernel's first arguments."""
+    contiguous) viewed as ``[M * N / 256, 256]``, the weights (16 bits; 16 or 32 for the split kernel) as ``[N / 256,
+    256]``; the kernel's first arguments. ``split_staged_kernel``'s: one part, a slice's rows (``[slice_rows]``)."""
     m, n = x.shape
-    shared = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8 * x.element_size(), rank=2)
     out = []
     for t in (x.view(m * n // COLUMNS, COLUMNS), dy.view(m * n // COLUMNS, COLUMNS), weight.view(-1, COLUMNS)):
         shape, strides = list(t.shape), list(t.stride())
+        shared = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8 * t.element_size(), rank=2)
         out += [TensorDescriptor(t, shape, strides, [r or part_rows[0], COLUMNS], shared) for r in part_rows]
     return out
 
@@ -703,15 +704,3 @@ def split_constexprs(n: int, slice_n: int, num_warps: int, stages: int, zero_cen
         VALID=n // COLUMNS, STAGES=stages, ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_DBIAS=has_dbias,
         MAX_POLLS=max_polls,
     )  # fmt: skip
-
-
-def split_descriptors(x, dy, weight, slice_rows: int) -> list[TensorDescriptor]:
-    """x's, dy's and the weights' descriptors for ``split_staged_kernel`` (its first arguments): x and dy (rows
-    contiguous) as ``[M * N / 256, 256]``, the weights (16 or 32 bits) as ``[N / 256, 256]``, each in boxes of a
-    slice, ``[slice_rows, 256]``."""
-    m, n = x.shape
-    out = []
-    for t in (x.view(m * n // COLUMNS, COLUMNS), dy.view(m * n // COLUMNS, COLUMNS), weight.view(-1, COLUMNS)):
-        shared = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8 * t.element_size(), rank=2)
-        out.append(TensorDescriptor(t, list(t.shape), list(t.stride()), [slice_rows, COLUMNS], shared))
-    return out

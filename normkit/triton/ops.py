@@ -434,7 +434,7 @@ def _staged_capable(device: int) -> bool:
 def _staged_rows(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, split: bool = False) -> bool:
     """Whether the staged kernel can take these arguments (``norm_bwd_staged.descriptors``): dy and x of one 16-bit
     dtype, their rows contiguous and starting on 16 bytes (viewed as rows of 256), 16-bit weights; the split staged
-    kernel's (``split``, ``norm_bwd_staged.split_descriptors``) 16-bit or float32 weights."""
+    kernel's (``split``) 16-bit or float32 weights."""
     n = x.shape[1]
     return (
         dy.dtype == x.dtype and x.element_size() == 2 and weight.element_size() in ((2, 4) if split else (2,))
@@ -691,10 +691,8 @@ def _staged_backward(plan: _BackwardPlan, dy, x, weight, mean, rstd, dx, partial
     rows = (dy.data_ptr(), x.data_ptr(), weight.data_ptr())
     encoded = plan.encoded.get(rows)
     if encoded is None or not launcher.launch_encoded(grid, encoded, args, num_warps, plan.values):
-        if split:  # the plan's SR, its first constexpr
-            head = STAGED.split_descriptors(x, dy, weight, plan.values[0])
-        else:  # the plan's RA-RC, its first constexprs
-            head = STAGED.descriptors(x, dy, weight, list(plan.values[:3]))
+        # each descriptor's rows of 256: the plan's first constexprs (the split kernel's SR, the other's RA-RC)
+        head = STAGED.descriptors(x, dy, weight, list(plan.values[:1] if split else plan.values[:3]))
         kept = launcher.launch(grid, (*head, *args), num_warps, plan.values, head=len(head))
         if kept is not None:
             _keep_encoded(plan, rows, kept)
