@@ -544,21 +544,23 @@ def test_staged_launch_takes_its_descriptors_parts_from_the_plan(monkeypatch):
 
 
 # the split staged kernel (``norm_bwd_staged.split_staged_kernel``): rows of 16384-65536 columns in slices of 8192
+# or 16384
 
 
 def test_split_staged_rule():
     """Where the rules take the split staged kernel (``config._split_staged_bwd``): calls of at least 4096 rows of
     16-bit x without a mask, RMSNorm's at 16384 / 32768 / 65536 without dB, LayerNorm's at 32768 and (from 32768 rows)
-    16384, with dB or without, not at 65536; each row in slices of 8192 at 8 compute warps, with 16-bit or float32
-    weights; only where the kernel can run (``staged``)."""
+    16384 with dB or without, at 65536 without dB only; each row in slices of 16384 at 16 compute warps at 32768 and
+    65536 without dB, else of 8192 at 8, with 16-bit or float32 weights; only where the kernel can run
+    (``staged``)."""
     m = config.LIMITS["split_staged_min_m"]
     assert m == 4096 and config.LIMITS["ln_split_staged_16384_min_m"] == 32768
-    expected = LaunchConfig(1, 8192, 1, 8, 1, parts=8, staged=True)
+    expected = LaunchConfig(1, 16384, 1, 16, 1, parts=4, staged=True)
     for w_bytes in (2, 4):
         assert config.bwd_config(m, 65536, False, is_rms=True, tma=True, staged=True, w_bytes=w_bytes) == expected
-    for n in config.SPLIT_STAGED_RMS_BWD_N:
+    for n, slice_n, warps in ((16384, 8192, 8), (32768, 16384, 16), (65536, 16384, 16)):
         got = config.bwd_config(m, n, False, is_rms=True, tma=True, staged=True, w_bytes=4)
-        assert got.staged and got.parts == n // 8192 and got.block_n == 8192 and got.num_warps == 8, n
+        assert (got.staged, got.parts, got.block_n, got.num_warps) == (True, n // slice_n, slice_n, warps), n
         assert got == config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=True, x_fp16=True), n
         assert not config.bwd_config(m - 1, n, False, is_rms=True, tma=True, staged=True).staged, n  # fewer rows
         assert not config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=False).staged, n  # cannot run
@@ -567,11 +569,14 @@ def test_split_staged_rule():
         masked = config.bwd_config(32768, n, True, has_mask=True, tma=True, staged=True)  # (``staged`` is asked of
         assert not masked.staged, n  # unmasked calls only, but the rule says no to a mask too)
     for has_dbias in (True, False):
-        assert config.bwd_config(m, 32768, has_dbias, tma=True, staged=True, w_bytes=4).parts == 4
+        got = config.bwd_config(m, 32768, has_dbias, tma=True, staged=True, w_bytes=4)
+        assert (got.parts, got.num_warps) == ((4, 8) if has_dbias else (2, 16)), has_dbias
         assert not config.bwd_config(m - 1, 32768, has_dbias, tma=True, staged=True, w_bytes=4).staged
         assert config.bwd_config(32768, 16384, has_dbias, tma=True, staged=True, w_bytes=4).parts == 2
         assert not config.bwd_config(32767, 16384, has_dbias, tma=True, staged=True, w_bytes=4).staged
-        assert not config.bwd_config(32768, 65536, has_dbias, tma=True, staged=True, w_bytes=4).staged
+    assert not config.bwd_config(32768, 65536, True, tma=True, staged=True, w_bytes=4).staged  # with dB: split rows
+    assert config.bwd_config(m, 65536, False, tma=True, staged=True, w_bytes=4) == expected
+    assert [config.split_staged_stages(s) for s in (8192, 16384)] == [4, 3]
     for n in (8192, 24576, 49152, 131072, 16640):  # other widths: not taken
         assert not config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=True).staged, n
         assert not config.bwd_config(32768, n, False, tma=True, staged=True).staged, n
@@ -593,26 +598,28 @@ def test_split_staged_rows():
 
 
 def test_split_staged_plan():
-    """The plan of a split staged launch (worked out on the CPU too): slices of 32 rows of 256, the row's slices and
-    their slots rounded to a power of two, 4 stages, zero-centered gamma, LayerNorm's dB; one group on the CPU."""
+    """The plan of a split staged launch (worked out on the CPU too): slices of 32 rows of 256 at 4 stages and 8 warps
+    (16384 columns), of 64 at 3 stages and 16 warps (32768, 65536), the row's slices and their slots rounded to a power
+    of two, zero-centered gamma, LayerNorm's dB; one group on the CPU."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
     def values(got):
         return dict(zip(ops.SPLIT_STAGED_BWD.constexpr_names, got.values))
 
-    for n, slices in ((16384, 2), (32768, 4), (65536, 8)):
+    for n, slices, sr, stages, warps in ((16384, 2, 32, 4, 8), (32768, 2, 64, 3, 16), (65536, 4, 64, 3, 16)):
         got = _plan(32768, n, dtype=torch.bfloat16)
         assert got.cfg.staged and got.cfg.parts == slices and got.programs == slices, n  # one group on the CPU
         v = values(got)
-        assert (v["SR"], v["PARTS"], v["PARTS_P2"], v["VALID"], v["STAGES"]) == (32, slices, slices, n // 256, 4), n
-        assert v["L"] == ops.STAGED.layout(32, 8) and v["MAX_POLLS"] == config.GPU_MAX_POLLS, n
-        assert (v["IS_RMS"], v["HAS_DBIAS"], v["ZERO_CENTERED"]) == (True, False, False), n
+        assert (v["SR"], v["PARTS"], v["PARTS_P2"], v["VALID"], v["STAGES"]) == (sr, slices, slices, n // 256, stages)
+        assert v["L"] == ops.STAGED.layout(sr, warps) and v["MAX_POLLS"] == config.GPU_MAX_POLLS, n
+        assert (v["IS_RMS"], v["HAS_DBIAS"], v["ZERO_CENTERED"], v["W_SHARED"]) == (True, False, False, False), n
         assert values(_plan(32768, n, zero_centered_gamma=True, dtype=torch.bfloat16))["ZERO_CENTERED"], n
     for n in (16384, 32768):
         for has_dbias in (True, False):
             ln = values(_plan(32768, n, is_rms=False, has_dbias=has_dbias, dtype=torch.bfloat16))
-            assert (ln["IS_RMS"], ln["HAS_DBIAS"], ln["PARTS"]) == (False, has_dbias, n // 8192), n
+            slices = n // (8192 if has_dbias or n == 16384 else 16384)
+            assert (ln["IS_RMS"], ln["HAS_DBIAS"], ln["PARTS"], ln["W_SHARED"]) == (False, has_dbias, slices, has_dbias)
     assert config.split_staged_groups(-1, 32768, 8) == 1
     assert ops.STAGED.SENTINEL == ops.SENTINEL  # the kernel's empty slot is the one ops fills the slots with
 
@@ -621,13 +628,13 @@ def test_split_staged_constexprs():
     """A row's slices: slice_n must be a multiple of 256 that divides the row; the slots' count is a power of two of
     at least 2 (one slice a row still has a partner's slot, masked)."""
     staged = pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
-    got = staged.split_constexprs(24576, 8192, 8, 4, False, True, False, 1)
-    assert (got["SR"], got["PARTS"], got["PARTS_P2"], got["VALID"]) == (32, 3, 4, 96)
-    assert staged.split_constexprs(8192, 8192, 8, 4, False, True, False, 1)["PARTS_P2"] == 2
-    assert staged.split_constexprs(16384, 4096, 4, 4, False, True, False, 1)["L"] == staged.layout(16, 4)
+    got = staged.split_constexprs(24576, 8192, 8, 4, False, True, False, 1, False)
+    assert (got["SR"], got["PARTS"], got["PARTS_P2"], got["VALID"], got["W_SHARED"]) == (32, 3, 4, 96, False)
+    assert staged.split_constexprs(8192, 8192, 8, 4, False, True, False, 1, True)["PARTS_P2"] == 2
+    assert staged.split_constexprs(16384, 4096, 4, 4, False, True, False, 1, False)["L"] == staged.layout(16, 4)
     for bad in (1000, 0, 12288):
         with pytest.raises(ValueError, match="slice_n must be a multiple of 256 that divides n"):
-            staged.split_constexprs(16384, bad, 8, 4, False, True, False, 1)
+            staged.split_constexprs(16384, bad, 8, 4, False, True, False, 1, False)
 
 
 COMPILE_SPLIT = """
@@ -641,19 +648,20 @@ spec = importlib.util.spec_from_file_location("norm_bwd_staged", sys.argv[1])
 staged = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(staged)
 kernel = staged.split_staged_kernel
-for n, dtype, w_dtype, zero_centered, is_rms, has_dbias in json.loads(sys.argv[2]):
-    dtype, w_dtype = getattr(torch, dtype), getattr(torch, w_dtype)
-    values = staged.split_constexprs(n, 8192, 8, 4, zero_centered, is_rms, has_dbias, 1 << 22)
-    x, w = torch.empty(64, n, dtype=dtype), torch.empty(n, dtype=w_dtype)
-    descriptors = staged.descriptors(x, x, w, [values["SR"]])
+POINTER = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}
+for n, slice_n, warps, stages, shared, dtype, w_dtype, zero_centered, is_rms, has_dbias in json.loads(sys.argv[2]):
+    values = staged.split_constexprs(n, slice_n, warps, stages, zero_centered, is_rms, has_dbias, 1 << 22, shared)
+    x, w = torch.empty(64, n, dtype=getattr(torch, dtype)), torch.empty(n, dtype=getattr(torch, w_dtype))
+    descriptors = staged.descriptors(x, x, w if shared else None, [values["SR"]])
     signature = {name: mangle_type(d) for name, d in zip(kernel.arg_names, descriptors)}
-    pointer = "*fp16" if dtype == torch.float16 else "*bf16"
-    signature |= {"MEAN": "*fp32", "RSTD": "*fp32", "DX": pointer, "PARTIAL": "*fp32", "SUMS": "*i64", "M": "i32",
-                  "N": "i32"}
+    signature |= {"MEAN": "*fp32", "RSTD": "*fp32", "DX": POINTER[dtype], "PARTIAL": "*fp32", "SUMS": "*i64",
+                  "M": "i32", "N": "i32"}
+    signature.setdefault("W", POINTER[w_dtype])  # read from global memory
     signature |= {name: "constexpr" for name in values}
     aligned = [kernel.arg_names.index(name) for name in ("MEAN", "RSTD", "DX", "PARTIAL", "SUMS", "N")]
+    aligned += [] if shared else [kernel.arg_names.index("W")]
     source = GluonASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
-    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8})
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     threads = int(re.search(r"reqntid (\\d+)", compiled.asm["ptx"]).group(1))
     print(json.dumps({"n": n, "shared": compiled.metadata.shared, "cubin": len(compiled.asm["cubin"]),
                       "threads": threads}))
@@ -661,14 +669,17 @@ for n, dtype, w_dtype, zero_centered, is_rms, has_dbias in json.loads(sys.argv[2
 
 
 def test_split_staged_kernel_compiles_for_hopper():
-    """The split staged kernel compiled for sm_90 on any machine: RMSNorm's and LayerNorm's (with dB and without) at
-    16384-65536 columns, bf16 x with float32 weights and fp16 with fp16, zero-centered gamma; 8 compute warps and the
-    load warp's group of 4; its shared memory (4 stages of a slice of x and dy, the slice's weights) fits a Hopper
-    SM."""
+    """The split staged kernel compiled for sm_90 on any machine, at the rules' slices: RMSNorm's and LayerNorm's (with
+    dB and without) at 16384-65536 columns, bf16 x with float32 weights and fp16 with fp16, zero-centered gamma, the
+    weights staged (with dB) or read from global memory; its compute warps (8 or 16) and the load warp's group of 4;
+    its shared memory (the stages of a slice of x and dy, the staged weights) fits a Hopper SM."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     cases = [(65536, "bfloat16", "float32", False, True, False), (16384, "float16", "float16", True, True, False)]
     cases += [(32768, "bfloat16", "float32", True, False, True), (16384, "float16", "float16", False, False, True)]
     cases += [(65536, "bfloat16", "float32", False, False, False), (32768, "float16", "float16", True, False, False)]
+    forms = [(c[0], config.split_staged_slice(c[0], c[5]), config.split_staged_weights_shared(c[5])) for c in cases]
+    cases = [(n, s, *config.SPLIT_STAGED_SLICES[s], shared, *c[1:]) for (n, s, shared), c in zip(forms, cases)]
+    assert {f[1:] for f in forms} == {(8192, False), (8192, True), (16384, False)}
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run(
         [sys.executable, "-c", COMPILE_SPLIT, str(KERNEL_FILE), json.dumps(cases)], env=env, capture_output=True,
@@ -677,11 +688,11 @@ def test_split_staged_kernel_compiles_for_hopper():
     assert done.returncode == 0, done.stderr[-3000:]
     compiled = [json.loads(line) for line in done.stdout.splitlines()]
     assert [c["n"] for c in compiled] == [case[0] for case in cases]
-    for c, case in zip(compiled, cases):
-        assert c["cubin"] > 0 and 0 < c["shared"] <= HOPPER_SHARED_MEMORY, (case, c)
-        slice_bytes = 4 * 2 * 8192 * 2 + 8192 * (4 if case[2] == "float32" else 2)  # the stages' x and dy, weights
-        assert c["shared"] >= slice_bytes, (case, c)
-        assert c["threads"] == 32 * (8 + 4), (case, c)
+    for c, (n, slice_n, warps, stages, shared, _, w_dtype, *_) in zip(compiled, cases):
+        assert c["cubin"] > 0 and 0 < c["shared"] <= HOPPER_SHARED_MEMORY, (n, slice_n, c)
+        weights = slice_n * (4 if w_dtype == "float32" else 2) if shared else 0
+        assert c["shared"] >= stages * 2 * slice_n * 2 + weights, (n, slice_n, c)  # the stages' x and dy, weights
+        assert c["threads"] == 32 * (warps + 4), (n, slice_n, c)
 
 
 @pytest.mark.gpu
@@ -689,7 +700,8 @@ def test_split_staged_kernel_compiles_for_hopper():
     "op, m, n, has_dbias",
     [("rms_norm", 1, 65536, False), ("rms_norm", 7, 16384, False), ("rms_norm", 100, 32768, False),
      ("rms_norm", 4097, 65536, False), ("layer_norm", 1, 32768, True), ("layer_norm", 100, 16384, True),
-     ("layer_norm", 4097, 32768, True), ("layer_norm", 7, 32768, False), ("layer_norm", 4097, 16384, False)],
+     ("layer_norm", 4097, 32768, True), ("layer_norm", 7, 32768, False), ("layer_norm", 4097, 16384, False),
+     ("layer_norm", 100, 65536, False)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.float32), (torch.float16, torch.float16)],
                          ids=["bf16-fp32", "fp16"])  # fmt: skip
@@ -697,7 +709,8 @@ def test_split_staged_kernel_compiles_for_hopper():
 def test_split_staged_backward_on_the_gpu(op, m, n, has_dbias, dtypes, zero_centered_gamma):
     """The split staged kernel at its widths, taken from one row on (its fewest rows lowered), against the
     reference: a row a group (1), fewer rows than groups (7, 100), rows that do not divide over the groups (4097),
-    RMSNorm's and LayerNorm's with dB and without, bf16 x with float32 weights and fp16 with fp16."""
+    RMSNorm's and LayerNorm's with dB and without, slices of 8192 and 16384, bf16 x with float32 weights and fp16 with
+    fp16."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     with config.limits(split_staged_min_m=1, ln_split_staged_16384_min_m=1):
         _check(m, n, *dtypes, 1, zero_centered_gamma, op=op, has_dbias=has_dbias)
@@ -706,9 +719,11 @@ def test_split_staged_backward_on_the_gpu(op, m, n, has_dbias, dtypes, zero_cent
 @pytest.mark.gpu
 def test_split_staged_backward_at_the_rules_rows():
     """The rule's own launch, many rows a program: 32768 x 16384 (fp16 x, fp16 weights: dW's tolerance is fp16's),
-    RMSNorm's and LayerNorm's with dB; strided rows and weights not on 16 bytes."""
+    RMSNorm's and LayerNorm's with dB; strided rows and weights not on 16 bytes; 4096 x 32768 in slices of 16384."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(32768, 16384, torch.float16, torch.float16, 1)
     _check(32768, 16384, torch.float16, torch.float16, 1, op="layer_norm", has_dbias=True)
     _check(32768, 16384, torch.float16, torch.float16, 1, weight_offset=2)  # the kernel loads a copy
     _check(32768, 16384, torch.float16, torch.float16, 0, row_pad=64)  # rows it cannot view: the split rows
+    _check(4096, 32768, torch.float16, torch.float16, 1, weight_offset=2)
+    _check(4096, 32768, torch.bfloat16, torch.float32, 1, op="layer_norm")

@@ -264,8 +264,8 @@ def bwd_config(
     in shared memory can run on the call's device (``ops._staged_capable``), and ``_staged_bwd``'s shapes take it (the
     call's rows are asked after, of a config that takes it: ``ops._staged_rows``), but for ``_pointer_rms_bwd``'s
     (``x_fp16``: x is float16), which take neither it nor the TMA; there too ``_split_staged_bwd``'s long rows
-    (RMSNorm's of 16384-65536 columns, LayerNorm's of 16384-32768, from 4096 rows) take its split form, ahead of the
-    chunks and split rows above.
+    (RMSNorm's of 16384-65536 columns, LayerNorm's of 16384-32768 and without dB 65536, from 4096 rows) take its split
+    form, ahead of the chunks and split rows above.
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
@@ -273,8 +273,8 @@ def bwd_config(
     if staged and not pointer_only and _staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes, w_bytes):
         return LaunchConfig(1, n, 1, staged_warps(n), 1, staged=True)
     if staged and _split_staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes):
-        slice_n = SPLIT_STAGED_SLICE_N
-        return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_WARPS, 1, parts=n // slice_n, staged=True)
+        slice_n = split_staged_slice(n, has_dbias)
+        return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_SLICES[slice_n][0], 1, parts=n // slice_n, staged=True)
     few_waves_tma = _few_waves_tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
     tma_rows = m * n >= (TMA_MIN_ELEMENTS if is_rms or has_mask else TMA_MIN_ELEMENTS_LAYER_NORM) or few_waves_tma
     tma = tma and not pointer_only and tma_rows
@@ -1214,25 +1214,59 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     return n in (STAGED_LN_BWD_N if has_dbias else STAGED_LN_NO_DB_BWD_N) and m >= LIMITS["ln_bwd_staged_min_m"]
 
 
-# the backward of long rows by the split staged Gluon kernel (``_split_staged_bwd``): a program stages a slice of
-# SPLIT_STAGED_SLICE_N columns of its rows (SPLIT_STAGED_STAGES rows in flight) and holds its weights in registers, at
-# SPLIT_STAGED_WARPS compute warps; from ``LIMITS["split_staged_min_m"]`` rows (4096), LayerNorm's at 16384 columns
-# from ``LIMITS["ln_split_staged_16384_min_m"]`` (32768)
+# the backward of long rows by the split staged Gluon kernel (``_split_staged_bwd``): a program stages a slice of its
+# rows (``split_staged_slice``'s columns, some rows in flight) and holds the slice's weights in registers; from
+# ``LIMITS["split_staged_min_m"]`` rows (4096), LayerNorm's at 16384 columns from
+# ``LIMITS["ln_split_staged_16384_min_m"]`` (32768)
 SPLIT_STAGED_RMS_BWD_N = (16384, 32768, 65536)
-SPLIT_STAGED_LN_BWD_N = (16384, 32768)  # with dB and without: at 65536 x1.000 / x0.96-0.97 of the split rows
-SPLIT_STAGED_SLICE_N = 8192
-SPLIT_STAGED_WARPS = 8
-SPLIT_STAGED_STAGES = 4
+SPLIT_STAGED_LN_BWD_N = (16384, 32768)  # with dB (at 65536 x1.000 of the split rows in round 86)
+SPLIT_STAGED_LN_NO_DB_BWD_N = (16384, 32768, 65536)
+SPLIT_STAGED_WIDE_N = (32768, 65536)  # without dB: in slices of 16384
+# a slice's columns -> (its compute warps, its rows in flight): 16384's 3 stages of x and dy take 192 KB
+SPLIT_STAGED_SLICES = {8192: (8, 4), 16384: (16, 3)}
+
+
+def split_staged_slice(n: int, has_dbias: bool) -> int:
+    """The columns of the split staged backward's slices of rows of n (``_split_staged_bwd``): 16384 at
+    ``SPLIT_STAGED_WIDE_N`` without dB, else 8192. LayerNorm's with dB keeps 8192: at 16 compute warps its dW and dB
+    terms spill (48 bytes of stack a thread at 65536, compiled for sm_90)."""
+    return 16384 if not has_dbias and n in SPLIT_STAGED_WIDE_N else 8192
+
+
+def split_staged_weights_shared(has_dbias: bool) -> bool:
+    """Whether the split staged backward stages its slice of the weights in shared memory by the TMA (round 86's form;
+    LayerNorm's with dB), rather than reading them from global memory into registers (round 87; the rest). Read from
+    global memory LayerNorm's with dB at 32768 ran x0.984 / x0.989 / x0.992 of the staged weights at 32768 / 8192 /
+    4096 rows (GPU run 679), where the others gained: the shared memory they free gives slices of 16384 a third stage
+    (``SPLIT_STAGED_SLICES``)."""
+    return has_dbias
+
+
+def split_staged_stages(slice_n: int) -> int:
+    """Rows in flight of the split staged backward's slices of ``slice_n`` columns (``SPLIT_STAGED_SLICES``)."""
+    return SPLIT_STAGED_SLICES[slice_n][1]
 
 
 def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:
     """Whether the backward of m x n takes the split staged Gluon kernel (``norm_bwd_staged.split_staged_kernel``):
     16-bit x, no mask, calls of at least ``LIMITS["split_staged_min_m"]`` rows (4096), RMSNorm's without dB at
-    ``SPLIT_STAGED_RMS_BWD_N`` columns, LayerNorm's (with dB or without) at ``SPLIT_STAGED_LN_BWD_N``, at 16384 from
-    ``LIMITS["ln_split_staged_16384_min_m"]`` rows (32768); 16-bit or float32 weights. Each row in slices of 8192
-    columns, one program a slice on one SM (128 of an H200's 132 at 65536 columns): a load warp stages the program's
-    slices of x and dy by the TMA, 4 rows in flight, and its 8 compute warps publish a row's slice sums a row ahead
-    of its dx, as the split rows' ``AHEAD``.
+    ``SPLIT_STAGED_RMS_BWD_N`` columns, LayerNorm's with dB at ``SPLIT_STAGED_LN_BWD_N``, without at
+    ``SPLIT_STAGED_LN_NO_DB_BWD_N``, at 16384 from ``LIMITS["ln_split_staged_16384_min_m"]`` rows (32768); 16-bit or
+    float32 weights. Each row in slices (``split_staged_slice``: of 16384 columns at 32768 and 65536 without dB, else
+    of 8192), one program a slice on one SM: a load warp stages the program's slices of x and dy by the TMA (3 rows in
+    flight for slices of 16384, 4 for 8192), and its compute warps (16 or 8) publish a row's slice sums a row ahead of
+    its dx, as the split rows' ``AHEAD``. The slice's weights are held in registers, read from global memory but with
+    dB (``split_staged_weights_shared``).
+
+    Round 87 (H200, bf16 x, float32 weights; ``bench.ab`` against round 86's rule, GPU runs 680 at 32768 rows and 679
+    at 8192 / 4096, GB/s now over before): RMSNorm at 32768 x1.084 / x1.096 / x1.087, 65536 x1.159 / x1.164 / x1.151
+    (97-98% of the copy at 32768 rows); LayerNorm without dB at 32768 x1.134 / x1.115 / x1.098, 65536 x1.137 / x1.106
+    / x1.083 (split rows before), 16384 x1.027 at 32768 rows (slices of 8192, the weights from global memory); the
+    rest x0.999-1.001. Slices of 16384 need the weights out of shared memory: at 2 stages (the weights staged) they
+    ran x1.02 at RMSNorm's 65536 and x0.93-0.94 at 32768 (run 677; with pass one a row ahead, a program holds two rows
+    staged, so 2 stages leave none in flight), at 3 x1.08-1.16 (run 678). Slices of 8192 ran 128 of an H200's 132 SMs
+    at 65536 columns (8 a row); slices of 16384 take all 132. LayerNorm's with dB spills at 16 compute warps (48 bytes
+    of stack a thread) and ran x0.86 of the split rows there (run 678).
 
     Round 86 (H200, bf16 x, float32 weights). In turns against the rule before (``bench.ab``, GPU run 674; GB/s now over
     before at 32768 / 8192 / 4096 rows): RMSNorm at 16384 x1.044 / x1.031 / x1.037 (chunked rows before), 32768
@@ -1250,7 +1284,8 @@ def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: b
         return False
     if is_rms:
         return not has_dbias and n in SPLIT_STAGED_RMS_BWD_N
-    return n in SPLIT_STAGED_LN_BWD_N and (n != 16384 or m >= LIMITS["ln_split_staged_16384_min_m"])
+    widths = SPLIT_STAGED_LN_BWD_N if has_dbias else SPLIT_STAGED_LN_NO_DB_BWD_N
+    return n in widths and (n != 16384 or m >= LIMITS["ln_split_staged_16384_min_m"])
 
 
 def _few_waves_tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:

@@ -520,13 +520,15 @@ def _row_means(slots, own, parts, part, others, N, PARTS: gl.constexpr, MAX_POLL
 
 
 @gluon.jit
-def _split_compute(xs, dys, ws, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group, groups, part, my_rows,
-                   SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr, PARTS_P2: gl.constexpr,
-                   STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, HAS_DBIAS: gl.constexpr,
-                   MAX_POLLS: gl.constexpr):  # fmt: skip
+def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group, groups, part,
+                   my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr,
+                   PARTS_P2: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr,
+                   HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr):  # fmt: skip
     """The compute warps: each step publishes the next row's slice sums (its slice staged a load ahead) before it
     reads this row's, which the other programs of the group published a step ago; then this row's dx, dW terms (and
-    dB's) and its stage released. The weights are held in registers (float32) across the loop."""
+    dB's) and its stage released. The slice's weights are held in registers (float32) across the loop, read once
+    from ``ws`` (``W_SHARED``: staged by the TMA, ``wbar`` its barrier) or from global memory (``W``, a pointer: no
+    shared memory for them, which gives slices of 16384 a third stage)."""
     dw = gl.zeros([SR, 256], gl.float32, L)
     db = dw
     if HAS_DBIAS:
@@ -535,8 +537,13 @@ def _split_compute(xs, dys, ws, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, SUM
     others = (parts < PARTS) & (parts != part)
     offsets = _offsets(0, SR, L)
     col0 = part * (SR * 256)
-    mbarrier.wait(wbar, 0)
-    w = _weights(ws, L, ZERO_CENTERED)
+    if W_SHARED:
+        mbarrier.wait(wbar, 0)
+        w = _weights(ws, L, ZERO_CENTERED)
+    else:
+        w = gl.load(W + col0 + offsets).to(gl.float32)
+        if ZERO_CENTERED:
+            w += 1.0
     # row 0's statistics and sums, row 1's statistics (RMSNorm reads rstd for the mean, unused)
     rstd = gl.load(RSTD + group)
     mean = gl.load(MEAN + group)
@@ -576,25 +583,37 @@ def _split_compute(xs, dys, ws, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, SUM
         mbarrier.arrive(empty.index(stage), count=1)
         own, rstd, mean = own_ahead, rstd_ahead, mean_ahead
         rstd_ahead, mean_ahead = rstd_further, mean_further
-    _store_partial(PARTIAL + group.to(gl.int64) * N + col0, dw, 0, SR, L, SR)
+    _store_slice_partial(PARTIAL + group.to(gl.int64) * N + col0, dw, SR, L)
     if HAS_DBIAS:
-        _store_partial(PARTIAL + (groups + group).to(gl.int64) * N + col0, db, 0, SR, L, SR)
+        _store_slice_partial(PARTIAL + (groups + group).to(gl.int64) * N + col0, db, SR, L)
+
+
+@gluon.jit
+def _store_slice_partial(row, values, SR: gl.constexpr, L: gl.constexpr):
+    """A slice's dW (dB) partial stored as ``_store_partial`` does, or in ``L`` where the layout change's scratch (the
+    slice in float32: 64 KB for slices of 16384) would not fit beside the stages."""
+    if SR * 256 * 4 <= 32768:
+        _store_partial(row, values, 0, SR, L, SR)
+    else:
+        _store(row, values, 0, SR, L, SR)
 
 
 @gluon.jit
 def split_staged_kernel(
-    xd, dyd, wd, MEAN, RSTD, DX, PARTIAL, SUMS, M, N,
+    xd, dyd, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N,
     SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr, PARTS_P2: gl.constexpr,
     VALID: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr,
-    HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr,
+    HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr,
 ):  # fmt: skip
     """RMSNorm's or LayerNorm's dx ``[M, N]`` and float32 dW (dB) partials of rows split in ``PARTS`` slices of ``SR``
     rows of 256: program ``p`` takes slice ``p % PARTS`` of the rows ``g, g + groups, ...`` of its group ``g = p //
     PARTS`` (``groups`` = programs / PARTS; every program of the grid runs at once: one a SM). Its load warp stages
     the slice of x and dy by the TMA (descriptors as ``descriptors``', the box ``[SR, 256]``), ``STAGES`` rows in
-    flight; its compute warps (``_split_compute``) exchange each row's slice sums with the group's other programs
-    through ``SUMS`` (int64 ``[M, PARTS]``, filled with ``SENTINEL`` before the launch) a row ahead. The partials:
-    ``PARTIAL[0 or 1, g, columns of the slice]`` (``[1 or 2, groups, N]``)."""
+    flight; its compute warps (``_split_compute``) read the slice's weights once and exchange each row's slice sums
+    with the group's other programs through ``SUMS`` (int64 ``[M, PARTS]``, filled with ``SENTINEL`` before the
+    launch) a row ahead. ``W``: the weights' descriptor (``W_SHARED``: the program stages its slice of them by the TMA
+    first) or their pointer (contiguous; read from global memory). The partials: ``PARTIAL[0 or 1, g, columns of the
+    slice]`` (``[1 or 2, groups, N]``)."""
     pid = gl.program_id(0)
     groups = gl.num_programs(0) // PARTS
     part = pid % PARTS
@@ -602,21 +621,25 @@ def split_staged_kernel(
     my_rows = (M - group + groups - 1) // groups
     xs = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
     dys = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
-    ws = gl.allocate_shared_memory(wd.dtype, [SR, 256], wd.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    wbar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=1)
-    mbarrier.init(wbar, count=1)
-    mbarrier.expect(wbar, SR * 256 * wd.dtype.primitive_bitwidth // 8)
-    tma.async_copy_global_to_shared(wd, [part * SR, 0], wbar, ws)
+    if W_SHARED:
+        ws = gl.allocate_shared_memory(W.dtype, [SR, 256], W.layout)
+        wbar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+        mbarrier.init(wbar, count=1)
+        mbarrier.expect(wbar, SR * 256 * W.dtype.primitive_bitwidth // 8)
+        tma.async_copy_global_to_shared(W, [part * SR, 0], wbar, ws)
+    else:  # placeholders, not read
+        ws = xs
+        wbar = ready
     gl.warp_specialize(
         [
-            (_split_compute, (xs, dys, ws, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group, groups,
+            (_split_compute, (xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group, groups,
                               part, my_rows, SR, L, PL, PARTS, PARTS_P2, STAGES, ZERO_CENTERED, IS_RMS, HAS_DBIAS,
-                              MAX_POLLS)),
+                              MAX_POLLS, W_SHARED)),
             (_split_loader, (xd, dyd, xs, dys, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES)),
         ],
         [1], [LOADER_REGISTERS],
@@ -680,11 +703,13 @@ def constexprs(
 
 def descriptors(x, dy, weight, part_rows: list[int]) -> list[TensorDescriptor]:
     """x's, dy's and the weights' descriptors, a part's each (the first part's where one is absent): x and dy (rows
-    contiguous) viewed as ``[M * N / 256, 256]``, the weights (16 bits; 16 or 32 for the split kernel) as ``[N / 256,
-    256]``; the kernel's first arguments. ``split_staged_kernel``'s: one part, a slice's rows (``[slice_rows]``)."""
+    contiguous) viewed as ``[M * N / 256, 256]``, the weights (16 bits) as ``[N / 256, 256]``; the kernel's first
+    arguments. ``split_staged_kernel``'s: one part, a slice's rows (``[slice_rows]``); the weights' (16 or 32 bits)
+    where it stages them, none where it reads them from global memory (``weight`` None)."""
     m, n = x.shape
     out = []
-    for t in (x.view(m * n // COLUMNS, COLUMNS), dy.view(m * n // COLUMNS, COLUMNS), weight.view(-1, COLUMNS)):
+    tensors = [x.view(m * n // COLUMNS, COLUMNS), dy.view(m * n // COLUMNS, COLUMNS)]
+    for t in tensors if weight is None else [*tensors, weight.view(-1, COLUMNS)]:
         shape, strides = list(t.shape), list(t.stride())
         shared = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8 * t.element_size(), rank=2)
         out += [TensorDescriptor(t, shape, strides, [r or part_rows[0], COLUMNS], shared) for r in part_rows]
@@ -692,9 +717,9 @@ def descriptors(x, dy, weight, part_rows: list[int]) -> list[TensorDescriptor]:
 
 
 def split_constexprs(n: int, slice_n: int, num_warps: int, stages: int, zero_centered: bool, is_rms: bool,
-                     has_dbias: bool, max_polls: int) -> dict:  # fmt: skip
+                     has_dbias: bool, max_polls: int, weights_shared: bool) -> dict:  # fmt: skip
     """``split_staged_kernel``'s constexpr arguments for rows of n columns in slices of ``slice_n`` (a multiple of
-    256 that divides n)."""
+    256 that divides n); ``weights_shared``: the weights staged by the TMA (their descriptor the kernel's ``W``)."""
     if slice_n <= 0 or slice_n % COLUMNS or n % slice_n:
         raise ValueError(f"slice_n must be a multiple of {COLUMNS} that divides n = {n}, got {slice_n}")
     sr, slices = slice_n // COLUMNS, n // slice_n
@@ -702,5 +727,5 @@ def split_constexprs(n: int, slice_n: int, num_warps: int, stages: int, zero_cen
     return dict(
         SR=sr, L=layout(sr, num_warps), PL=gl.BlockedLayout([p2], [32], [num_warps], [0]), PARTS=slices, PARTS_P2=p2,
         VALID=n // COLUMNS, STAGES=stages, ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_DBIAS=has_dbias,
-        MAX_POLLS=max_polls,
+        MAX_POLLS=max_polls, W_SHARED=weights_shared,
     )  # fmt: skip

@@ -31,7 +31,11 @@ SUM_PARTIALS = Launcher(sum_partials_kernel, pdl="PDL_WAIT")
 SPLIT_ROWS = Launcher(split_rows_kernel, pdl="PDL_WAIT")
 NORM_BWD_TMA = Launcher(norm_bwd_tma_kernel)
 STAGED_BWD = Launcher(STAGED.norm_bwd_staged_kernel) if STAGED is not None else None
+# the split staged kernel with its weights read from global memory (a pointer) and staged by the TMA (a descriptor):
+# a Launcher each, as their arguments' kinds differ
 SPLIT_STAGED_BWD = Launcher(STAGED.split_staged_kernel) if STAGED is not None else None
+SPLIT_STAGED_SHARED_W_BWD = Launcher(STAGED.split_staged_kernel) if STAGED is not None else None
+_W_SHARED_AT = SPLIT_STAGED_BWD.constexpr_names.index("W_SHARED") if STAGED is not None else None
 _MASK_TMA_AT = NORM_BWD_TMA.constexpr_names.index("MASK_TMA")  # where a plan's values hold it
 TMA_STAGES = 3  # norm_bwd_tma_kernel's STAGES: two row blocks in flight (GPU run 142: 4 stages 0.92-1.0x of 3)
 MASK_BY_TMA = True  # norm_bwd_tma_kernel's MASK_TMA where the mask's rows allow it (_mask_tma)
@@ -550,8 +554,8 @@ def _backward_plan(
             )
         if cfg.parts > 1:  # the split staged kernel: a group of cfg.parts programs a row, one program a SM
             values = STAGED.split_constexprs(
-                n, cfg.block_n, cfg.num_warps, config.SPLIT_STAGED_STAGES, zero_centered_gamma, is_rms, has_dbias,
-                config.GPU_MAX_POLLS,
+                n, cfg.block_n, cfg.num_warps, config.split_staged_stages(cfg.block_n), zero_centered_gamma, is_rms,
+                has_dbias, config.GPU_MAX_POLLS, config.split_staged_weights_shared(has_dbias),
             )  # fmt: skip
             programs = config.split_staged_groups(device, m, cfg.parts) * cfg.parts
             return _BackwardPlan(cfg, programs, 1, SPLIT_STAGED_BWD.values(**values), [], {})
@@ -677,22 +681,26 @@ def _keep_encoded(plan: _BackwardPlan, rows: tuple, encoded: tuple) -> None:
 
 
 def _staged_backward(plan: _BackwardPlan, dy, x, weight, mean, rstd, dx, partial) -> None:
-    """The staged kernel's launch (``STAGED_BWD``; the split staged kernel's, ``SPLIT_STAGED_BWD``, where the plan
-    splits rows) of a plan that takes it. Its descriptors (a part's each of x, dy and the weights; the split kernel's
-    3) are kept encoded with the plan by the addresses of dy, x and the weights (the plan fixes the rest: their shape,
-    dtypes and rows of n contiguous elements), as the TMA backward's are (``_rows_of``). Gluon's own launch path made,
-    bound and encoded them on every call: 160-210 us of host time a call at 2048 x 12800-14336, the split rows' 43
-    (GPU run 551); with them kept, 62-88 (run 554). The split kernel's row sums' slots (``SUMS``) are filled with
-    ``SENTINEL`` first, as the split rows'."""
+    """The staged kernel's launch (``STAGED_BWD``; the split staged kernel's, ``SPLIT_STAGED_BWD`` or
+    ``SPLIT_STAGED_SHARED_W_BWD``, where the plan splits rows) of a plan that takes it. Its descriptors (a part's each
+    of x, dy and the weights; the split kernel's x's and dy's, and the weights' where it stages them) are kept encoded
+    with the plan by the addresses of dy, x and the weights (the plan fixes the rest: their shape, dtypes and rows of n
+    contiguous elements), as the TMA backward's are (``_rows_of``). Gluon's own launch path made, bound and encoded
+    them on every call: 160-210 us of host time a call at 2048 x 12800-14336, the split rows' 43 (GPU run 551); with
+    them kept, 62-88 (run 554). The split kernel's row sums' slots (``SUMS``) are filled with ``SENTINEL`` first, as
+    the split rows'."""
     split = plan.cfg.parts > 1
-    launcher = SPLIT_STAGED_BWD if split else STAGED_BWD
+    staged_weights = not split or plan.values[_W_SHARED_AT]
+    launcher = STAGED_BWD if not split else SPLIT_STAGED_SHARED_W_BWD if staged_weights else SPLIT_STAGED_BWD
     sums = (x.new_full((x.shape[0], plan.cfg.parts), SENTINEL, dtype=torch.int64),) if split else ()
-    grid, args, num_warps = (plan.programs,), (mean, rstd, dx, partial, *sums, *x.shape), plan.cfg.num_warps
+    args = (*(() if staged_weights else (weight,)), mean, rstd, dx, partial, *sums, *x.shape)
+    grid, num_warps = (plan.programs,), plan.cfg.num_warps
     rows = (dy.data_ptr(), x.data_ptr(), weight.data_ptr())
     encoded = plan.encoded.get(rows)
     if encoded is None or not launcher.launch_encoded(grid, encoded, args, num_warps, plan.values):
         # each descriptor's rows of 256: the plan's first constexprs (the split kernel's SR, the other's RA-RC)
-        head = STAGED.descriptors(x, dy, weight, list(plan.values[:1] if split else plan.values[:3]))
+        part_rows = list(plan.values[:1] if split else plan.values[:3])
+        head = STAGED.descriptors(x, dy, weight if staged_weights else None, part_rows)
         kept = launcher.launch(grid, (*head, *args), num_warps, plan.values, head=len(head))
         if kept is not None:
             _keep_encoded(plan, rows, kept)
