@@ -39,7 +39,11 @@ CASES = {
     # split rows
     "split_staged": (4100, 32768, *BF16_FP32W),
     "chunked_forward": (64, 65536, *BF16_FP32W),  # the forward in chunks, read twice; the backward split
+    # the forward's rows split in slices staged in shared memory by the Gluon kernel on a Hopper GPU
+    # (``norm_fwd_staged.py``), its fewest rows lowered (``CASE_LIMITS``); the backward split
+    "split_staged_forward": (300, 65536, *BF16_FP32W),
 }
+CASE_LIMITS = {"split_staged_forward": dict(split_staged_fwd_min_m=1)}  # ``config.limits`` a case runs under
 
 
 def test_graph_cases_launches():
@@ -51,9 +55,10 @@ def test_graph_cases_launches():
         sizes = dict(x_bytes=x_dtype.itemsize, w_bytes=w_dtype.itemsize)
         return config.bwd_config(m, n, has_dbias, is_rms=is_rms, **sizes, **flags)
 
-    def fwd(case, is_rms=False):
+    def fwd(case, is_rms=False, **flags):
         m, n, x_dtype, w_dtype = CASES[case]
-        return config.fwd_config(m, n, is_rms, w_bytes=w_dtype.itemsize, x_fp16=x_dtype == torch.float16, has_bias=True)
+        sizes = dict(w_bytes=w_dtype.itemsize, x_bytes=x_dtype.itemsize)
+        return config.fwd_config(m, n, is_rms, x_fp16=x_dtype == torch.float16, has_bias=True, **sizes, **flags)
 
     assert fwd("whole_rows").num_chunks == 1 and bwd("whole_rows").programs_per_sm > 0
     assert fwd("short_rows").block_m > 1
@@ -69,6 +74,9 @@ def test_graph_cases_launches():
     assert all(cfg.staged and cfg.parts > 1 for cfg in split_staged)
     assert [cfg.block_n for cfg in split_staged] == [16384, 8192]  # both slices: RMSNorm's of 16384, LayerNorm's
     assert not bwd("split_staged", has_mask=True, tma=True, staged=True).staged
+    with config.limits(**CASE_LIMITS["split_staged_forward"]):
+        assert fwd("split_staged_forward", staged=True).staged and fwd("split_staged_forward", True, staged=True).staged
+    assert not fwd("split_staged_forward", staged=True).staged  # 300 rows: under the rule's fewest
     assert fwd("chunked_forward").num_chunks > 1 and bwd("chunked_forward").parts > 1
 
 
@@ -123,6 +131,11 @@ def _new_values(x, w, b, dy):
 @pytest.mark.parametrize("case", list(CASES))
 @pytest.mark.parametrize("warmups", [1, 3])  # 3: the TMA backward launches from descriptors kept from the third call
 def test_step_replays_from_a_cuda_graph(op, case, warmups):
+    with config.limits(**CASE_LIMITS.get(case, {})):
+        _replay_step(op, case, warmups)
+
+
+def _replay_step(op, case, warmups):
     m, n, x_dtype, w_dtype = CASES[case]
     x, w, b = make_inputs(m, n, x_dtype, w_dtype, bias=op != "rms_norm")
     dy = torch.randn(m, n, device="cuda").to(x_dtype)

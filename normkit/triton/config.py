@@ -45,6 +45,7 @@ LIMITS = {
     "rms_bwd_staged_7168_min_m": 4096,
     "split_staged_min_m": 4096,
     "ln_split_staged_16384_min_m": 32768,
+    "split_staged_fwd_min_m": 4096,
 }
 
 
@@ -76,7 +77,8 @@ class LaunchConfig:
     mask_bytes: bool = False
     # the backward by the Gluon kernel that stages its rows in shared memory (``norm_bwd_staged.py``,
     # ``_staged_bwd``): one program of num_warps a SM, block_n the whole row; with parts > 1 the split staged kernel
-    # (``_split_staged_bwd``): each row in parts slices of block_n columns, one program a slice
+    # (``_split_staged_bwd``): each row in parts slices of block_n columns, one program a slice; a forward's: the split
+    # staged forward (``norm_fwd_staged.py``, ``_split_staged_fwd``), in parts slices the same way
     staged: bool = False
 
     @property
@@ -155,7 +157,8 @@ def _row_tiles(block_m: int, block_n: int) -> LaunchConfig:
 
 def fwd_config(
     m: int, n: int, is_rms: bool = False, has_mask: bool = False, w_bytes: int = 2, x_fp16: bool = False,
-    slower_dram: bool = False, has_bias: bool = False, zero_centered: bool = False,
+    slower_dram: bool = False, has_bias: bool = False, zero_centered: bool = False, staged: bool = False,
+    x_bytes: int = 2,
 ) -> LaunchConfig:  # fmt: skip
     """Whole rows in tiles of 4096 elements (8192 at N = 4096; 2048 for at most 4096 rows of at most 1024 columns, 1024
     of at most 128), 32 elements a thread (RMSNorm's tiles of 2 rows of 1024: 16). Above 4096 columns, when there are
@@ -224,9 +227,15 @@ def fwd_config(
     forward of many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps).
     ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program.
     ``zero_centered``: the weights are zero-centered (``1 + gamma``), which keep LayerNorm's few waves of 8193-9216
-    columns of fp16 x in chunks, off the head + tail launch (``_few_waves_fwd``)."""
+    columns of fp16 x in chunks, off the head + tail launch (``_few_waves_fwd``). ``staged``: the split staged Gluon
+    forward can run on the call's device (``ops._staged_capable``; its rows are asked after, of a config that takes
+    it), and ``_split_staged_fwd``'s long rows (``x_bytes``: x's element size) take it: ``parts`` slices of
+    ``block_n`` columns, one program a slice on one SM (``norm_fwd_staged.py``)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
+    if staged and _split_staged_fwd(m, n, is_rms, has_mask, x_bytes):
+        slice_n = SPLIT_STAGED_FWD_SLICE_N
+        return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_FWD_WARPS, 1, parts=n // slice_n, staged=True)
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
     return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, *rules, limits)
@@ -1242,6 +1251,19 @@ def split_staged_weights_shared(has_dbias: bool) -> bool:
     return has_dbias
 
 
+def split_staged_ahead(has_dbias: bool) -> int:
+    """The rows the split staged backward's pass one runs ahead (``norm_bwd_staged._split_compute``'s AHEAD): 2 for
+    LayerNorm's with dB, which fetches each row's slice sums a step before it uses them, else 1 (round 86's order: the
+    next row's published, then this row's fetched).
+
+    Round 88 (H200, GPU run 682, the probe's forms forced at 32768 rows of bf16 x, float32 weights, in turns, their
+    speed over round 87's rule): LayerNorm's with dB two rows ahead x1.037 / x1.038 at 32768 / 16384 columns (4 or 5
+    stages alike), this row's fetched before the publish x0.977 / x0.987; RMSNorm's at 16384 two rows ahead x0.987 at
+    4 stages, x1.002 at 5 (fetched before the publish x1.024; at 65536 in slices of 16384 x1.010, LayerNorm's without
+    dB there x1.040: that order is not in the kernel)."""
+    return 2 if has_dbias else 1
+
+
 def split_staged_stages(slice_n: int) -> int:
     """Rows in flight of the split staged backward's slices of ``slice_n`` columns (``SPLIT_STAGED_SLICES``)."""
     return SPLIT_STAGED_SLICES[slice_n][1]
@@ -1286,6 +1308,44 @@ def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: b
         return not has_dbias and n in SPLIT_STAGED_RMS_BWD_N
     widths = SPLIT_STAGED_LN_BWD_N if has_dbias else SPLIT_STAGED_LN_NO_DB_BWD_N
     return n in widths and (n != 16384 or m >= LIMITS["ln_split_staged_16384_min_m"])
+
+
+# the forward of long rows by the split staged Gluon kernel (``_split_staged_fwd``, ``norm_fwd_staged.py``): a program
+# stages a slice of its rows' x and holds the slice's weights and bias in registers; from
+# ``LIMITS["split_staged_fwd_min_m"]`` rows
+SPLIT_STAGED_FWD_N = (65536,)
+SPLIT_STAGED_FWD_SLICE_N = 16384
+SPLIT_STAGED_FWD_WARPS = 8
+# LayerNorm's (stages, rows ahead): its statistics published two rows ahead, 5 rows in flight; RMSNorm's one row ahead,
+# 4 in flight (``norm_fwd_staged.py``'s AHEAD)
+SPLIT_STAGED_FWD_FORMS = {False: (5, 2), True: (4, 1)}
+
+
+def split_staged_fwd_form(is_rms: bool) -> tuple[int, int]:
+    """The split staged forward's rows in flight and rows ahead (``SPLIT_STAGED_FWD_FORMS``)."""
+    return SPLIT_STAGED_FWD_FORMS[is_rms]
+
+
+def _split_staged_fwd(m: int, n: int, is_rms: bool, has_mask: bool, x_bytes: int) -> bool:
+    """Whether the forward of m x n takes the split staged Gluon kernel (``norm_fwd_staged.split_staged_fwd_kernel``):
+    16-bit x, no mask, calls of at least ``LIMITS["split_staged_fwd_min_m"]`` rows (4096), LayerNorm's and RMSNorm's
+    at ``SPLIT_STAGED_FWD_N`` columns (65536); 16-bit or float32 weights, a bias or none. Each row in slices of
+    ``SPLIT_STAGED_FWD_SLICE_N`` columns at ``SPLIT_STAGED_FWD_WARPS`` compute warps and a load warp, one program a
+    slice on one SM, the slice's weights and bias held in registers (``split_staged_fwd_form``: LayerNorm's
+    statistics two rows ahead, 5 rows in flight; RMSNorm's one, 4).
+
+    Round 88 (H200, bf16 x, float32 weights). The probe's kernel at 32768 rows, in turns with the chunked forward before
+    (GPU runs 681-682, us, with a bias): LayerNorm at 65536 2268 against 2742 (x1.21), at 32768 1135 against 1189
+    (x1.05); RMSNorm at 65536 2170 against 2276 (x1.05). As landed, against the rule before (``bench.ab``, run 683,
+    GB/s now over before at 32768 / 8192 / 4096 rows): LayerNorm at 65536 x1.171 / x1.166 / x1.166 (89% of the copy
+    at 32768 rows), without a bias x1.025 / x1.020 / x1.014; RMSNorm at 65536 x1.049 / x1.078 / x1.093. Not taken:
+    LayerNorm at 32768 (x1.018 / x0.999 / x0.981; without a bias x0.982 / x0.971 / x0.956), RMSNorm at 32768 (x0.94
+    in the probe: the chunked forward runs at 99% of the copy there), both at 16384 (slices of 8192: x0.81-0.88);
+    slices of 16384 at 16 warps (x0.88-0.93 of 8), LayerNorm one row ahead (x0.95-0.99 of two), RMSNorm two rows
+    ahead (x0.98)."""
+    if has_mask or x_bytes != 2 or m < LIMITS["split_staged_fwd_min_m"]:
+        return False
+    return n in SPLIT_STAGED_FWD_N
 
 
 def _few_waves_tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:

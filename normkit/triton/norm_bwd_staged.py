@@ -463,10 +463,10 @@ def norm_bwd_staged_kernel(
 
 @gluon.jit
 def _split_loader(xd, dyd, xs, dys, ready, empty, group, groups, part, my_rows, SR: gl.constexpr, VALID: gl.constexpr,
-                  STAGES: gl.constexpr):  # fmt: skip
-    """The load warp: the program's slice of its i-th row into stage ``i % STAGES``, and its last row once more (the
-    compute warps' pass one runs a row ahead, ``_split_compute``)."""
-    for i in range(my_rows + 1):
+                  STAGES: gl.constexpr, AHEAD: gl.constexpr):  # fmt: skip
+    """The load warp: the program's slice of its i-th row into stage ``i % STAGES``, and its last row ``AHEAD`` times
+    more (the compute warps' pass one runs ``AHEAD`` rows ahead, ``_split_compute``)."""
+    for i in range(my_rows + AHEAD):
         stage = i % STAGES
         mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)
         first = (group + gl.minimum(i, my_rows - 1) * groups) * VALID + part * SR
@@ -502,11 +502,17 @@ def _publish_slice(xs, dys, w, mean, rstd, slot, L: gl.constexpr, IS_RMS: gl.con
 
 
 @gluon.jit
-def _row_means(slots, own, parts, part, others, N, PARTS: gl.constexpr, MAX_POLLS: gl.constexpr):
-    """A row's means of its sums over all its slices: the program's own (``own``) and the other slices' from
-    ``slots`` (polled until all are there, at most ``MAX_POLLS`` times: a slice missing after that leaves NaN), added
-    in slice order. ``parts``' layout gives every thread all the slots, so each thread's loop ends on its own loads."""
-    sums = gl.load(slots + parts, mask=others, other=SENTINEL, volatile=True)
+def _fetch_sums(slots, parts, others):
+    """The group's other slices' packed sums of a row, as published so far (``SENTINEL`` where not yet)."""
+    return gl.load(slots + parts, mask=others, other=SENTINEL, volatile=True)
+
+
+@gluon.jit
+def _slices_sums(sums, slots, own, parts, part, others, PARTS: gl.constexpr, MAX_POLLS: gl.constexpr):
+    """A row's two sums of each of its slices (``parts``' layout; 0 past ``PARTS``): the program's own (``own``) and
+    the other slices' (``sums``, fetched; those missing from ``slots`` again until all are there, at most
+    ``MAX_POLLS`` times: a slice missing after that leaves NaN). ``parts``' layout gives every thread all the slots,
+    so each thread's loop ends on its own loads."""
     missing = others & (sums == SENTINEL)
     polls = 0
     while (gl.max(missing.to(gl.int32), axis=0) > 0) & (polls < MAX_POLLS):
@@ -516,6 +522,13 @@ def _row_means(slots, own, parts, part, others, N, PARTS: gl.constexpr, MAX_POLL
     sums = gl.where(parts == part, own, gl.where(parts < PARTS, sums, 0))
     s1 = (sums >> 32).to(gl.uint32).to(gl.float32, bitcast=True)
     s2 = (sums & 0xFFFFFFFF).to(gl.uint32).to(gl.float32, bitcast=True)
+    return s1, s2
+
+
+@gluon.jit
+def _row_means(sums, slots, own, parts, part, others, N, PARTS: gl.constexpr, MAX_POLLS: gl.constexpr):
+    """A row's means of its sums over all its slices (``_slices_sums``), added in slice order."""
+    s1, s2 = _slices_sums(sums, slots, own, parts, part, others, PARTS, MAX_POLLS)
     return gl.sum(s1, axis=0) / N, gl.sum(s2, axis=0) / N
 
 
@@ -523,12 +536,15 @@ def _row_means(slots, own, parts, part, others, N, PARTS: gl.constexpr, MAX_POLL
 def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group, groups, part,
                    my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr,
                    PARTS_P2: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr,
-                   HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr):  # fmt: skip
-    """The compute warps: each step publishes the next row's slice sums (its slice staged a load ahead) before it
-    reads this row's, which the other programs of the group published a step ago; then this row's dx, dW terms (and
-    dB's) and its stage released. The slice's weights are held in registers (float32) across the loop, read once
-    from ``ws`` (``W_SHARED``: staged by the TMA, ``wbar`` its barrier) or from global memory (``W``, a pointer: no
-    shared memory for them, which gives slices of 16384 a third stage)."""
+                   HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr,
+                   AHEAD: gl.constexpr):  # fmt: skip
+    """The compute warps: each step publishes the slice sums of the row ``AHEAD`` ahead (its slice staged by then)
+    before it reads this row's, which the other programs of the group published ``AHEAD`` steps ago; then this row's
+    dx, dW terms (and dB's) and its stage released. With ``AHEAD`` 1 it fetches them after the publish; with 2 it
+    fetches the next row's in this step, a step before they are used, so their trip to L2 is off the row's path (a
+    program then holds three rows staged). The slice's weights are held in registers (float32) across the loop, read
+    once from ``ws`` (``W_SHARED``: staged by the TMA, ``wbar`` its barrier) or from global memory (``W``, a pointer:
+    no shared memory for them, which gives slices of 16384 a third stage)."""
     dw = gl.zeros([SR, 256], gl.float32, L)
     db = dw
     if HAS_DBIAS:
@@ -544,28 +560,51 @@ def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, 
         w = gl.load(W + col0 + offsets).to(gl.float32)
         if ZERO_CENTERED:
             w += 1.0
-    # row 0's statistics and sums, row 1's statistics (RMSNorm reads rstd for the mean, unused)
-    rstd = gl.load(RSTD + group)
-    mean = gl.load(MEAN + group)
-    ahead = group + gl.minimum(1, my_rows - 1) * groups
-    rstd_ahead = gl.load(RSTD + ahead)
-    mean_ahead = gl.load(MEAN + ahead)
+    # the first rows' statistics (row 0's to AHEAD's; RMSNorm reads rstd for the mean, unused) and rows 0 to AHEAD - 1
+    # published
+    second = group + gl.minimum(1, my_rows - 1) * groups
+    third = group + gl.minimum(2, my_rows - 1) * groups
+    rstd, mean = gl.load(RSTD + group), gl.load(MEAN + group)
+    rstd_1, mean_1 = gl.load(RSTD + second), gl.load(MEAN + second)
+    rstd_2, mean_2 = rstd_1, mean_1
+    if AHEAD == 2:
+        rstd_2, mean_2 = gl.load(RSTD + third), gl.load(MEAN + third)
     mbarrier.wait(ready.index(0), 0)
     own = _publish_slice(xs.index(0), dys.index(0), w, mean, rstd, SUMS + group.to(gl.int64) * PARTS + part, L, IS_RMS)
+    own_1 = own
+    if AHEAD == 2:
+        mbarrier.wait(ready.index(1), 0)
+        own_1 = _publish_slice(xs.index(1), dys.index(1), w, mean_1, rstd_1, SUMS + second.to(gl.int64) * PARTS + part,
+                               L, IS_RMS)  # fmt: skip
+        fetched = _fetch_sums(SUMS + group.to(gl.int64) * PARTS, parts, others)
     for i in range(my_rows):
         row = group + i * groups
         stage = i % STAGES
-        # the next row's sums published (the last row's again at the last step: the same bits); the statistics of
+        slots = SUMS + row.to(gl.int64) * PARTS
+        # the row AHEAD ahead published (the last row's again at the last steps: the same bits); the statistics of
         # the row after it loaded
-        ahead = group + gl.minimum(i + 1, my_rows - 1) * groups
-        further = group + gl.minimum(i + 2, my_rows - 1) * groups
+        ahead = group + gl.minimum(i + AHEAD, my_rows - 1) * groups
+        further = group + gl.minimum(i + AHEAD + 1, my_rows - 1) * groups
         rstd_further = gl.load(RSTD + further)
         mean_further = gl.load(MEAN + further)
-        next_stage = (i + 1) % STAGES
-        mbarrier.wait(ready.index(next_stage), ((i + 1) // STAGES) & 1)
-        own_ahead = _publish_slice(xs.index(next_stage), dys.index(next_stage), w, mean_ahead, rstd_ahead,
+        if AHEAD == 2:
+            following = group + gl.minimum(i + 1, my_rows - 1) * groups
+            fetched_next = _fetch_sums(SUMS + following.to(gl.int64) * PARTS, parts, others)
+        ahead_stage = (i + AHEAD) % STAGES
+        mbarrier.wait(ready.index(ahead_stage), ((i + AHEAD) // STAGES) & 1)
+        if AHEAD == 2:
+            rstd_ahead, mean_ahead = rstd_2, mean_2
+        else:
+            rstd_ahead, mean_ahead = rstd_1, mean_1
+        own_ahead = _publish_slice(xs.index(ahead_stage), dys.index(ahead_stage), w, mean_ahead, rstd_ahead,
                                    SUMS + ahead.to(gl.int64) * PARTS + part, L, IS_RMS)  # fmt: skip
-        c1, c2 = _row_means(SUMS + row.to(gl.int64) * PARTS, own, parts, part, others, N, PARTS, MAX_POLLS)
+        if AHEAD == 1:
+            # the slots' address taken again after the publish, as round 87's kernel took it: taken only at the step's
+            # start, ptxas orders this form otherwise, and LayerNorm's without dB at 32768 x 16384 ran x0.976 (GPU run
+            # 685); so the machine code of this form is round 87's, bit for bit (compiled for sm_90)
+            slots = SUMS + row.to(gl.int64) * PARTS
+            fetched = _fetch_sums(slots, parts, others)
+        c1, c2 = _row_means(fetched, slots, own, parts, part, others, N, PARTS, MAX_POLLS)
         x = xs.index(stage).load(L)
         xf = x.to(gl.float32)
         dy = dys.index(stage).load(L).to(gl.float32)
@@ -581,8 +620,13 @@ def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, 
         gl.store(DX + row.to(gl.int64) * N + col0 + offsets, dx.to(x.dtype))
         fence_async_shared()  # the reads above (the generic proxy) before the TMA's writes into the stage
         mbarrier.arrive(empty.index(stage), count=1)
-        own, rstd, mean = own_ahead, rstd_ahead, mean_ahead
-        rstd_ahead, mean_ahead = rstd_further, mean_further
+        if AHEAD == 2:
+            fetched = fetched_next
+            own, own_1 = own_1, own_ahead
+            rstd, mean, rstd_1, mean_1, rstd_2, mean_2 = rstd_1, mean_1, rstd_2, mean_2, rstd_further, mean_further
+        else:
+            own = own_ahead
+            rstd, mean, rstd_1, mean_1 = rstd_1, mean_1, rstd_further, mean_further
     _store_slice_partial(PARTIAL + group.to(gl.int64) * N + col0, dw, SR, L)
     if HAS_DBIAS:
         _store_slice_partial(PARTIAL + (groups + group).to(gl.int64) * N + col0, db, SR, L)
@@ -599,11 +643,34 @@ def _store_slice_partial(row, values, SR: gl.constexpr, L: gl.constexpr):
 
 
 @gluon.jit
+def _split_program(M, PARTS: gl.constexpr):
+    """A program's place in a grid of rows split in ``PARTS`` slices (``split_staged_kernel``'s, the forward's): the
+    groups of programs, its slice, its group ``g`` and its rows' count (rows ``g, g + groups, ...``)."""
+    pid = gl.program_id(0)
+    groups = gl.num_programs(0) // PARTS
+    part = pid % PARTS
+    group = pid // PARTS
+    return groups, part, group, (M - group + groups - 1) // groups
+
+
+@gluon.jit
+def _stage_barriers(STAGES: gl.constexpr):
+    """Each stage's two mbarriers, initialized: ``ready`` (its loads have landed) and ``empty`` (its readers are
+    done with it)."""
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=1)
+    return ready, empty
+
+
+@gluon.jit
 def split_staged_kernel(
     xd, dyd, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N,
     SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr, PARTS_P2: gl.constexpr,
     VALID: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr,
-    HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr,
+    HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr, AHEAD: gl.constexpr,
 ):  # fmt: skip
     """RMSNorm's or LayerNorm's dx ``[M, N]`` and float32 dW (dB) partials of rows split in ``PARTS`` slices of ``SR``
     rows of 256: program ``p`` takes slice ``p % PARTS`` of the rows ``g, g + groups, ...`` of its group ``g = p //
@@ -614,18 +681,10 @@ def split_staged_kernel(
     launch) a row ahead. ``W``: the weights' descriptor (``W_SHARED``: the program stages its slice of them by the TMA
     first) or their pointer (contiguous; read from global memory). The partials: ``PARTIAL[0 or 1, g, columns of the
     slice]`` (``[1 or 2, groups, N]``)."""
-    pid = gl.program_id(0)
-    groups = gl.num_programs(0) // PARTS
-    part = pid % PARTS
-    group = pid // PARTS
-    my_rows = (M - group + groups - 1) // groups
+    groups, part, group, my_rows = _split_program(M, PARTS)
     xs = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
     dys = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)
-        mbarrier.init(empty.index(s), count=1)
+    ready, empty = _stage_barriers(STAGES)
     if W_SHARED:
         ws = gl.allocate_shared_memory(W.dtype, [SR, 256], W.layout)
         wbar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -639,8 +698,8 @@ def split_staged_kernel(
         [
             (_split_compute, (xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group, groups,
                               part, my_rows, SR, L, PL, PARTS, PARTS_P2, STAGES, ZERO_CENTERED, IS_RMS, HAS_DBIAS,
-                              MAX_POLLS, W_SHARED)),
-            (_split_loader, (xd, dyd, xs, dys, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES)),
+                              MAX_POLLS, W_SHARED, AHEAD)),
+            (_split_loader, (xd, dyd, xs, dys, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES, AHEAD)),
         ],
         [1], [LOADER_REGISTERS],
     )  # fmt: skip
@@ -716,16 +775,28 @@ def descriptors(x, dy, weight, part_rows: list[int]) -> list[TensorDescriptor]:
     return out
 
 
-def split_constexprs(n: int, slice_n: int, num_warps: int, stages: int, zero_centered: bool, is_rms: bool,
-                     has_dbias: bool, max_polls: int, weights_shared: bool) -> dict:  # fmt: skip
-    """``split_staged_kernel``'s constexpr arguments for rows of n columns in slices of ``slice_n`` (a multiple of
-    256 that divides n); ``weights_shared``: the weights staged by the TMA (their descriptor the kernel's ``W``)."""
+def slices_constexprs(n: int, slice_n: int, num_warps: int, stages: int, ahead: int) -> dict:
+    """The constexprs the split staged kernels (this backward's, ``norm_fwd_staged``'s forward) share, for rows of n
+    columns in slices of ``slice_n`` (a multiple of 256 that divides n), ``stages`` rows in flight and ``ahead`` rows
+    published ahead (1 or 2, fewer than ``stages``): a slice's rows of 256 and layout, the slices a row and their
+    slots (a power of two of at least 2), the row's rows of 256."""
     if slice_n <= 0 or slice_n % COLUMNS or n % slice_n:
         raise ValueError(f"slice_n must be a multiple of {COLUMNS} that divides n = {n}, got {slice_n}")
+    if ahead not in (1, 2) or stages <= ahead:
+        raise ValueError(f"ahead must be 1 or 2 and fewer than stages = {stages}, got {ahead}")
     sr, slices = slice_n // COLUMNS, n // slice_n
     p2 = max(2, 1 << (slices - 1).bit_length())
     return dict(
         SR=sr, L=layout(sr, num_warps), PL=gl.BlockedLayout([p2], [32], [num_warps], [0]), PARTS=slices, PARTS_P2=p2,
-        VALID=n // COLUMNS, STAGES=stages, ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_DBIAS=has_dbias,
-        MAX_POLLS=max_polls, W_SHARED=weights_shared,
+        VALID=n // COLUMNS, STAGES=stages, AHEAD=ahead,
     )  # fmt: skip
+
+
+def split_constexprs(n: int, slice_n: int, num_warps: int, stages: int, zero_centered: bool, is_rms: bool,
+                     has_dbias: bool, max_polls: int, weights_shared: bool, ahead: int = 1) -> dict:  # fmt: skip
+    """``split_staged_kernel``'s constexpr arguments for rows of n columns in slices of ``slice_n``
+    (``slices_constexprs``); ``weights_shared``: the weights staged by the TMA (their descriptor the kernel's ``W``);
+    ``ahead``: the rows pass one runs ahead."""
+    values = slices_constexprs(n, slice_n, num_warps, stages, ahead)
+    flags = dict(ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_DBIAS=has_dbias, MAX_POLLS=max_polls)
+    return values | flags | dict(W_SHARED=weights_shared)

@@ -19,10 +19,11 @@ from .launch import Launcher
 from .norm_bwd import SENTINEL, norm_bwd_kernel, norm_bwd_tma_kernel, split_rows_kernel, sum_partials_kernel
 from .norm_fwd import norm_fwd_kernel
 
-try:  # Gluon's RMSNorm backward (written for Triton 3.6's Gluon; with another Triton the rules never take it)
+try:  # Gluon's staged kernels (written for Triton 3.6's Gluon; with another Triton the rules never take them)
     from . import norm_bwd_staged as STAGED
+    from . import norm_fwd_staged as STAGED_FWD
 except ImportError:
-    STAGED = None
+    STAGED = STAGED_FWD = None
 
 # the kernels, launched with less host work a call than kernel[grid](...) (launch.py)
 NORM_FWD = Launcher(norm_fwd_kernel)
@@ -36,6 +37,11 @@ STAGED_BWD = Launcher(STAGED.norm_bwd_staged_kernel) if STAGED is not None else 
 SPLIT_STAGED_BWD = Launcher(STAGED.split_staged_kernel) if STAGED is not None else None
 SPLIT_STAGED_SHARED_W_BWD = Launcher(STAGED.split_staged_kernel) if STAGED is not None else None
 _W_SHARED_AT = SPLIT_STAGED_BWD.constexpr_names.index("W_SHARED") if STAGED is not None else None
+SPLIT_STAGED_FWD = Launcher(STAGED_FWD.split_staged_fwd_kernel) if STAGED_FWD is not None else None
+# where a split staged forward plan's values hold a slice's rows of 256 and the slices a row
+_FWD_SR_AT, _FWD_PARTS_AT = (
+    (SPLIT_STAGED_FWD.constexpr_names.index(k) for k in ("SR", "PARTS")) if STAGED_FWD is not None else (0, 0)
+)
 _MASK_TMA_AT = NORM_BWD_TMA.constexpr_names.index("MASK_TMA")  # where a plan's values hold it
 TMA_STAGES = 3  # norm_bwd_tma_kernel's STAGES: two row blocks in flight (GPU run 142: 4 stages 0.92-1.0x of 3)
 MASK_BY_TMA = True  # norm_bwd_tma_kernel's MASK_TMA where the mask's rows allow it (_mask_tma)
@@ -61,6 +67,9 @@ class _ForwardPlan(NamedTuple):
     # a persistent grid's ``(programs, blocks_per_program)`` as launched, worked out at the plan's first call: fewer
     # programs where fewer fit a SM than it asks (``_persistent_grid``); empty before
     fitted: list
+    # the split staged forward's (``SPLIT_STAGED_FWD``): x's descriptor kept encoded by x's address
+    # (``_staged_forward``); None for ``norm_fwd_kernel``'s plans
+    encoded: dict | None = None
 
 
 def _pass_two_unrolled(m, cfg) -> bool:
@@ -89,13 +98,16 @@ def _pass_two_unrolled(m, cfg) -> bool:
 
 @functools.lru_cache(maxsize=1024)
 def _forward_plan(
-    m, n, x_dtype, w_dtype, has_bias, is_rms, zero_centered_gamma, clamp, training, device, _generation, row_align=1
+    m, n, x_dtype, w_dtype, has_bias, is_rms, zero_centered_gamma, clamp, training, device, _generation, row_align=1,
+    staged=False,
 ):  # fmt: skip
     """The forward's launch of ``m x n`` (``device``: x's, -1 on the CPU), worked out once: a small call's host time
     is most of its time (benchmarks/README.md, round 16). ``_generation`` is ``config.generation``, which
     ``config.limits`` and ``config.forced`` change, so a plan never outlives the rules it came from. Not
     ``training`` (an inference call, y alone): ``config.infer_config``'s launch. ``row_align``: the kernel's
-    ``ALIGN`` (``_row_align``)."""
+    ``ALIGN`` (``_row_align``). ``staged``: the split staged forward can run on the device (``_staged_capable``) and
+    the call is a training call without a mask; after a plan that takes it, whether it can load x's rows
+    (``_staged_x``), as the backward's ``staged``."""
     acc_tl, stat_dtype = _acc_of(x_dtype)
     has_mask = clamp is not None and training
     w_bytes = w_dtype.itemsize
@@ -107,9 +119,25 @@ def _forward_plan(
         zero_centered=zero_centered_gamma,
     )
     if training:
-        cfg = config.fwd_config(m, n, is_rms, has_mask=has_mask, **rule_inputs)
+        cfg = config.fwd_config(
+            m, n, is_rms, has_mask=has_mask, staged=staged, x_bytes=x_dtype.itemsize, **rule_inputs
+        )  # fmt: skip
     else:
         cfg = config.infer_config(m, n, is_rms, **rule_inputs)
+    if cfg.staged:
+        if not staged:  # only a forced config asks for it here
+            raise ValueError(
+                "a staged forward config was forced where the split staged forward cannot run: it computes the "
+                "training forward without a mask, and needs Triton 3.6's Gluon, a Hopper GPU and 16-bit x with "
+                "contiguous rows"
+            )
+        stages, ahead = config.split_staged_fwd_form(is_rms)
+        values = STAGED_FWD.constexprs(
+            n, cfg.block_n, cfg.num_warps, stages, ahead, zero_centered_gamma, is_rms, has_bias, config.GPU_MAX_POLLS
+        )  # fmt: skip
+        programs = config.split_staged_groups(device, m, cfg.parts) * cfg.parts
+        values = SPLIT_STAGED_FWD.values(**values)
+        return _ForwardPlan(programs, 1, cfg.num_warps, values, (), stat_dtype, m, 0, [], {})
     lower, upper = clamp or (0.0, 0.0)
     whole_chunks = _whole_chunks(m, n, cfg)
     unrolled = min(whole_chunks or cfg.num_chunks, 8)
@@ -163,10 +191,17 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None, t
         return _forward_outputs(x, _acc_of(x.dtype)[1], is_rms, clamp, training)
     stride_x, device = x.stride(0), x.get_device()
     row_align = 1 if not (n | stride_x) & 15 else _row_align(x.element_size(), n, stride_x)
-    plan = _forward_plan(
-        m, n, x.dtype, weight.dtype, bias is not None, is_rms, zero_centered_gamma, clamp, training, device,
-        config.generation, row_align,
-    )  # fmt: skip
+    key = (m, n, x.dtype, weight.dtype, bias is not None, is_rms, zero_centered_gamma, clamp, training, device)
+    # the split staged forward: a training call without a mask; whether it can load x is asked only of a plan that
+    # takes it
+    staged = training and clamp is None and _staged_capable(device)
+    plan = _forward_plan(*key, config.generation, row_align, staged)
+    if plan.encoded is not None:
+        if _staged_x(x):
+            y, mean, rstd, _ = _forward_outputs(x, plan.stat_dtype, is_rms, clamp)
+            _staged_forward(plan, x, weight, bias, eps, y, mean, rstd)
+            return y, mean, rstd, None
+        plan = _forward_plan(*key, config.generation, row_align, False)  # rows it cannot load: without it
     y, mean, rstd, mask = _forward_outputs(x, plan.stat_dtype, is_rms, clamp, training)
     grid = plan.fitted[0] if plan.fitted else plan[:2]
     # the kernel takes a pointer for every argument: RMSNorm passes rstd for the mean, what is not written passes y
@@ -182,6 +217,31 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None, t
         args = (*args[:-2], *grid)
     NORM_FWD.launch((grid[0],), args, plan.num_warps, plan.values)
     return y, mean, rstd, mask
+
+
+def _staged_x(x: torch.Tensor) -> bool:
+    """Whether the split staged forward can load x (``norm_fwd_staged.descriptor``): 16-bit, its rows contiguous and
+    starting on 16 bytes."""
+    return x.element_size() == 2 and x.stride() == (x.shape[1], 1) and not x.data_ptr() & 15
+
+
+def _staged_forward(plan: _ForwardPlan, x, weight, bias, eps, y, mean, rstd) -> None:
+    """The split staged forward's launch (``SPLIT_STAGED_FWD``) of a plan that takes it: x's descriptor kept encoded
+    with the plan by x's address, as the staged backward's (``_staged_backward``); the row statistics' slots
+    (``SUMS``) filled with ``SENTINEL`` first."""
+    m, n = x.shape
+    sums = x.new_full((m, plan.values[_FWD_PARTS_AT]), SENTINEL, dtype=torch.int64)
+    # RMSNorm passes rstd for the mean, and the weights for an absent bias (neither read)
+    args = (weight, bias if bias is not None else weight, y, mean if mean is not None else rstd, rstd, sums, m, n, eps)
+    grid = (plan.programs,)
+    encoded = plan.encoded.get(x.data_ptr())
+    if encoded is None or not SPLIT_STAGED_FWD.launch_encoded(grid, encoded, args, plan.num_warps, plan.values):
+        head = (STAGED_FWD.descriptor(x, plan.values[_FWD_SR_AT]),)
+        kept = SPLIT_STAGED_FWD.launch(grid, (*head, *args), plan.num_warps, plan.values, head=1)
+        if kept is not None:
+            if len(plan.encoded) >= ENCODED_ROWS:
+                plan.encoded.clear()
+            plan.encoded[x.data_ptr()] = kept
 
 
 def _persistent_grid(plan: _ForwardPlan, args: tuple, device: int) -> tuple[int, int]:
@@ -556,6 +616,7 @@ def _backward_plan(
             values = STAGED.split_constexprs(
                 n, cfg.block_n, cfg.num_warps, config.split_staged_stages(cfg.block_n), zero_centered_gamma, is_rms,
                 has_dbias, config.GPU_MAX_POLLS, config.split_staged_weights_shared(has_dbias),
+                config.split_staged_ahead(has_dbias),
             )  # fmt: skip
             programs = config.split_staged_groups(device, m, cfg.parts) * cfg.parts
             return _BackwardPlan(cfg, programs, 1, SPLIT_STAGED_BWD.values(**values), [], {})

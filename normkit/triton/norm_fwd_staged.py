@@ -1,0 +1,207 @@
+"""LayerNorm's and RMSNorm's forward of long rows split in slices over several programs, each slice staged in shared
+memory by the TMA, written in Gluon: the split staged backward's scheme (``norm_bwd_staged.split_staged_kernel``)
+applied to y.
+
+The chunked forward (``norm_fwd_kernel``, one program of 32 warps a SM at these widths) reads each row twice, the
+second time from L2, and reads its weights (and bias) again from L2 for every row: at 32768 x 65536 (bf16 x, float32
+weights and bias) 768 KB a row of L2 reads for 128 KB of x, and 75% of the copy's speed (benchmarks/README.md, round
+67). Here a row of N columns is cut in ``PARTS`` slices of ``SR`` rows of 256; program ``p`` takes slice ``p % PARTS``
+of the rows ``g, g + groups, ...`` of its group ``g = p // PARTS``, one program a SM. Its load warp stages the slice
+of x (``STAGES`` rows in flight); its compute warps read the slice's weights and bias once into registers (float32),
+and for each row publish the slice's statistics, packed in one int64 (``norm_bwd_staged._pack_sums``): LayerNorm's
+sum and the sum of squares about the slice's own mean (combined as Chan et al.'s parallel variance, so that a mean far
+from zero does not cancel), RMSNorm's sum of squares. They read the group's others, work out the row's mean and rstd,
+store y from registers, and part 0 stores the statistics.
+
+A program publishes ``AHEAD`` rows before it reads a row's statistics. With ``AHEAD`` 1 it fetches the group's sums of
+this row first (published a step ago by the others), then publishes the next row's, then waits for the fetch; with 2
+it publishes the row two ahead and fetches the next row's a whole step before it needs them, so the fetch's trip to
+L2 is not on the row's path (LayerNorm's two reductions a row make it longer than RMSNorm's one). A program then holds
+``AHEAD + 1`` rows staged, so ``STAGES`` must exceed ``AHEAD``.
+
+Round 88 (H200, bf16 x, float32 weights and bias). In the probe (GPU runs 681-682, 32768 rows, us a call in turns with
+the rule before, cuDNN and a copy of the same bytes): LayerNorm at 65536 columns 2268 against 2742 (x1.21, 89.0% of
+the copy; cuDNN 11849), at 32768 1135 against 1189 (x1.05); RMSNorm at 65536 2170 against 2276 (x1.05, 93.5%).
+Slices of 16384 at 8 compute warps; 16 warps ran x0.88-0.93 of 8, slices of 8192 x0.70-0.83 of 16384 (a step's
+fixed cost, the row's reductions and the sums' trip, paid on half the bytes); statistics published one row ahead and
+fetched after the publish (round 86's backward's order) x0.95 at LayerNorm's 65536. As landed (``bench.ab``, run 683)
+at 65536 only: LayerNorm x1.17 at 4096-32768 rows (x1.01-1.03 without a bias, whose chunked forward reads no bias
+again), RMSNorm x1.05-1.09; at 32768 the chunked forward is as fast or faster (LayerNorm x0.96-1.02). Where the
+chunked forward runs at the copy's speed (RMSNorm at 32768, both at 16384) it stays. ``config._split_staged_fwd``
+says where it is taken.
+"""
+
+from __future__ import annotations
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from .norm_bwd_staged import (
+    COLUMNS,
+    LOADER_REGISTERS,
+    _fetch_sums,
+    _offsets,
+    _pack_sums,
+    _slices_sums,
+    _split_program,
+    _stage_barriers,
+    slices_constexprs,
+)
+
+
+@gluon.jit
+def _fwd_loader(xd, xs, ready, empty, group, groups, part, my_rows, SR: gl.constexpr, VALID: gl.constexpr,
+                STAGES: gl.constexpr, AHEAD: gl.constexpr):  # fmt: skip
+    """The load warp: the program's slice of its i-th row into stage ``i % STAGES``, and its last row ``AHEAD`` times
+    more (the compute warps publish ``AHEAD`` rows ahead)."""
+    for i in range(my_rows + AHEAD):
+        stage = i % STAGES
+        mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)
+        first = (group + gl.minimum(i, my_rows - 1) * groups) * VALID + part * SR
+        bar = ready.index(stage)
+        mbarrier.expect(bar, SR * 256 * xd.dtype.primitive_bitwidth // 8)
+        tma.async_copy_global_to_shared(xd, [first, 0], bar, xs.index(stage))
+
+
+@gluon.jit
+def _publish_stats(xs, slot, L: gl.constexpr, IS_RMS: gl.constexpr):
+    """A row's slice statistics (RMSNorm: its sum of squares; LayerNorm: its sum and its sum of squares about its own
+    mean), packed, published to ``slot`` and returned."""
+    x = xs.load(L).to(gl.float32)
+    if IS_RMS:
+        s1 = gl.sum(gl.sum(x * x, axis=1), axis=0)
+        s2 = s1 * 0.0
+    else:
+        s1 = gl.sum(gl.sum(x, axis=1), axis=0)
+        d = x - s1 / (x.shape[0] * x.shape[1])
+        s2 = gl.sum(gl.sum(d * d, axis=1), axis=0)
+    own = _pack_sums(s1, s2)
+    gl.atomic_xchg(slot, own, sem="relaxed")
+    return own
+
+
+@gluon.jit
+def _row_stats(fetched, slots, own, parts, part, others, N, eps, SN: gl.constexpr, PARTS: gl.constexpr,
+               MAX_POLLS: gl.constexpr, IS_RMS: gl.constexpr):  # fmt: skip
+    """A row's mean (0.0 for RMSNorm) and rstd from its slices' statistics (``norm_bwd_staged._slices_sums``: the
+    program's own, ``own``, and the others', ``fetched`` and polled for where missing). LayerNorm's variance: the
+    slices' sums of squares about their means plus ``SN`` times the squares of their means' distances from the
+    row's."""
+    s1, s2 = _slices_sums(fetched, slots, own, parts, part, others, PARTS, MAX_POLLS)
+    if IS_RMS:
+        mean = 0.0
+        var = gl.sum(s1, axis=0) / N
+    else:
+        mean = gl.sum(s1, axis=0) / N
+        apart = gl.where(parts < PARTS, s1 / SN - mean, 0.0)
+        var = (gl.sum(s2, axis=0) + SN * gl.sum(apart * apart, axis=0)) / N
+    return mean, gl.rsqrt(var + eps)
+
+
+@gluon.jit
+def _fwd_compute(xs, ready, empty, W, B, Y, MEAN, RSTD, SUMS, N, eps, group, groups, part, my_rows, SR: gl.constexpr,
+                 L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr, PARTS_P2: gl.constexpr,
+                 STAGES: gl.constexpr, AHEAD: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr,
+                 HAS_BIAS: gl.constexpr, MAX_POLLS: gl.constexpr):  # fmt: skip
+    """The compute warps: the slice's weights (and bias) read once; each step publishes the statistics of the row
+    ``AHEAD`` ahead, works out this row's from the group's, stores its y (part 0 its mean and rstd) and releases its
+    stage."""
+    SN: gl.constexpr = SR * 256
+    parts = gl.arange(0, PARTS_P2, layout=PL)
+    others = (parts < PARTS) & (parts != part)
+    offsets = _offsets(0, SR, L)
+    col0 = part * SN
+    w = gl.load(W + col0 + offsets).to(gl.float32)
+    if ZERO_CENTERED:
+        w += 1.0
+    b = w  # a placeholder where there is no bias, not read
+    if HAS_BIAS:
+        b = gl.load(B + col0 + offsets).to(gl.float32)
+    mbarrier.wait(ready.index(0), 0)
+    own = _publish_stats(xs.index(0), SUMS + group.to(gl.int64) * PARTS + part, L, IS_RMS)
+    own_next = own
+    if AHEAD == 2:
+        second = group + gl.minimum(1, my_rows - 1) * groups
+        mbarrier.wait(ready.index(1), 0)
+        own_next = _publish_stats(xs.index(1), SUMS + second.to(gl.int64) * PARTS + part, L, IS_RMS)
+    fetched = _fetch_sums(SUMS + group.to(gl.int64) * PARTS, parts, others)
+    for i in range(my_rows):
+        row = group + i * groups
+        stage = i % STAGES
+        slots = SUMS + row.to(gl.int64) * PARTS
+        # the row AHEAD ahead (the last row again at the last steps: the same bits)
+        ahead = group + gl.minimum(i + AHEAD, my_rows - 1) * groups
+        ahead_stage = (i + AHEAD) % STAGES
+        if AHEAD == 2:  # the next row's sums fetched now, used a step later
+            following = group + gl.minimum(i + 1, my_rows - 1) * groups
+            fetched_next = _fetch_sums(SUMS + following.to(gl.int64) * PARTS, parts, others)
+        else:  # this row's fetched before the next row's publish
+            fetched = _fetch_sums(slots, parts, others)
+            fetched_next = fetched
+        mbarrier.wait(ready.index(ahead_stage), ((i + AHEAD) // STAGES) & 1)
+        own_ahead = _publish_stats(xs.index(ahead_stage), SUMS + ahead.to(gl.int64) * PARTS + part, L, IS_RMS)
+        mean, rstd = _row_stats(fetched, slots, own, parts, part, others, N, eps, SN, PARTS, MAX_POLLS, IS_RMS)
+        x = xs.index(stage).load(L)
+        if IS_RMS:
+            xhat = x.to(gl.float32) * rstd
+        else:
+            xhat = (x.to(gl.float32) - mean) * rstd
+        y = xhat * w
+        if HAS_BIAS:
+            y += b
+        gl.store(Y + row.to(gl.int64) * N + col0 + offsets, y.to(x.dtype))
+        if part == 0:
+            gl.store(RSTD + row, rstd)
+            if not IS_RMS:
+                gl.store(MEAN + row, mean)
+        fence_async_shared()  # the reads above (the generic proxy) before the TMA's writes into the stage
+        mbarrier.arrive(empty.index(stage), count=1)
+        if AHEAD == 2:
+            own, own_next = own_next, own_ahead
+        else:
+            own = own_ahead
+        fetched = fetched_next
+
+
+@gluon.jit
+def split_staged_fwd_kernel(
+    xd, W, B, Y, MEAN, RSTD, SUMS, M, N, eps,
+    SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr, PARTS_P2: gl.constexpr,
+    VALID: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr, ZERO_CENTERED: gl.constexpr,
+    IS_RMS: gl.constexpr, HAS_BIAS: gl.constexpr, MAX_POLLS: gl.constexpr,
+):  # fmt: skip
+    """RMSNorm's or LayerNorm's y ``[M, N]`` (rows contiguous), rstd and mean ``[M]`` (float32) of rows split in
+    ``PARTS`` slices of ``SR`` rows of 256, ``groups`` = programs / PARTS groups of programs (every program of the grid
+    runs at once: one a SM). ``xd``: x's descriptor (``descriptor``). ``W``, ``B``: the weights and bias (contiguous;
+    ``B`` is ``W`` without a bias, not read). ``MEAN``: RMSNorm passes ``RSTD``, not written. ``SUMS``: int64 ``[M,
+    PARTS]``, filled with ``SENTINEL`` before the launch."""
+    groups, part, group, my_rows = _split_program(M, PARTS)
+    xs = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
+    ready, empty = _stage_barriers(STAGES)
+    gl.warp_specialize(
+        [
+            (_fwd_compute, (xs, ready, empty, W, B, Y, MEAN, RSTD, SUMS, N, eps, group, groups, part, my_rows, SR, L,
+                            PL, PARTS, PARTS_P2, STAGES, AHEAD, ZERO_CENTERED, IS_RMS, HAS_BIAS, MAX_POLLS)),
+            (_fwd_loader, (xd, xs, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES, AHEAD)),
+        ],
+        [1], [LOADER_REGISTERS],
+    )  # fmt: skip
+
+
+def constexprs(n: int, slice_n: int, num_warps: int, stages: int, ahead: int, zero_centered: bool, is_rms: bool,
+               has_bias: bool, max_polls: int) -> dict:  # fmt: skip
+    """``split_staged_fwd_kernel``'s constexpr arguments for rows of n columns in slices of ``slice_n``, ``stages``
+    rows in flight, the statistics published ``ahead`` rows ahead (``norm_bwd_staged.slices_constexprs``)."""
+    values = slices_constexprs(n, slice_n, num_warps, stages, ahead)
+    return values | dict(ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_BIAS=has_bias, MAX_POLLS=max_polls)
+
+
+def descriptor(x, slice_rows: int) -> TensorDescriptor:
+    """x's descriptor (rows contiguous, viewed as ``[M * N / 256, 256]``), its box a slice (``[slice_rows, 256]``):
+    the kernel's first argument."""
+    m, n = x.shape
+    t = x.view(m * n // COLUMNS, COLUMNS)
+    shared = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8 * t.element_size(), rank=2)
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), [slice_rows, COLUMNS], shared)

@@ -1,0 +1,250 @@
+"""LayerNorm's and RMSNorm's forward of long rows by the split staged Gluon kernel
+(``normkit/triton/norm_fwd_staged.py``): where the rule takes it, its plan, that it compiles for a Hopper GPU on a
+machine without one, and its answers on the GPU, at the rule's shapes and, its fewest rows lowered, at odd ones."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from unittest import mock
+
+import pytest
+import torch
+from test_kernels import check_forward, make_inputs
+from test_staged_backward import staged_launches
+
+from normkit import reference
+from normkit.testing import compare
+from normkit.triton import config
+from normkit.triton.config import LaunchConfig
+
+KERNEL_FILE = Path(__file__).resolve().parents[1] / "normkit" / "triton" / "norm_fwd_staged.py"
+HOPPER_SHARED_MEMORY = 232448  # bytes of shared memory a program may have on an H100 or H200 (227 KB)
+
+
+def _fwd(m, n, is_rms=False, **flags):
+    return config.fwd_config(m, n, is_rms, **{"staged": True, "w_bytes": 4, "has_bias": True} | flags)
+
+
+def test_split_staged_forward_rule():
+    """LayerNorm's and RMSNorm's forward at 65536 columns from 4096 rows, 16-bit x, float32 or 16-bit weights, a bias
+    or none: slices of 16384 at 8 compute warps (4 a row). Not: other widths (32768, 16384, 49152), fewer rows, the
+    clamped ReLU's forward, float32 x, or where the kernel cannot run (``staged`` false)."""
+    for is_rms in (False, True):
+        for m in (4096, 32768, 100000):
+            for flags in ({}, {"w_bytes": 2}, {"has_bias": False}, {"zero_centered": True}, {"x_fp16": True}):
+                cfg = _fwd(m, 65536, is_rms, **flags)
+                assert cfg.staged and (cfg.block_n, cfg.num_warps, cfg.parts) == (16384, 8, 4), (m, is_rms, flags)
+        assert not any(_fwd(32768, n, is_rms).staged for n in (32768, 16384, 49152)), is_rms
+    assert not _fwd(4095, 65536).staged and not _fwd(32768, 65536, has_mask=True).staged
+    assert not _fwd(32768, 65536, x_bytes=4).staged and not _fwd(32768, 65536, staged=False).staged
+    assert config.split_staged_fwd_form(False) == (5, 2) and config.split_staged_fwd_form(True) == (4, 1)
+    with config.limits(split_staged_fwd_min_m=1):
+        assert _fwd(1, 65536).staged
+
+
+def _plan(m, n, is_rms=False, has_bias=True, zero_centered_gamma=False, staged=True, x_dtype=torch.bfloat16):
+    from normkit.triton import ops
+
+    key = (m, n, x_dtype, torch.float32, has_bias, is_rms, zero_centered_gamma, None, True, -1, config.generation)
+    return ops._forward_plan(*key, 1, staged)
+
+
+def test_split_staged_forward_plan():
+    """The plan of a split staged forward (worked out on the CPU too): slices of 64 rows of 256, the row's 4 slices and
+    their slots, LayerNorm's 5 stages and statistics two rows ahead, RMSNorm's 4 and one; the bias, zero-centered
+    gamma; one group on the CPU. Without ``staged`` (a device it cannot run on) the chunked forward's plan."""
+    pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
+    from normkit.triton import ops
+
+    def values(plan):
+        return dict(zip(ops.SPLIT_STAGED_FWD.constexpr_names, plan.values))
+
+    for n, is_rms, stages, ahead in ((65536, False, 5, 2), (65536, True, 4, 1)):
+        plan = _plan(32768, n, is_rms)
+        assert plan.encoded == {} and plan.programs == n // 16384 and plan.num_warps == 8, n  # one group on the CPU
+        v = values(plan)
+        assert (v["SR"], v["PARTS"], v["PARTS_P2"], v["VALID"]) == (64, n // 16384, n // 16384, n // 256), n
+        assert (v["STAGES"], v["AHEAD"], v["IS_RMS"], v["HAS_BIAS"], v["ZERO_CENTERED"]) == (
+            stages, ahead, is_rms, True, False
+        )  # fmt: skip
+        assert v["L"] == ops.STAGED.layout(64, 8) and v["MAX_POLLS"] == config.GPU_MAX_POLLS
+    v = values(_plan(32768, 65536, has_bias=False, zero_centered_gamma=True))
+    assert not v["HAS_BIAS"] and v["ZERO_CENTERED"]
+    assert _plan(32768, 65536, staged=False).encoded is None
+    assert ops.STAGED.SENTINEL == ops.SENTINEL  # the kernel's empty slot (``norm_bwd_staged``'s) is the one ops fills
+
+
+def test_split_staged_forward_constexprs():
+    """A row's slices (a multiple of 256 that divides the row) and the rows ahead (1 or 2, fewer than the stages):
+    else a ValueError that names them."""
+    staged = pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
+    got = staged.constexprs(49152, 16384, 8, 5, 2, False, False, True, 1)
+    assert (got["SR"], got["PARTS"], got["PARTS_P2"], got["VALID"], got["AHEAD"]) == (64, 3, 4, 192, 2)
+    for bad in (1000, 0, 12288):
+        with pytest.raises(ValueError, match="slice_n must be a multiple of 256 that divides n"):
+            staged.constexprs(32768, bad, 8, 5, 2, False, False, True, 1)
+    for stages, ahead in ((2, 2), (5, 3), (5, 0)):
+        with pytest.raises(ValueError, match="ahead must be 1 or 2 and fewer than stages"):
+            staged.constexprs(32768, 16384, 8, stages, ahead, False, False, True, 1)
+
+
+def test_forced_staged_forward_where_it_cannot_run():
+    """A forced split staged forward config where the kernel cannot run (here: float32 rows, or the CPU), or for the
+    clamped ReLU's forward (capability patched in here), raises before any launch, naming why."""
+    from normkit.triton import ops
+
+    def forced():
+        return config.forced(fwd=LaunchConfig(1, 16384, 1, 8, 1, parts=2, staged=True))
+
+    x, w, b = make_inputs(4, 32768, torch.float32, torch.float32)
+    with forced(), pytest.raises(ValueError, match="staged forward config was forced"):
+        ops.layer_norm_fwd(x, w, b, 1e-5)
+    x, w, b = make_inputs(4, 32768, torch.bfloat16, torch.float32)
+    with mock.patch.object(ops, "_staged_capable", lambda device: True), forced():
+        with pytest.raises(ValueError, match="without a mask"):
+            ops.layer_norm_clamped_relu_fwd(x, w, b, 1e-5)
+
+
+def test_staged_x():
+    """What the split staged forward loads (``ops._staged_x``): 16-bit x of contiguous rows starting on 16 bytes."""
+    from normkit.triton import ops
+
+    x = torch.randn(4, 16384, dtype=torch.bfloat16)
+    assert ops._staged_x(x) and ops._staged_x(x.half())
+    assert not ops._staged_x(x.float())
+    wide = torch.randn(4, 16640, dtype=torch.bfloat16)
+    assert not ops._staged_x(wide[:, :16384])  # strided rows
+    assert not ops._staged_x(torch.randn(4 * 16384 + 1, dtype=torch.bfloat16)[1:].view(4, 16384))  # off 16 bytes
+
+
+COMPILE = """
+import importlib.util, json, re, sys, types
+import torch, triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon._runtime import GluonASTSource
+from triton.runtime.jit import mangle_type
+
+# the kernel's module imports its helpers from norm_bwd_staged.py beside it: both loaded as a package of their own
+package = types.ModuleType("staged_kernels")
+package.__path__ = [sys.argv[1]]
+sys.modules["staged_kernels"] = package
+for name in ("norm_bwd_staged", "norm_fwd_staged"):
+    spec = importlib.util.spec_from_file_location(f"staged_kernels.{name}", f"{sys.argv[1]}/{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+staged = sys.modules["staged_kernels.norm_fwd_staged"]
+kernel = staged.split_staged_fwd_kernel
+POINTER = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}
+for n, slice_n, warps, stages, ahead, dtype, w_dtype, zero_centered, is_rms, has_bias in json.loads(sys.argv[2]):
+    values = staged.constexprs(n, slice_n, warps, stages, ahead, zero_centered, is_rms, has_bias, 1 << 22)
+    x = torch.empty(64, n, dtype=getattr(torch, dtype))
+    signature = {"xd": mangle_type(staged.descriptor(x, values["SR"])), "W": POINTER[w_dtype], "B": POINTER[w_dtype],
+                 "Y": POINTER[dtype], "MEAN": "*fp32", "RSTD": "*fp32", "SUMS": "*i64", "M": "i32", "N": "i32",
+                 "eps": "fp32"}
+    signature |= {name: "constexpr" for name in values}
+    aligned = [kernel.arg_names.index(name) for name in ("W", "B", "Y", "MEAN", "RSTD", "SUMS", "N")]
+    source = GluonASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
+    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    threads = int(re.search(r"reqntid (\\d+)", compiled.asm["ptx"]).group(1))
+    print(json.dumps({"n": n, "shared": compiled.metadata.shared, "cubin": len(compiled.asm["cubin"]),
+                      "threads": threads}))
+"""
+
+
+def test_split_staged_forward_compiles_for_hopper():
+    """The kernel compiled for sm_90 (ptxas included) on any machine, Triton's interpreter off (it cannot compile
+    Gluon), in the rule's forms: LayerNorm's at 65536 (5 stages, two rows ahead) with a bias and without,
+    RMSNorm's at 65536 (4 stages, one row ahead), bf16 x with float32 weights and fp16 with fp16, zero-centered gamma;
+    its 8 compute warps and the load warp's group of 4; its shared memory (the stages of a slice of x) fits a Hopper
+    SM."""
+    pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
+    cases = [(65536, "bfloat16", "float32", False, False, True), (65536, "float16", "float16", True, False, False)]
+    cases += [(65536, "bfloat16", "float32", True, True, False), (65536, "float16", "float16", False, True, True)]
+    slice_n, warps = config.SPLIT_STAGED_FWD_SLICE_N, config.SPLIT_STAGED_FWD_WARPS
+    cases = [(c[0], slice_n, warps, *config.split_staged_fwd_form(c[4]), *c[1:]) for c in cases]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-c", COMPILE, str(KERNEL_FILE.parent), json.dumps(cases)], env=env, capture_output=True,
+        text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    compiled = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [c["n"] for c in compiled] == [case[0] for case in cases]
+    for c, (n, slice_n, warps, stages, *_) in zip(compiled, cases):
+        assert c["cubin"] > 0 and stages * slice_n * 2 <= c["shared"] <= HOPPER_SHARED_MEMORY, (n, c)
+        assert c["threads"] == 32 * (warps + 4), (n, c)
+
+
+def _check(op, m, n, x_dtype, w_dtype, taken, bias=True, zero_centered_gamma=False, row_pad=0):
+    x, w, b = make_inputs(m, n, x_dtype, w_dtype, bias=bias, row_pad=row_pad)
+    spy, patch = staged_launches("_staged_forward")
+    with patch:
+        check_forward("triton", op, x, w, b, zero_centered_gamma)
+    assert spy.call_count == taken, (op, m, n, x_dtype, w_dtype, bias, row_pad)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "op, m, n",
+    [("layer_norm", 1, 65536), ("layer_norm", 7, 65536), ("layer_norm", 100, 65536), ("layer_norm", 1000, 65536),
+     ("rms_norm", 1, 65536), ("rms_norm", 7, 65536), ("rms_norm", 300, 65536), ("layer_norm", 300, 32768)],
+)  # fmt: skip
+@pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.float32), (torch.float16, torch.float16)],
+                         ids=["bf16-fp32", "fp16"])  # fmt: skip
+@pytest.mark.parametrize("bias, zero_centered_gamma", [(True, False), (False, True)])
+def test_split_staged_forward_on_the_gpu(op, m, n, dtypes, bias, zero_centered_gamma):
+    """The kernel at its width, taken from one row on (its fewest rows lowered), against the reference: a row a group
+    (1), fewer rows than groups (7, 100), rows that do not divide over the groups (300, 1000), both forms (LayerNorm's
+    two rows ahead, RMSNorm's one), a bias or none, zero-centered gamma, bf16 x with float32 weights and fp16 with
+    fp16; and, forced, LayerNorm's at 32768 (2 slices a row)."""
+    pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
+    if n == 65536:
+        with config.limits(split_staged_fwd_min_m=1):
+            _check(op, m, n, *dtypes, 1, bias, zero_centered_gamma)
+        return
+    with config.forced(fwd=LaunchConfig(1, 16384, 1, 8, 1, parts=n // 16384, staged=True)):
+        _check(op, m, n, *dtypes, 1, bias, zero_centered_gamma)
+
+
+@pytest.mark.gpu
+def test_split_staged_forward_at_the_rules_rows():
+    """The rule's own launch, many rows a program (4096 x 65536 LayerNorm, 4100 x 65536 RMSNorm); strided rows, which
+    it cannot load, take the chunked forward; a mean far from zero (1000 + N(0, 1) in bf16) against the reference,
+    which the slices' sums about their own means keep."""
+    pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
+    from normkit.triton import ops
+
+    _check("layer_norm", 4096, 65536, torch.bfloat16, torch.float32, 1)
+    _check("rms_norm", 4100, 65536, torch.float16, torch.float16, 1)
+    _check("layer_norm", 4096, 65536, torch.bfloat16, torch.float32, 0, row_pad=64)  # rows it cannot view
+    x, w, b = make_inputs(1000, 65536, torch.float32, torch.bfloat16)
+    x = (x + 1000).to(torch.bfloat16)
+    spy, patch = staged_launches("_staged_forward")
+    with patch, config.limits(split_staged_fwd_min_m=1):
+        got = ops.layer_norm_fwd(x, w, b, 1e-5)
+    assert spy.call_count == 1
+    for name, g, e in zip(("y", "mean", "rstd"), got, reference.layer_norm_fwd(x, w, b, 1e-5)):
+        compare(g, e, f"mean 1000: {name}")
+
+
+@pytest.mark.gpu
+def test_split_staged_forward_launches_from_its_kept_descriptor():
+    """A call of the same x after the one that kept its descriptor (the first compiles, the second keeps) launches
+    from it (no descriptor made); a new x (another address) makes its own; the outputs are the same either way."""
+    pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
+    from normkit.triton import ops
+
+    x, w, b = make_inputs(4096, 65536, torch.bfloat16, torch.float32)
+    first = ops.layer_norm_fwd(x, w, b, 1e-5)
+    ops.layer_norm_fwd(x, w, b, 1e-5)
+    made = mock.Mock(wraps=ops.STAGED_FWD.descriptor)
+    with mock.patch.object(ops.STAGED_FWD, "descriptor", made):
+        again = ops.layer_norm_fwd(x, w, b, 1e-5)
+        assert made.call_count == 0
+        other = ops.layer_norm_fwd(x.clone(), w, b, 1e-5)
+        assert made.call_count == 1
+    for a, c, d in zip(first, again, other):
+        assert torch.equal(a, c) and torch.equal(a, d)
