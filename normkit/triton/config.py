@@ -1341,8 +1341,8 @@ def _split_staged_fwd(m: int, n: int, is_rms: bool, has_mask: bool, x_bytes: int
     at 32768 rows), without a bias x1.025 / x1.020 / x1.014; RMSNorm at 65536 x1.049 / x1.078 / x1.093. Not taken:
     LayerNorm at 32768 (x1.018 / x0.999 / x0.981; without a bias x0.982 / x0.971 / x0.956), RMSNorm at 32768 (x0.94
     in the probe: the chunked forward runs at 99% of the copy there), both at 16384 (slices of 8192: x0.81-0.88);
-    slices of 16384 at 16 warps (x0.88-0.93 of 8), LayerNorm one row ahead (x0.95-0.99 of two), RMSNorm two rows
-    ahead (x0.98)."""
+    slices of 16384 at 16 warps (x0.97-0.99 of 8 one row ahead, LayerNorm's x0.88-0.93 two ahead), LayerNorm one row
+    ahead (x0.95-0.99 of two), RMSNorm two rows ahead (x0.98)."""
     if has_mask or x_bytes != 2 or m < LIMITS["split_staged_fwd_min_m"]:
         return False
     return n in SPLIT_STAGED_FWD_N

@@ -22,9 +22,10 @@ L2 is not on the row's path (LayerNorm's two reductions a row make it longer tha
 Round 88 (H200, bf16 x, float32 weights and bias). In the probe (GPU runs 681-682, 32768 rows, us a call in turns with
 the rule before, cuDNN and a copy of the same bytes): LayerNorm at 65536 columns 2268 against 2742 (x1.21, 89.0% of
 the copy; cuDNN 11849), at 32768 1135 against 1189 (x1.05); RMSNorm at 65536 2170 against 2276 (x1.05, 93.5%).
-Slices of 16384 at 8 compute warps; 16 warps ran x0.88-0.93 of 8, slices of 8192 x0.70-0.83 of 16384 (a step's
-fixed cost, the row's reductions and the sums' trip, paid on half the bytes); statistics published one row ahead and
-fetched after the publish (round 86's backward's order) x0.95 at LayerNorm's 65536. As landed (``bench.ab``, run 683)
+Slices of 16384 at 8 compute warps; 16 warps ran x0.97-0.99 of 8 (LayerNorm's two rows ahead x0.88-0.93), slices of
+8192 x0.69-0.83 of 16384 (a step's fixed cost, the row's reductions and the sums' trip, paid on half the bytes);
+statistics published one row ahead and fetched after the publish (round 86's backward's order) x0.95 at LayerNorm's
+65536. As landed (``bench.ab``, run 683)
 at 65536 only: LayerNorm x1.17 at 4096-32768 rows (x1.01-1.03 without a bias, whose chunked forward reads no bias
 again), RMSNorm x1.05-1.09; at 32768 the chunked forward is as fast or faster (LayerNorm x0.96-1.02). Where the
 chunked forward runs at the copy's speed (RMSNorm at 32768, both at 16384) it stays. ``config._split_staged_fwd``
