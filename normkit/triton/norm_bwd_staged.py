@@ -162,6 +162,17 @@ def _weights(ws, L: gl.constexpr, ZERO_CENTERED: gl.constexpr):
 
 
 @gluon.jit
+def _global_weights(W, offsets, ZERO_CENTERED: gl.constexpr):
+    """A slice's weights read from global memory (``W`` its first column's address, ``offsets`` in the compute
+    layout) as float32, 1 added where they are zero-centered: the split staged kernels' (the backward's, the
+    forward's), which hold them in registers."""
+    w = gl.load(W + offsets).to(gl.float32)
+    if ZERO_CENTERED:
+        w += 1.0
+    return w
+
+
+@gluon.jit
 def _offsets(START: gl.constexpr, R: gl.constexpr, L: gl.constexpr):
     """A part's elements' offsets in its row (``START``: the part's first row of 256)."""
     rows = gl.arange(0, R, layout=gl.SliceLayout(1, L))
@@ -557,9 +568,7 @@ def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, 
         mbarrier.wait(wbar, 0)
         w = _weights(ws, L, ZERO_CENTERED)
     else:
-        w = gl.load(W + col0 + offsets).to(gl.float32)
-        if ZERO_CENTERED:
-            w += 1.0
+        w = _global_weights(W + col0, offsets, ZERO_CENTERED)
     # the first rows' statistics (row 0's to AHEAD's; RMSNorm reads rstd for the mean, unused) and rows 0 to AHEAD - 1
     # published
     second = group + gl.minimum(1, my_rows - 1) * groups

@@ -43,6 +43,7 @@ from .norm_bwd_staged import (
     COLUMNS,
     LOADER_REGISTERS,
     _fetch_sums,
+    _global_weights,
     _offsets,
     _pack_sums,
     _slices_sums,
@@ -114,9 +115,7 @@ def _fwd_compute(xs, ready, empty, W, B, Y, MEAN, RSTD, SUMS, N, eps, group, gro
     others = (parts < PARTS) & (parts != part)
     offsets = _offsets(0, SR, L)
     col0 = part * SN
-    w = gl.load(W + col0 + offsets).to(gl.float32)
-    if ZERO_CENTERED:
-        w += 1.0
+    w = _global_weights(W + col0, offsets, ZERO_CENTERED)
     b = w  # a placeholder where there is no bias, not read
     if HAS_BIAS:
         b = gl.load(B + col0 + offsets).to(gl.float32)

@@ -239,9 +239,7 @@ def _staged_forward(plan: _ForwardPlan, x, weight, bias, eps, y, mean, rstd) -> 
         head = (STAGED_FWD.descriptor(x, plan.values[_FWD_SR_AT]),)
         kept = SPLIT_STAGED_FWD.launch(grid, (*head, *args), plan.num_warps, plan.values, head=1)
         if kept is not None:
-            if len(plan.encoded) >= ENCODED_ROWS:
-                plan.encoded.clear()
-            plan.encoded[x.data_ptr()] = kept
+            _keep_encoded(plan, x.data_ptr(), kept)
 
 
 def _persistent_grid(plan: _ForwardPlan, args: tuple, device: int) -> tuple[int, int]:
@@ -733,9 +731,10 @@ def _rows_of(dy, x, dx, mask) -> tuple:
     )  # fmt: skip
 
 
-def _keep_encoded(plan: _BackwardPlan, rows: tuple, encoded: tuple) -> None:
-    """Keeps ``Launcher.launch``'s encoded descriptors of these rows with the plan, at most ``ENCODED_ROWS`` of them
-    (all forgotten when full: a new address of dy, x or dx is new rows)."""
+def _keep_encoded(plan: _BackwardPlan | _ForwardPlan, rows, encoded: tuple) -> None:
+    """Keeps ``Launcher.launch``'s encoded descriptors of these rows with the plan (a backward's, or the split staged
+    forward's: ``rows`` its x's address), at most ``ENCODED_ROWS`` of them (all forgotten when full: a new address of
+    dy, x or dx is new rows)."""
     if len(plan.encoded) >= ENCODED_ROWS:
         plan.encoded.clear()
     plan.encoded[rows] = encoded
