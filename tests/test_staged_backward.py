@@ -601,7 +601,7 @@ def test_split_staged_rows():
 def test_split_staged_plan():
     """The plan of a split staged launch (worked out on the CPU too): slices of 32 rows of 256 at 4 stages and 8 warps
     (16384 columns), of 64 at 3 stages and 16 warps (32768, 65536), the row's slices and their slots rounded to a power
-    of two, zero-centered gamma, LayerNorm's dB; one group on the CPU."""
+    of two, zero-centered gamma, LayerNorm's dB; the rows ahead and the order of the sums; one group on the CPU."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -617,13 +617,15 @@ def test_split_staged_plan():
         assert (v["IS_RMS"], v["HAS_DBIAS"], v["ZERO_CENTERED"], v["W_SHARED"], v["AHEAD"]) == (
             True, False, False, False, 1
         ), n  # fmt: skip
+        assert v["FETCH_FIRST"] == (n != 32768), n  # this row's sums fetched before the publish at 16384 and 65536
         assert values(_plan(32768, n, zero_centered_gamma=True, dtype=torch.bfloat16))["ZERO_CENTERED"], n
     for n in (16384, 32768):
         for has_dbias in (True, False):
             ln = values(_plan(32768, n, is_rms=False, has_dbias=has_dbias, dtype=torch.bfloat16))
             slices = n // (8192 if has_dbias or n == 16384 else 16384)
             assert (ln["IS_RMS"], ln["HAS_DBIAS"], ln["PARTS"], ln["W_SHARED"]) == (False, has_dbias, slices, has_dbias)
-            assert ln["AHEAD"] == (2 if has_dbias else 1) < ln["STAGES"], (n, has_dbias)  # two rows ahead with dB
+            ahead = 2 if has_dbias or n == 16384 else 1  # in slices of 8192 two rows ahead
+            assert ln["AHEAD"] == ahead < ln["STAGES"] and ln["FETCH_FIRST"] == (ahead == 1), (n, has_dbias)
     assert config.split_staged_groups(-1, 32768, 8) == 1
     assert ops.STAGED.SENTINEL == ops.SENTINEL  # the kernel's empty slot is the one ops fills the slots with
 
@@ -631,7 +633,7 @@ def test_split_staged_plan():
 def test_split_staged_constexprs():
     """A row's slices: slice_n must be a multiple of 256 that divides the row; the slots' count is a power of two of
     at least 2 (one slice a row still has a partner's slot, masked); the rows ahead 1 (by default) or 2, fewer than the
-    stages."""
+    stages; this row's sums fetched first only one row ahead."""
     staged = pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     got = staged.split_constexprs(24576, 8192, 8, 4, False, True, False, 1, False)
     assert (got["SR"], got["PARTS"], got["PARTS_P2"], got["VALID"], got["W_SHARED"]) == (32, 3, 4, 96, False)
@@ -645,6 +647,10 @@ def test_split_staged_constexprs():
     for stages, ahead in ((2, 2), (4, 3), (4, 0)):
         with pytest.raises(ValueError, match="ahead must be 1 or 2 and fewer than stages"):
             staged.split_constexprs(16384, 8192, 8, stages, False, False, True, 1, True, ahead)
+    assert not got["FETCH_FIRST"]
+    assert staged.split_constexprs(16384, 8192, 8, 4, False, True, False, 1, False, 1, True)["FETCH_FIRST"]
+    with pytest.raises(ValueError, match="fetch_first orders the steps of one row ahead, got ahead = 2"):
+        staged.split_constexprs(16384, 8192, 8, 4, False, False, True, 1, True, 2, True)
 
 
 COMPILE_SPLIT = """
@@ -659,11 +665,11 @@ staged = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(staged)
 kernel = staged.split_staged_kernel
 POINTER = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}
-for n, slice_n, warps, stages, shared, ahead, dtype, w_dtype, zero_centered, is_rms, has_dbias in json.loads(
+for n, slice_n, warps, stages, shared, ahead, first, dtype, w_dtype, zero_centered, is_rms, has_dbias in json.loads(
     sys.argv[2]
 ):
     values = staged.split_constexprs(n, slice_n, warps, stages, zero_centered, is_rms, has_dbias, 1 << 22, shared,
-                                     ahead)
+                                     ahead, first)
     x, w = torch.empty(64, n, dtype=getattr(torch, dtype)), torch.empty(n, dtype=getattr(torch, w_dtype))
     descriptors = staged.descriptors(x, x, w if shared else None, [values["SR"]])
     signature = {name: mangle_type(d) for name, d in zip(kernel.arg_names, descriptors)}
@@ -684,19 +690,23 @@ for n, slice_n, warps, stages, shared, ahead, dtype, w_dtype, zero_centered, is_
 def test_split_staged_kernel_compiles_for_hopper():
     """The split staged kernel compiled for sm_90 on any machine, at the rules' slices: RMSNorm's and LayerNorm's (with
     dB and without) at 16384-65536 columns, bf16 x with float32 weights and fp16 with fp16, zero-centered gamma, the
-    weights staged (with dB) or read from global memory, pass one a row ahead or two (with dB); its compute warps (8
-    or 16) and the load warp's group of 4; its shared memory (the stages of a slice of x and dy, the staged weights)
-    fits a Hopper SM."""
+    weights staged (with dB) or read from global memory, pass one a row ahead (this row's sums fetched before the next
+    row's publish or after) or two (LayerNorm's in slices of 8192); its compute warps (8 or 16) and the load warp's
+    group of 4; its shared memory (the stages of a slice of x and dy, the staged weights) fits a Hopper SM."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     cases = [(65536, "bfloat16", "float32", False, True, False), (16384, "float16", "float16", True, True, False)]
     cases += [(32768, "bfloat16", "float32", True, False, True), (16384, "float16", "float16", False, False, True)]
     cases += [(65536, "bfloat16", "float32", False, False, False), (32768, "float16", "float16", True, False, False)]
+    cases += [(16384, "bfloat16", "float32", True, False, False), (32768, "bfloat16", "float32", False, True, False)]
     forms = [
         (c[0], config.split_staged_slice(c[0], c[5]), config.split_staged_weights_shared(c[5]),
-         config.split_staged_ahead(c[5])) for c in cases
+         config.split_staged_ahead(c[0], c[5], c[4]), config.split_staged_fetch_first(c[0], c[5], c[4])) for c in cases
     ]  # fmt: skip
     cases = [(n, s, *config.SPLIT_STAGED_SLICES[s], *form, *c[1:]) for (n, s, *form), c in zip(forms, cases)]
-    assert {f[1:] for f in forms} == {(8192, False, 1), (8192, True, 2), (16384, False, 1)}
+    assert {f[1:] for f in forms} == {
+        (8192, False, 1, True), (8192, False, 2, False), (8192, True, 2, False), (16384, False, 1, True),
+        (16384, False, 1, False),
+    }  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run(
         [sys.executable, "-c", COMPILE_SPLIT, str(KERNEL_FILE), json.dumps(cases)], env=env, capture_output=True,
@@ -705,7 +715,7 @@ def test_split_staged_kernel_compiles_for_hopper():
     assert done.returncode == 0, done.stderr[-3000:]
     compiled = [json.loads(line) for line in done.stdout.splitlines()]
     assert [c["n"] for c in compiled] == [case[0] for case in cases]
-    for c, (n, slice_n, warps, stages, shared, _, _, w_dtype, *_) in zip(compiled, cases):
+    for c, (n, slice_n, warps, stages, shared, _, _, _, w_dtype, *_) in zip(compiled, cases):
         assert c["cubin"] > 0 and 0 < c["shared"] <= HOPPER_SHARED_MEMORY, (n, slice_n, c)
         weights = slice_n * (4 if w_dtype == "float32" else 2) if shared else 0
         assert c["shared"] >= stages * 2 * slice_n * 2 + weights, (n, slice_n, c)  # the stages' x and dy, weights

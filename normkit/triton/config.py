@@ -1251,17 +1251,40 @@ def split_staged_weights_shared(has_dbias: bool) -> bool:
     return has_dbias
 
 
-def split_staged_ahead(has_dbias: bool) -> int:
+def split_staged_ahead(n: int, has_dbias: bool, is_rms: bool) -> int:
     """The rows the split staged backward's pass one runs ahead (``norm_bwd_staged._split_compute``'s AHEAD): 2 for
-    LayerNorm's with dB, which fetches each row's slice sums a step before it uses them, else 1 (round 86's order: the
-    next row's published, then this row's fetched).
+    LayerNorm's in slices of 8192 (``split_staged_slice``: with dB, and without at 16384), which fetch each row's slice
+    sums a step before they use them, else 1 (the next row's published after this row's sums are fetched or before:
+    ``split_staged_fetch_first``).
 
     Round 88 (H200, GPU run 682, the probe's forms forced at 32768 rows of bf16 x, float32 weights, in turns, their
     speed over round 87's rule): LayerNorm's with dB two rows ahead x1.037 / x1.038 at 32768 / 16384 columns (4 or 5
     stages alike), this row's fetched before the publish x0.977 / x0.987; RMSNorm's at 16384 two rows ahead x0.987 at
     4 stages, x1.002 at 5 (fetched before the publish x1.024; at 65536 in slices of 16384 x1.010, LayerNorm's without
-    dB there x1.040: that order is not in the kernel)."""
-    return 2 if has_dbias else 1
+    dB there x1.040: that order is ``split_staged_fetch_first``'s since round 89). Round 89 (GPU run 688, in turns
+    against the landed rule's other forms): LayerNorm's without dB at 32768 x 16384 two rows ahead x1.028 over one
+    (x1.001 at 8192 rows, where the rule does not take the kernel), RMSNorm's there x0.968 of the sums fetched
+    first."""
+    return 2 if not is_rms and split_staged_slice(n, has_dbias) == 8192 else 1
+
+
+SPLIT_STAGED_FETCH_FIRST_N = {True: (16384, 65536), False: (32768, 65536)}  # without dB, by is_rms
+
+
+def split_staged_fetch_first(n: int, has_dbias: bool, is_rms: bool) -> bool:
+    """Whether the split staged backward one row ahead fetches this row's slice sums before it publishes the next
+    row's (``norm_bwd_staged._split_compute``'s FETCH_FIRST), so the trip to L2 for them overlaps the publish: without
+    dB at ``SPLIT_STAGED_FETCH_FIRST_N`` (RMSNorm at 16384 and 65536, LayerNorm at 32768 and 65536).
+
+    Round 89 (H200, bf16 x, float32 weights; ``bench.ab`` against round 88's rule, GPU run 687, GB/s now over before
+    at 32768 / 8192 rows): LayerNorm without dB at 32768 x1.048 / x1.061, 65536 x1.043 / x1.051 (95-97% of the copy at
+    32768 rows), RMSNorm at 16384 x1.020 (32768 rows), 65536 x1.012 / x1.020; not taken: LayerNorm without dB at 16384
+    x0.974 (slices of 8192, two reductions a row; it runs two rows ahead, ``split_staged_ahead``), RMSNorm at 32768
+    x0.995 / x1.002. LayerNorm's with dB runs two rows ahead, where this order ran x0.977-0.987 (run 682's probe). As
+    landed with ``split_staged_ahead`` (runs 688-689, against round 88's rule): at 32768 rows LayerNorm without dB at
+    16384 / 32768 / 65536 x1.028 / x1.056 / x1.046 (86 / 97 / 95% of the copy), RMSNorm x1.022 / x1.002 / x1.011; at
+    4096 rows LayerNorm without dB at 32768 / 65536 x1.070 / x1.079, RMSNorm at 16384 / 65536 x1.020 / x1.020."""
+    return not has_dbias and n in SPLIT_STAGED_FETCH_FIRST_N[is_rms]
 
 
 def split_staged_stages(slice_n: int) -> int:

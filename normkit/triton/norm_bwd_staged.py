@@ -548,10 +548,11 @@ def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, 
                    my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr,
                    PARTS_P2: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr,
                    HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr,
-                   AHEAD: gl.constexpr):  # fmt: skip
+                   AHEAD: gl.constexpr, FETCH_FIRST: gl.constexpr):  # fmt: skip
     """The compute warps: each step publishes the slice sums of the row ``AHEAD`` ahead (its slice staged by then)
     before it reads this row's, which the other programs of the group published ``AHEAD`` steps ago; then this row's
-    dx, dW terms (and dB's) and its stage released. With ``AHEAD`` 1 it fetches them after the publish; with 2 it
+    dx, dW terms (and dB's) and its stage released. With ``AHEAD`` 1 it fetches them after the publish (before it with
+    ``FETCH_FIRST``: their trip to L2 then overlaps the publish's reductions); with 2 it
     fetches the next row's in this step, a step before they are used, so their trip to L2 is off the row's path (a
     program then holds three rows staged). The slice's weights are held in registers (float32) across the loop, read
     once from ``ws`` (``W_SHARED``: staged by the TMA, ``wbar`` its barrier) or from global memory (``W``, a pointer:
@@ -599,6 +600,8 @@ def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, 
         if AHEAD == 2:
             following = group + gl.minimum(i + 1, my_rows - 1) * groups
             fetched_next = _fetch_sums(SUMS + following.to(gl.int64) * PARTS, parts, others)
+        if AHEAD == 1 and FETCH_FIRST:  # this row's sums fetched before the next row's publish
+            fetched = _fetch_sums(slots, parts, others)
         ahead_stage = (i + AHEAD) % STAGES
         mbarrier.wait(ready.index(ahead_stage), ((i + AHEAD) // STAGES) & 1)
         if AHEAD == 2:
@@ -607,7 +610,7 @@ def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, 
             rstd_ahead, mean_ahead = rstd_1, mean_1
         own_ahead = _publish_slice(xs.index(ahead_stage), dys.index(ahead_stage), w, mean_ahead, rstd_ahead,
                                    SUMS + ahead.to(gl.int64) * PARTS + part, L, IS_RMS)  # fmt: skip
-        if AHEAD == 1:
+        if AHEAD == 1 and not FETCH_FIRST:
             # the slots' address taken again after the publish, as round 87's kernel took it: taken only at the step's
             # start, ptxas orders this form otherwise, and LayerNorm's without dB at 32768 x 16384 ran x0.976 (GPU run
             # 685); so the machine code of this form is round 87's, bit for bit (compiled for sm_90)
@@ -680,6 +683,7 @@ def split_staged_kernel(
     SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr, PARTS_P2: gl.constexpr,
     VALID: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr,
     HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr, AHEAD: gl.constexpr,
+    FETCH_FIRST: gl.constexpr,
 ):  # fmt: skip
     """RMSNorm's or LayerNorm's dx ``[M, N]`` and float32 dW (dB) partials of rows split in ``PARTS`` slices of ``SR``
     rows of 256: program ``p`` takes slice ``p % PARTS`` of the rows ``g, g + groups, ...`` of its group ``g = p //
@@ -707,7 +711,7 @@ def split_staged_kernel(
         [
             (_split_compute, (xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group, groups,
                               part, my_rows, SR, L, PL, PARTS, PARTS_P2, STAGES, ZERO_CENTERED, IS_RMS, HAS_DBIAS,
-                              MAX_POLLS, W_SHARED, AHEAD)),
+                              MAX_POLLS, W_SHARED, AHEAD, FETCH_FIRST)),
             (_split_loader, (xd, dyd, xs, dys, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES, AHEAD)),
         ],
         [1], [LOADER_REGISTERS],
@@ -802,10 +806,14 @@ def slices_constexprs(n: int, slice_n: int, num_warps: int, stages: int, ahead: 
 
 
 def split_constexprs(n: int, slice_n: int, num_warps: int, stages: int, zero_centered: bool, is_rms: bool,
-                     has_dbias: bool, max_polls: int, weights_shared: bool, ahead: int = 1) -> dict:  # fmt: skip
+                     has_dbias: bool, max_polls: int, weights_shared: bool, ahead: int = 1,
+                     fetch_first: bool = False) -> dict:  # fmt: skip
     """``split_staged_kernel``'s constexpr arguments for rows of n columns in slices of ``slice_n``
     (``slices_constexprs``); ``weights_shared``: the weights staged by the TMA (their descriptor the kernel's ``W``);
-    ``ahead``: the rows pass one runs ahead."""
+    ``ahead``: the rows pass one runs ahead; ``fetch_first`` (one row ahead only): this row's sums fetched before the
+    next row's publish."""
+    if fetch_first and ahead != 1:
+        raise ValueError(f"fetch_first orders the steps of one row ahead, got ahead = {ahead}")
     values = slices_constexprs(n, slice_n, num_warps, stages, ahead)
     flags = dict(ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_DBIAS=has_dbias, MAX_POLLS=max_polls)
-    return values | flags | dict(W_SHARED=weights_shared)
+    return values | flags | dict(W_SHARED=weights_shared, FETCH_FIRST=fetch_first)
