@@ -1299,9 +1299,9 @@ def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: b
     ``SPLIT_STAGED_LN_NO_DB_BWD_N``, at 16384 from ``LIMITS["ln_split_staged_16384_min_m"]`` rows (32768); 16-bit or
     float32 weights. Each row in slices (``split_staged_slice``: of 16384 columns at 32768 and 65536 without dB, else
     of 8192), one program a slice on one SM: a load warp stages the program's slices of x and dy by the TMA (3 rows in
-    flight for slices of 16384, 4 for 8192), and its compute warps (16 or 8) publish a row's slice sums a row ahead of
-    its dx, as the split rows' ``AHEAD``. The slice's weights are held in registers, read from global memory but with
-    dB (``split_staged_weights_shared``).
+    flight for slices of 16384, 4 for 8192), and its compute warps (16 or 8) publish a row's slice sums a row or two
+    ahead of its dx (``split_staged_ahead``, ``split_staged_fetch_first``), as the split rows' ``AHEAD``. The slice's
+    weights are held in registers, read from global memory but with dB (``split_staged_weights_shared``).
 
     Round 87 (H200, bf16 x, float32 weights; ``bench.ab`` against round 86's rule, GPU runs 680 at 32768 rows and 679
     at 8192 / 4096, GB/s now over before): RMSNorm at 32768 x1.084 / x1.096 / x1.087, 65536 x1.159 / x1.164 / x1.151

@@ -550,11 +550,11 @@ def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, 
                    HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr,
                    AHEAD: gl.constexpr, FETCH_FIRST: gl.constexpr):  # fmt: skip
     """The compute warps: each step publishes the slice sums of the row ``AHEAD`` ahead (its slice staged by then)
-    before it reads this row's, which the other programs of the group published ``AHEAD`` steps ago; then this row's
-    dx, dW terms (and dB's) and its stage released. With ``AHEAD`` 1 it fetches them after the publish (before it with
-    ``FETCH_FIRST``: their trip to L2 then overlaps the publish's reductions); with 2 it
-    fetches the next row's in this step, a step before they are used, so their trip to L2 is off the row's path (a
-    program then holds three rows staged). The slice's weights are held in registers (float32) across the loop, read
+    and reads this row's, which the other programs of the group published ``AHEAD`` steps ago; then this row's dx, dW
+    terms (and dB's) and its stage released. With ``AHEAD`` 1 it fetches them after the publish (before it with
+    ``FETCH_FIRST``: their trip to L2 then overlaps the publish's reductions); with 2 it fetches the next row's in
+    this step, a step before they are used, so their trip to L2 is off the row's path (a program then holds three rows
+    staged). The slice's weights are held in registers (float32) across the loop, read
     once from ``ws`` (``W_SHARED``: staged by the TMA, ``wbar`` its barrier) or from global memory (``W``, a pointer:
     no shared memory for them, which gives slices of 16384 a third stage)."""
     dw = gl.zeros([SR, 256], gl.float32, L)
