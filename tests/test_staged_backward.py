@@ -105,8 +105,9 @@ def test_staged_rule_for_layer_norm():
     for n in config.STAGED_LN_NO_DB_BWD_N:
         assert _staged(2048, n, **no_db) and _staged(32768, n, **no_db) and not _staged(2047, n, **no_db), n
         assert not _staged(4096, n, **no_db, has_mask=True) and not _staged(4096, n, **no_db, w_bytes=4), n
-    for n in (9728, 10496, 16384):
+    for n in (9728, 10496):
         assert not _staged(4096, n, **no_db), n
+    assert config.bwd_config(4096, 16384, False, tma=True, staged=True).parts == 2  # the split staged kernel's
     partitions = [config.staged_db_partition(n) for n in config.STAGED_LN_BWD_N]
     assert partitions == [(4, 104), (4, 104), (4, 112), (0, 0)]
     with config.limits(ln_bwd_staged_min_m=4097):
@@ -550,12 +551,12 @@ def test_staged_launch_takes_its_descriptors_parts_from_the_plan(monkeypatch):
 
 def test_split_staged_rule():
     """Where the rules take the split staged kernel (``config._split_staged_bwd``): calls of at least 4096 rows of
-    16-bit x without a mask, RMSNorm's at 16384 / 32768 / 65536 without dB, LayerNorm's at 32768 and (from 32768 rows)
-    16384 with dB or without, at 65536 without dB only; each row in slices of 16384 at 16 compute warps at 32768 and
-    65536 without dB, else of 8192 at 8, with 16-bit or float32 weights; only where the kernel can run
+    16-bit x without a mask, RMSNorm's at 16384 / 32768 / 65536 without dB, LayerNorm's at 16384 (with dB from 8192
+    rows) and 32768 with dB or without, at 65536 without dB only; each row in slices of 16384 at 16 compute warps at
+    32768 and 65536 without dB, else of 8192 at 8, with 16-bit or float32 weights; only where the kernel can run
     (``staged``)."""
     m = config.LIMITS["split_staged_min_m"]
-    assert m == 4096 and config.LIMITS["ln_split_staged_16384_min_m"] == 32768
+    assert m == 4096 and config.LIMITS["ln_dbias_split_staged_16384_min_m"] == 8192
     expected = LaunchConfig(1, 16384, 1, 16, 1, parts=4, staged=True)
     for w_bytes in (2, 4):
         assert config.bwd_config(m, 65536, False, is_rms=True, tma=True, staged=True, w_bytes=w_bytes) == expected
@@ -573,8 +574,9 @@ def test_split_staged_rule():
         got = config.bwd_config(m, 32768, has_dbias, tma=True, staged=True, w_bytes=4)
         assert (got.parts, got.num_warps) == ((4, 8) if has_dbias else (2, 16)), has_dbias
         assert not config.bwd_config(m - 1, 32768, has_dbias, tma=True, staged=True, w_bytes=4).staged
-        assert config.bwd_config(32768, 16384, has_dbias, tma=True, staged=True, w_bytes=4).parts == 2
-        assert not config.bwd_config(32767, 16384, has_dbias, tma=True, staged=True, w_bytes=4).staged
+        fewest = 8192 if has_dbias else m  # LayerNorm's at 16384 with dB from 8192 rows
+        assert config.bwd_config(fewest, 16384, has_dbias, tma=True, staged=True, w_bytes=4).parts == 2
+        assert not config.bwd_config(fewest - 1, 16384, has_dbias, tma=True, staged=True, w_bytes=4).staged
     assert not config.bwd_config(32768, 65536, True, tma=True, staged=True, w_bytes=4).staged  # with dB: split rows
     assert config.bwd_config(m, 65536, False, tma=True, staged=True, w_bytes=4) == expected
     assert [config.split_staged_stages(s) for s in (8192, 16384)] == [4, 3]
@@ -739,7 +741,7 @@ def test_split_staged_backward_on_the_gpu(op, m, n, has_dbias, dtypes, zero_cent
     RMSNorm's and LayerNorm's with dB and without, slices of 8192 and 16384, bf16 x with float32 weights and fp16 with
     fp16."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
-    with config.limits(split_staged_min_m=1, ln_split_staged_16384_min_m=1):
+    with config.limits(split_staged_min_m=1, ln_dbias_split_staged_16384_min_m=1):
         _check(m, n, *dtypes, 1, zero_centered_gamma, op=op, has_dbias=has_dbias)
 
 

@@ -44,7 +44,7 @@ LIMITS = {
     "rms_bwd_staged_short_min_m": 2560,
     "rms_bwd_staged_7168_min_m": 4096,
     "split_staged_min_m": 4096,
-    "ln_split_staged_16384_min_m": 32768,
+    "ln_dbias_split_staged_16384_min_m": 8192,
     "split_staged_fwd_min_m": 4096,
 }
 
@@ -1225,8 +1225,8 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
 
 # the backward of long rows by the split staged Gluon kernel (``_split_staged_bwd``): a program stages a slice of its
 # rows (``split_staged_slice``'s columns, some rows in flight) and holds the slice's weights in registers; from
-# ``LIMITS["split_staged_min_m"]`` rows (4096), LayerNorm's at 16384 columns from
-# ``LIMITS["ln_split_staged_16384_min_m"]`` (32768)
+# ``LIMITS["split_staged_min_m"]`` rows (4096), LayerNorm's with dB at 16384 columns from
+# ``LIMITS["ln_dbias_split_staged_16384_min_m"]`` (8192)
 SPLIT_STAGED_RMS_BWD_N = (16384, 32768, 65536)
 SPLIT_STAGED_LN_BWD_N = (16384, 32768)  # with dB (at 65536 x1.000 of the split rows in round 86)
 SPLIT_STAGED_LN_NO_DB_BWD_N = (16384, 32768, 65536)
@@ -1296,12 +1296,17 @@ def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: b
     """Whether the backward of m x n takes the split staged Gluon kernel (``norm_bwd_staged.split_staged_kernel``):
     16-bit x, no mask, calls of at least ``LIMITS["split_staged_min_m"]`` rows (4096), RMSNorm's without dB at
     ``SPLIT_STAGED_RMS_BWD_N`` columns, LayerNorm's with dB at ``SPLIT_STAGED_LN_BWD_N``, without at
-    ``SPLIT_STAGED_LN_NO_DB_BWD_N``, at 16384 from ``LIMITS["ln_split_staged_16384_min_m"]`` rows (32768); 16-bit or
-    float32 weights. Each row in slices (``split_staged_slice``: of 16384 columns at 32768 and 65536 without dB, else
-    of 8192), one program a slice on one SM: a load warp stages the program's slices of x and dy by the TMA (3 rows in
-    flight for slices of 16384, 4 for 8192), and its compute warps (16 or 8) publish a row's slice sums a row or two
-    ahead of its dx (``split_staged_ahead``, ``split_staged_fetch_first``), as the split rows' ``AHEAD``. The slice's
-    weights are held in registers, read from global memory but with dB (``split_staged_weights_shared``).
+    ``SPLIT_STAGED_LN_NO_DB_BWD_N``, with dB at 16384 from ``LIMITS["ln_dbias_split_staged_16384_min_m"]`` rows (8192);
+    16-bit or float32 weights. Each row in slices (``split_staged_slice``: of 16384 columns at 32768 and 65536 without
+    dB, else of 8192), one program a slice on one SM: a load warp stages the program's slices of x and dy by the TMA (3
+    rows in flight for slices of 16384, 4 for 8192), and its compute warps (16 or 8) publish a row's slice sums a row or
+    two ahead of its dx (``split_staged_ahead``, ``split_staged_fetch_first``), as the split rows' ``AHEAD``. The
+    slice's weights are held in registers, read from global memory but with dB (``split_staged_weights_shared``).
+
+    Round 89 (H200; ``bench.ab`` against 9d9fd24, GPU run 691, GB/s now over before): LayerNorm's at 16384 columns,
+    two rows ahead since rounds 88-89 (``split_staged_ahead``), at fewer than 32768 rows: without dB x1.029 / x1.053 /
+    x1.062 at 4096 / 8192 / 16384 rows of bf16 x, fp32 weights (x1.055 / x1.069 at 4096 / 8192 of fp16), so from 4096
+    rows; with dB x0.994 / x1.017 / x1.032 (fp16 x1.007 / x1.018), so from 8192.
 
     Round 87 (H200, bf16 x, float32 weights; ``bench.ab`` against round 86's rule, GPU runs 680 at 32768 rows and 679
     at 8192 / 4096, GB/s now over before): RMSNorm at 32768 x1.084 / x1.096 / x1.087, 65536 x1.159 / x1.164 / x1.151
@@ -1330,7 +1335,7 @@ def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: b
     if is_rms:
         return not has_dbias and n in SPLIT_STAGED_RMS_BWD_N
     widths = SPLIT_STAGED_LN_BWD_N if has_dbias else SPLIT_STAGED_LN_NO_DB_BWD_N
-    return n in widths and (n != 16384 or m >= LIMITS["ln_split_staged_16384_min_m"])
+    return n in widths and (n != 16384 or not has_dbias or m >= LIMITS["ln_dbias_split_staged_16384_min_m"])
 
 
 # the forward of long rows by the split staged Gluon kernel (``_split_staged_fwd``, ``norm_fwd_staged.py``): a program
