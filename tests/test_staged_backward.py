@@ -756,3 +756,14 @@ def test_split_staged_backward_at_the_rules_rows():
     _check(32768, 16384, torch.float16, torch.float16, 0, row_pad=64)  # rows it cannot view: the split rows
     _check(4096, 32768, torch.float16, torch.float16, 1, weight_offset=2)
     _check(4096, 32768, torch.bfloat16, torch.float32, 1, op="layer_norm")
+
+
+@pytest.mark.gpu
+def test_layer_norm_split_staged_backward_at_16384_from_fewer_rows():
+    """LayerNorm's backward at 16384 columns takes the split staged kernel (two rows ahead) from 4096 rows without dB
+    and from 8192 with dB (``LIMITS["ln_dbias_split_staged_16384_min_m"]``); with dB at 4096 rows it does not."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    _check(4096, 16384, torch.bfloat16, torch.float32, 1, op="layer_norm")
+    _check(4096, 16384, torch.float16, torch.float16, 1, True, op="layer_norm")
+    _check(8192, 16384, torch.bfloat16, torch.float32, 1, op="layer_norm", has_dbias=True)
+    _check(8191, 16384, torch.float16, torch.float16, 0, op="layer_norm", has_dbias=True)
