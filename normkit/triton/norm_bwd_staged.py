@@ -554,9 +554,9 @@ def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, 
     terms (and dB's) and its stage released. With ``AHEAD`` 1 it fetches them after the publish (before it with
     ``FETCH_FIRST``: their trip to L2 then overlaps the publish's reductions); with 2 it fetches the next row's in
     this step, a step before they are used, so their trip to L2 is off the row's path (a program then holds three rows
-    staged). The slice's weights are held in registers (float32) across the loop, read
-    once from ``ws`` (``W_SHARED``: staged by the TMA, ``wbar`` its barrier) or from global memory (``W``, a pointer:
-    no shared memory for them, which gives slices of 16384 a third stage)."""
+    staged). The slice's weights are held in registers (float32) across the loop, read once from ``ws`` (``W_SHARED``:
+    staged by the TMA, ``wbar`` its barrier) or from global memory (``W``, a pointer: no shared memory for them, which
+    gives slices of 16384 a third stage)."""
     dw = gl.zeros([SR, 256], gl.float32, L)
     db = dw
     if HAS_DBIAS:
