@@ -76,6 +76,7 @@ def test_graph_cases_launches():
     assert not bwd("split_staged", has_mask=True, tma=True, staged=True).staged
     with config.limits(**CASE_LIMITS["split_staged_forward"]):
         assert fwd("split_staged_forward", staged=True).staged and fwd("split_staged_forward", True, staged=True).staged
+        assert fwd("split_staged_forward", has_mask=True, staged=True).staged  # the clamped ReLU's
     assert not fwd("split_staged_forward", staged=True).staged  # 300 rows: under the rule's fewest
     assert fwd("chunked_forward").num_chunks > 1 and bwd("chunked_forward").parts > 1
 
@@ -155,6 +156,39 @@ def _replay_step(op, case, warmups):
         for name, eager in _step(op, x, w, b, dy).items():
             if eager is not None:
                 assert torch.equal(captured[name], eager), f"{case} replay {replay}: {name} differs from eager mode's"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", ["layer_norm", "rms_norm"])
+def test_split_staged_inference_call_replays_from_a_cuda_graph(op):
+    """An inference call (y alone) in the split staged forward (``split_staged_forward``'s case, its fewest rows
+    lowered), warmed up, captured and replayed on new values: y against the reference's and bit for bit against the
+    same call run eagerly."""
+    from normkit.triton import ops
+
+    m, n, x_dtype, w_dtype = CASES["split_staged_forward"]
+    x, w, b = make_inputs(m, n, x_dtype, w_dtype)
+
+    def call():
+        return ops.infer_unchecked(op, x, w, b, 1e-5, False)
+
+    with config.limits(**CASE_LIMITS["split_staged_forward"]):
+        key = (m, n, x_dtype, w_dtype, True, op == "rms_norm", False, None, False, x.get_device(), config.generation)
+        assert ops._forward_plan(*key, 1, ops._staged_capable(x.get_device())).encoded is not None  # the kernel's
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                call()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = call()
+        for replay in range(2):
+            _new_values(x, w, b, torch.empty(0, device="cuda"))
+            graph.replay()
+            compare(captured, getattr(reference, f"{op}_fwd")(x, w, b, 1e-5)[0], f"{op} inference replay {replay}")
+            assert torch.equal(captured, call()), f"{op} inference replay {replay}: y differs from eager mode's"
 
 
 @pytest.mark.gpu

@@ -11,11 +11,11 @@ from unittest import mock
 
 import pytest
 import torch
-from test_kernels import check_forward, make_inputs
+from test_kernels import LOWER, UPPER, check_forward, make_inputs
 from test_staged_backward import staged_launches
 
 from normkit import reference
-from normkit.testing import compare
+from normkit.testing import compare, compare_masks
 from normkit.triton import config
 from normkit.triton.config import LaunchConfig
 
@@ -28,33 +28,60 @@ def _fwd(m, n, is_rms=False, **flags):
 
 
 def test_split_staged_forward_rule():
-    """LayerNorm's and RMSNorm's forward at 65536 columns from 4096 rows, 16-bit x, float32 or 16-bit weights, a bias
-    or none: slices of 16384 at 8 compute warps (4 a row). Not: other widths (32768, 16384, 49152), fewer rows, the
-    clamped ReLU's forward, float32 x, or where the kernel cannot run (``staged`` false)."""
+    """LayerNorm's, RMSNorm's and LayerNorm + clamped ReLU's forward at 65536 columns from 4096 rows, 16-bit x,
+    float32 or 16-bit weights, a bias or none: slices of 16384 at 8 compute warps (4 a row). Not: other widths (32768,
+    16384, 49152), fewer rows, the clamped ReLU's forward of float16 x and weights, float32 x, or where the kernel
+    cannot run (``staged`` false)."""
     for is_rms in (False, True):
         for m in (4096, 32768, 100000):
             for flags in ({}, {"w_bytes": 2}, {"has_bias": False}, {"zero_centered": True}, {"x_fp16": True}):
                 cfg = _fwd(m, 65536, is_rms, **flags)
                 assert cfg.staged and (cfg.block_n, cfg.num_warps, cfg.parts) == (16384, 8, 4), (m, is_rms, flags)
         assert not any(_fwd(32768, n, is_rms).staged for n in (32768, 16384, 49152)), is_rms
-    assert not _fwd(4095, 65536).staged and not _fwd(32768, 65536, has_mask=True).staged
+    assert not _fwd(4095, 65536).staged and not _fwd(4095, 65536, has_mask=True).staged
+    for flags in ({}, {"w_bytes": 2}, {"x_fp16": True}, {"has_bias": False}):  # the clamped ReLU's training forward
+        assert _fwd(32768, 65536, has_mask=True, **flags).staged, flags
+    assert not _fwd(32768, 65536, has_mask=True, x_fp16=True, w_bytes=2).staged
     assert not _fwd(32768, 65536, x_bytes=4).staged and not _fwd(32768, 65536, staged=False).staged
     assert config.split_staged_fwd_form(False) == (5, 2) and config.split_staged_fwd_form(True) == (4, 1)
     with config.limits(split_staged_fwd_min_m=1):
         assert _fwd(1, 65536).staged
 
 
-def _plan(m, n, is_rms=False, has_bias=True, zero_centered_gamma=False, staged=True, x_dtype=torch.bfloat16):
+def _infer(m, n, is_rms=False, **flags):
+    return config.infer_config(m, n, is_rms, **{"staged": True, "w_bytes": 4, "has_bias": True} | flags)
+
+
+def test_split_staged_forward_rule_of_the_inference_call():
+    """An inference call (y alone) takes the kernel where the training forward does: 65536 columns from 4096 rows,
+    16-bit x, LayerNorm and RMSNorm, a bias or none; the same launch. Not at other widths, fewer rows, float32 x, or
+    where the kernel cannot run (``staged`` false, the inference rule's launch then)."""
+    for is_rms in (False, True):
+        for m in (4096, 32768):
+            for flags in ({}, {"w_bytes": 2}, {"has_bias": False}, {"zero_centered": True}, {"x_fp16": True}):
+                assert _infer(m, 65536, is_rms, **flags) == _fwd(m, 65536, is_rms, **flags), (m, is_rms, flags)
+        assert not any(_infer(32768, n, is_rms).staged for n in (32768, 16384, 256)), is_rms
+        assert not _infer(4095, 65536, is_rms).staged and not _infer(32768, 65536, is_rms, x_bytes=4).staged
+        unstaged = _infer(32768, 65536, is_rms, staged=False)
+        assert not unstaged.staged and unstaged == config.infer_config(32768, 65536, is_rms, w_bytes=4, has_bias=True)
+    with config.limits(split_staged_fwd_min_m=1):
+        assert _infer(1, 65536).staged
+
+
+def _plan(
+    m, n, is_rms=False, has_bias=True, zero_centered_gamma=False, staged=True, x_dtype=torch.bfloat16, training=True
+):  # fmt: skip
     from normkit.triton import ops
 
-    key = (m, n, x_dtype, torch.float32, has_bias, is_rms, zero_centered_gamma, None, True, -1, config.generation)
+    key = (m, n, x_dtype, torch.float32, has_bias, is_rms, zero_centered_gamma, None, training, -1, config.generation)
     return ops._forward_plan(*key, 1, staged)
 
 
 def test_split_staged_forward_plan():
     """The plan of a split staged forward (worked out on the CPU too): slices of 64 rows of 256, the row's 4 slices and
     their slots, LayerNorm's 5 stages and statistics two rows ahead, RMSNorm's 4 and one; the bias, zero-centered
-    gamma; one group on the CPU. Without ``staged`` (a device it cannot run on) the chunked forward's plan."""
+    gamma; one group on the CPU; an inference call's the same but ``TRAINING``. Without ``staged`` (a device it
+    cannot run on) the chunked forward's plan."""
     pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -70,9 +97,11 @@ def test_split_staged_forward_plan():
             stages, ahead, is_rms, True, False
         )  # fmt: skip
         assert v["L"] == ops.STAGED.layout(64, 8) and v["MAX_POLLS"] == config.GPU_MAX_POLLS
+        assert v["TRAINING"] and values(_plan(32768, n, is_rms, training=False)) == v | {"TRAINING": False}, n
     v = values(_plan(32768, 65536, has_bias=False, zero_centered_gamma=True))
     assert not v["HAS_BIAS"] and v["ZERO_CENTERED"]
     assert _plan(32768, 65536, staged=False).encoded is None
+    assert _plan(32768, 65536, staged=False, training=False).encoded is None
     assert ops.STAGED.SENTINEL == ops.SENTINEL  # the kernel's empty slot (``norm_bwd_staged``'s) is the one ops fills
 
 
@@ -91,8 +120,8 @@ def test_split_staged_forward_constexprs():
 
 
 def test_forced_staged_forward_where_it_cannot_run():
-    """A forced split staged forward config where the kernel cannot run (here: float32 rows, or the CPU), or for the
-    clamped ReLU's forward (capability patched in here), raises before any launch, naming why."""
+    """A forced split staged forward config where the kernel cannot run (here: float32 rows, or the CPU; the clamped
+    ReLU's forward of float32 x on a device it runs on, patched in here) raises before any launch, naming why."""
     from normkit.triton import ops
 
     def forced():
@@ -101,9 +130,9 @@ def test_forced_staged_forward_where_it_cannot_run():
     x, w, b = make_inputs(4, 32768, torch.float32, torch.float32)
     with forced(), pytest.raises(ValueError, match="staged forward config was forced"):
         ops.layer_norm_fwd(x, w, b, 1e-5)
-    x, w, b = make_inputs(4, 32768, torch.bfloat16, torch.float32)
+    x, w, b = make_inputs(4, 32768, torch.float32, torch.float32)
     with mock.patch.object(ops, "_staged_capable", lambda device: True), forced():
-        with pytest.raises(ValueError, match="without a mask"):
+        with pytest.raises(ValueError, match="16-bit x with contiguous rows"):  # a device it runs on, x it cannot load
             ops.layer_norm_clamped_relu_fwd(x, w, b, 1e-5)
 
 
@@ -138,14 +167,18 @@ for name in ("norm_bwd_staged", "norm_fwd_staged"):
 staged = sys.modules["staged_kernels.norm_fwd_staged"]
 kernel = staged.split_staged_fwd_kernel
 POINTER = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}
-for n, slice_n, warps, stages, ahead, dtype, w_dtype, zero_centered, is_rms, has_bias in json.loads(sys.argv[2]):
-    values = staged.constexprs(n, slice_n, warps, stages, ahead, zero_centered, is_rms, has_bias, 1 << 22)
+cases = json.loads(sys.argv[2])
+for n, slice_n, warps, stages, ahead, dtype, w_dtype, zero_centered, is_rms, has_bias, training, clamp, bits in cases:
+    values = staged.constexprs(n, slice_n, warps, stages, ahead, zero_centered, is_rms, has_bias, 1 << 22, training,
+                               clamp, bits)
     x = torch.empty(64, n, dtype=getattr(torch, dtype))
+    stats = "*fp32" if training else POINTER[dtype]  # an inference call passes y for the statistics
     signature = {"xd": mangle_type(staged.descriptor(x, values["SR"])), "W": POINTER[w_dtype], "B": POINTER[w_dtype],
-                 "Y": POINTER[dtype], "MEAN": "*fp32", "RSTD": "*fp32", "SUMS": "*i64", "M": "i32", "N": "i32",
-                 "eps": "fp32"}
+                 "Y": POINTER[dtype], "MEAN": stats, "RSTD": stats, "MASK": "*u8" if clamp and training else
+                 POINTER[dtype], "SUMS": "*i64", "M": "i32", "N": "i32", "eps": "fp32", "lower": "fp32",
+                 "upper": "fp32", "keep_from": "fp32", "keep_to": "fp32"}
     signature |= {name: "constexpr" for name in values}
-    aligned = [kernel.arg_names.index(name) for name in ("W", "B", "Y", "MEAN", "RSTD", "SUMS", "N")]
+    aligned = [kernel.arg_names.index(name) for name in ("W", "B", "Y", "MEAN", "RSTD", "MASK", "SUMS", "N")]
     source = GluonASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
     compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     threads = int(re.search(r"reqntid (\\d+)", compiled.asm["ptx"]).group(1))
@@ -157,12 +190,21 @@ for n, slice_n, warps, stages, ahead, dtype, w_dtype, zero_centered, is_rms, has
 def test_split_staged_forward_compiles_for_hopper():
     """The kernel compiled for sm_90 (ptxas included) on any machine, Triton's interpreter off (it cannot compile
     Gluon), in the rule's forms: LayerNorm's at 65536 (5 stages, two rows ahead) with a bias and without,
-    RMSNorm's at 65536 (4 stages, one row ahead), bf16 x with float32 weights and fp16 with fp16, zero-centered gamma;
-    its 8 compute warps and the load warp's group of 4; its shared memory (the stages of a slice of x) fits a Hopper
-    SM."""
+    RMSNorm's at 65536 (4 stages, one row ahead), bf16 x with float32 weights and fp16 with fp16, zero-centered gamma,
+    training and inference calls; its 8 compute warps and the load warp's group of 4; its shared memory (the stages of
+    a slice of x) fits a Hopper SM."""
     pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
-    cases = [(65536, "bfloat16", "float32", False, False, True), (65536, "float16", "float16", True, False, False)]
-    cases += [(65536, "bfloat16", "float32", True, True, False), (65536, "float16", "float16", False, True, True)]
+    cases = [  # n, x, weights, zero-centered, RMSNorm, bias, training, clamped ReLU, its mask by bits
+        (65536, "bfloat16", "float32", False, False, True, True, False, False),
+        (65536, "float16", "float16", True, False, False, True, False, False),
+        (65536, "bfloat16", "float32", True, True, False, True, False, False),
+        (65536, "float16", "float16", False, True, True, True, False, False),
+        (65536, "bfloat16", "float32", False, False, True, False, False, False),
+        (65536, "float16", "float16", True, True, True, False, False, False),
+        (65536, "bfloat16", "float32", False, False, True, True, True, True),
+        (65536, "float16", "float16", True, False, False, True, True, False),
+        (65536, "bfloat16", "float32", False, False, True, False, True, False),
+    ]
     slice_n, warps = config.SPLIT_STAGED_FWD_SLICE_N, config.SPLIT_STAGED_FWD_WARPS
     cases = [(c[0], slice_n, warps, *config.split_staged_fwd_form(c[4]), *c[1:]) for c in cases]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -178,6 +220,15 @@ def test_split_staged_forward_compiles_for_hopper():
         assert c["threads"] == 32 * (warps + 4), (n, c)
 
 
+def _in_the_kernel(op, dtypes):
+    """A context in which a forward of 65536 columns takes the kernel at any rows: its fewest rows lowered, or, for the
+    clamped ReLU's forward of float16 x and weights (which the rule leaves to the chunked forward), its launch
+    forced."""
+    if op == "layer_norm_clamped_relu" and dtypes == (torch.float16, torch.float16):
+        return config.forced(fwd=LaunchConfig(1, 16384, 1, 8, 1, parts=4, staged=True))
+    return config.limits(split_staged_fwd_min_m=1)
+
+
 def _check(op, m, n, x_dtype, w_dtype, taken, bias=True, zero_centered_gamma=False, row_pad=0):
     x, w, b = make_inputs(m, n, x_dtype, w_dtype, bias=bias, row_pad=row_pad)
     spy, patch = staged_launches("_staged_forward")
@@ -190,7 +241,9 @@ def _check(op, m, n, x_dtype, w_dtype, taken, bias=True, zero_centered_gamma=Fal
 @pytest.mark.parametrize(
     "op, m, n",
     [("layer_norm", 1, 65536), ("layer_norm", 7, 65536), ("layer_norm", 100, 65536), ("layer_norm", 1000, 65536),
-     ("rms_norm", 1, 65536), ("rms_norm", 7, 65536), ("rms_norm", 300, 65536), ("layer_norm", 300, 32768)],
+     ("rms_norm", 1, 65536), ("rms_norm", 7, 65536), ("rms_norm", 300, 65536), ("layer_norm", 300, 32768),
+     ("layer_norm_clamped_relu", 1, 65536), ("layer_norm_clamped_relu", 7, 65536),
+     ("layer_norm_clamped_relu", 1000, 65536), ("layer_norm_clamped_relu", 300, 32768)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.float32), (torch.float16, torch.float16)],
                          ids=["bf16-fp32", "fp16"])  # fmt: skip
@@ -198,11 +251,11 @@ def _check(op, m, n, x_dtype, w_dtype, taken, bias=True, zero_centered_gamma=Fal
 def test_split_staged_forward_on_the_gpu(op, m, n, dtypes, bias, zero_centered_gamma):
     """The kernel at its width, taken from one row on (its fewest rows lowered), against the reference: a row a group
     (1), fewer rows than groups (7, 100), rows that do not divide over the groups (300, 1000), both forms (LayerNorm's
-    two rows ahead, RMSNorm's one), a bias or none, zero-centered gamma, bf16 x with float32 weights and fp16 with
-    fp16; and, forced, LayerNorm's at 32768 (2 slices a row)."""
+    two rows ahead, RMSNorm's one), LayerNorm + clamped ReLU (y and the mask), a bias or none, zero-centered gamma,
+    bf16 x with float32 weights and fp16 with fp16; and, forced, LayerNorm's at 32768 (2 slices a row)."""
     pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
     if n == 65536:
-        with config.limits(split_staged_fwd_min_m=1):
+        with _in_the_kernel(op, dtypes):
             _check(op, m, n, *dtypes, 1, bias, zero_centered_gamma)
         return
     with config.forced(fwd=LaunchConfig(1, 16384, 1, 8, 1, parts=n // 16384, staged=True)):
@@ -211,13 +264,16 @@ def test_split_staged_forward_on_the_gpu(op, m, n, dtypes, bias, zero_centered_g
 
 @pytest.mark.gpu
 def test_split_staged_forward_at_the_rules_rows():
-    """The rule's own launch, many rows a program (4096 x 65536 LayerNorm, 4100 x 65536 RMSNorm); strided rows, which
-    it cannot load, take the chunked forward; a mean far from zero (1000 + N(0, 1) in bf16) against the reference,
+    """The rule's own launch, many rows a program (4096 x 65536 LayerNorm and LayerNorm + clamped ReLU, 4100 x 65536
+    RMSNorm); strided rows, which it cannot load, and the clamped ReLU's forward of fp16 x and weights take the
+    chunked forward; a mean far from zero (1000 + N(0, 1) in bf16) against the reference,
     which the slices' sums about their own means keep."""
     pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
     _check("layer_norm", 4096, 65536, torch.bfloat16, torch.float32, 1)
+    _check("layer_norm_clamped_relu", 4096, 65536, torch.bfloat16, torch.float32, 1)
+    _check("layer_norm_clamped_relu", 4096, 65536, torch.float16, torch.float16, 0)  # the chunked forward's
     _check("rms_norm", 4100, 65536, torch.float16, torch.float16, 1)
     _check("layer_norm", 4096, 65536, torch.bfloat16, torch.float32, 0, row_pad=64)  # rows it cannot view
     x, w, b = make_inputs(1000, 65536, torch.float32, torch.bfloat16)
@@ -228,6 +284,123 @@ def test_split_staged_forward_at_the_rules_rows():
     assert spy.call_count == 1
     for name, g, e in zip(("y", "mean", "rstd"), got, reference.layer_norm_fwd(x, w, b, 1e-5)):
         compare(g, e, f"mean 1000: {name}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lower, upper", [(0.0, 6.0), (-0.25, 1.0)])
+@pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.float32), (torch.float16, torch.float16)],
+                         ids=["bf16-fp32", "fp16"])  # fmt: skip
+def test_split_staged_clamped_relu_bounds(lower, upper, dtypes):
+    """LayerNorm + clamped ReLU in the kernel (300 x 65536, its fewest rows lowered) at bounds whose mask interval is
+    positive (0 and 6: the bits by y's bits, ``KEEP_BY_BITS``) or reaches below zero (-0.25 and 1), a row holding a
+    NaN (y NaN there, its bits 0): y, the statistics and the mask against the reference; the inference call's y bit
+    for bit the training call's."""
+    pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
+    from normkit.triton import ops
+
+    x, w, b = make_inputs(300, 65536, *dtypes)
+    x[5, 100] = float("nan")
+    spy, patch = staged_launches("_staged_forward")
+    with patch, _in_the_kernel("layer_norm_clamped_relu", dtypes):
+        got = ops.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, lower, upper)
+        inferred = ops.infer_unchecked("layer_norm_clamped_relu", x, w, b, 1e-5, False, lower, upper)
+    assert spy.call_count == 2
+    want = reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, lower, upper)
+    for name, g, e in zip(("y", "mean", "rstd"), got, want):
+        compare(g, e, f"bounds {lower}, {upper}: {name}")
+    assert got[0][5].isnan().all() and not got[3][5].any()  # the NaN row: y NaN, no bit set
+    compare_masks(got[3], want[3], 65536, reference.layer_norm_fwd(x, w, b, 1e-5)[0], lower, upper)
+    assert torch.equal(inferred.view(torch.int16), got[0].view(torch.int16))
+
+
+def test_split_staged_forward_plan_of_the_clamped_relu():
+    """The clamped ReLU's plan (worked out on the CPU): ``CLAMP_MASK``; ``KEEP_BY_BITS`` where its training call's
+    mask interval is positive (bounds 0 and 6), not below zero (-0.25 and 1) nor in an inference call (no mask); the
+    plan's bounds and thresholds (``ops.mask_thresholds``)."""
+    pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
+    from normkit.triton import ops
+
+    for clamp, training, by_bits in (((0.0, 6.0), True, True), ((-0.25, 1.0), True, False), ((0.0, 6.0), False, False)):
+        key = (32768, 65536, torch.bfloat16, torch.float32, True, False, False, clamp, training, -1, config.generation)
+        plan = ops._forward_plan(*key, 1, True)
+        v = dict(zip(ops.SPLIT_STAGED_FWD.constexpr_names, plan.values))
+        assert v["CLAMP_MASK"] and v["TRAINING"] == training and v["KEEP_BY_BITS"] == by_bits, (clamp, training)
+        keep = ops.mask_thresholds(*clamp, torch.bfloat16) if training else (0.0, 0.0)
+        assert plan.thresholds == (*clamp, *keep), (clamp, training)
+    staged = pytest.importorskip("normkit.triton.norm_fwd_staged")
+    with pytest.raises(ValueError, match="clamp_mask is LayerNorm's"):
+        staged.constexprs(65536, 16384, 8, 4, 1, False, True, False, 1, True, True)
+    with pytest.raises(ValueError, match="keep_by_bits describes the mask"):
+        staged.constexprs(65536, 16384, 8, 5, 2, False, False, False, 1, False, True, True)
+    with pytest.raises(ValueError, match="the mask's bytes need the warps down the slice's rows"):
+        staged.mask_layout(4, 8)
+
+
+def _inference_calls(op, x, w, b, zero_centered_gamma):
+    """y of an inference call through ``ops.infer_unchecked`` and through the functional API under ``no_grad``, and
+    the training call's y; the split staged forward's launches among them (the clamped ReLU's bounds ``LOWER`` and
+    ``UPPER``)."""
+    import normkit
+    from normkit.triton import ops
+
+    bounds = dict(lower=LOWER, upper=UPPER) if op == "layer_norm_clamped_relu" else {}
+    spy, patch = staged_launches("_staged_forward")
+    with patch:
+        y = ops.infer_unchecked(op, x, w, b, 1e-5, zero_centered_gamma, LOWER, UPPER)
+        with torch.no_grad():
+            public = getattr(normkit, op)(
+                x, w, b, 1e-5, zero_centered_gamma=zero_centered_gamma, backend="triton", **bounds
+            )  # fmt: skip
+        trained = ops.forward_unchecked(op, x, w, b, 1e-5, zero_centered_gamma, LOWER, UPPER)[0]
+    return y, public, trained, spy.call_count
+
+
+def _reference_y(op, x, w, b, zero_centered_gamma=False):
+    if op == "layer_norm_clamped_relu":
+        return reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, LOWER, UPPER, zero_centered_gamma)[0]
+    return getattr(reference, f"{op}_fwd")(x, w, b, 1e-5, zero_centered_gamma)[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "op, m",
+    [("layer_norm", 1), ("layer_norm", 300), ("rms_norm", 7), ("rms_norm", 1000), ("layer_norm_clamped_relu", 7),
+     ("layer_norm_clamped_relu", 300)],
+)  # fmt: skip
+@pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.float32), (torch.float16, torch.float16)],
+                         ids=["bf16-fp32", "fp16"])  # fmt: skip
+@pytest.mark.parametrize("bias, zero_centered_gamma", [(True, False), (False, True)])
+def test_split_staged_inference_call_on_the_gpu(op, m, dtypes, bias, zero_centered_gamma):
+    """An inference call (y alone) at 65536 columns in the kernel, its fewest rows lowered (a row a group, rows that do
+    not divide over the groups): y against the reference's, and bit for bit the training call's y (the same kernel
+    but the statistics' stores), through ``ops`` and through the functional API under ``no_grad``; one launch each."""
+    pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
+    x, w, b = make_inputs(m, 65536, *dtypes, bias=bias)
+    with _in_the_kernel(op, dtypes):
+        y, public, trained, launches = _inference_calls(op, x, w, b, zero_centered_gamma)
+    assert launches == 3
+    compare(y, _reference_y(op, x, w, b, zero_centered_gamma), f"{op} inference y")
+    assert torch.equal(y, trained) and torch.equal(public, y)
+
+
+@pytest.mark.gpu
+def test_split_staged_inference_call_at_the_rules_rows():
+    """The rule's own launch of an inference call (4096 x 65536 LayerNorm and LayerNorm + clamped ReLU bf16 x fp32
+    with a bias, 4100 RMSNorm fp16) against the reference and the training call's y; strided rows, which it cannot
+    load, take the chunked forward."""
+    pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
+    for op, m, dtypes, row_pad, taken in (
+        ("layer_norm", 4096, (torch.bfloat16, torch.float32), 0, 3),
+        ("layer_norm_clamped_relu", 4096, (torch.bfloat16, torch.float32), 0, 3),
+        ("rms_norm", 4100, (torch.float16, torch.float16), 0, 3),
+        ("layer_norm", 4096, (torch.bfloat16, torch.float32), 64, 0),
+        ("layer_norm_clamped_relu", 4096, (torch.bfloat16, torch.float32), 64, 0),
+    ):
+        x, w, b = make_inputs(m, 65536, *dtypes, row_pad=row_pad)
+        y, public, trained, launches = _inference_calls(op, x, w, b, False)
+        assert launches == taken, (op, m, row_pad)
+        compare(y, _reference_y(op, x, w, b), f"{op} inference y, row pad {row_pad}")
+        assert torch.equal(y, trained) and torch.equal(public, y), (op, m, row_pad)
 
 
 @pytest.mark.gpu

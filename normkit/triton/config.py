@@ -233,9 +233,8 @@ def fwd_config(
     ``block_n`` columns, one program a slice on one SM (``norm_fwd_staged.py``)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    if staged and _split_staged_fwd(m, n, is_rms, has_mask, x_bytes):
-        slice_n = SPLIT_STAGED_FWD_SLICE_N
-        return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_FWD_WARPS, 1, parts=n // slice_n, staged=True)
+    if staged and _split_staged_fwd(m, n, is_rms, has_mask, x_bytes, x_fp16, w_bytes):
+        return _split_staged_fwd_config(n)
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
     return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, *rules, limits)
@@ -293,7 +292,7 @@ def bwd_config(
 
 def infer_config(
     m: int, n: int, is_rms: bool = False, w_bytes: int = 2, x_fp16: bool = False, slower_dram: bool = False,
-    has_bias: bool = False, zero_centered: bool = False,
+    has_bias: bool = False, zero_centered: bool = False, staged: bool = False, x_bytes: int = 2,
 ) -> LaunchConfig:  # fmt: skip
     """The inference forward's launch (y alone, no statistics or mask stored: ``ops.infer_unchecked``): for many rows
     (more than 8192) of 256 columns, four rows (RMSNorm eight) a program of 2 warps, one program a row block; RMSNorm's
@@ -307,10 +306,14 @@ def infer_config(
     (12.90); RMSNorm at 512 22.02 -> 20.99 (20.93), 1024 37.89 -> 36.83 (36.86), 16384 x 512 13.73 -> 13.09 (13.02),
     8200 x 1024 13.92 -> 13.50 (13.60). LayerNorm's rows of 512 and 1024 kept the training forward's tiles (every
     other tile within 1.6% or slower; level with torch.compile at 32768 rows), as did calls of 4096 rows (tiles of 1024
-    at one warp 0.91-0.97x there). ``w_bytes``, ``x_fp16``, ``slower_dram``, ``has_bias``, ``zero_centered``: as
-    ``fwd_config``'s."""
+    at one warp 0.91-0.97x there). ``w_bytes``, ``x_fp16``, ``slower_dram``, ``has_bias``, ``zero_centered``,
+    ``staged``, ``x_bytes``: as ``fwd_config``'s. The inference calls of LayerNorm, RMSNorm and LayerNorm + clamped
+    ReLU take the split staged forward where LayerNorm's training forward does (``_split_staged_fwd``), the kernel
+    storing y alone (round 90)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
+    if staged and _split_staged_fwd(m, n, is_rms, False, x_bytes):
+        return _split_staged_fwd_config(n)
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
     return _infer_heuristic(_rows_key(m), n, is_rms, *rules, limits)
@@ -1354,13 +1357,34 @@ def split_staged_fwd_form(is_rms: bool) -> tuple[int, int]:
     return SPLIT_STAGED_FWD_FORMS[is_rms]
 
 
-def _split_staged_fwd(m: int, n: int, is_rms: bool, has_mask: bool, x_bytes: int) -> bool:
+def _split_staged_fwd_config(n: int) -> LaunchConfig:
+    """The split staged forward's launch at rows of n columns: ``parts`` slices of ``block_n`` columns."""
+    slice_n = SPLIT_STAGED_FWD_SLICE_N
+    return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_FWD_WARPS, 1, parts=n // slice_n, staged=True)
+
+
+def _split_staged_fwd(
+    m: int, n: int, is_rms: bool, has_mask: bool, x_bytes: int, x_fp16: bool = False, w_bytes: int = 4
+) -> bool:  # fmt: skip
     """Whether the forward of m x n takes the split staged Gluon kernel (``norm_fwd_staged.split_staged_fwd_kernel``):
-    16-bit x, no mask, calls of at least ``LIMITS["split_staged_fwd_min_m"]`` rows (4096), LayerNorm's and RMSNorm's
-    at ``SPLIT_STAGED_FWD_N`` columns (65536); 16-bit or float32 weights, a bias or none. Each row in slices of
-    ``SPLIT_STAGED_FWD_SLICE_N`` columns at ``SPLIT_STAGED_FWD_WARPS`` compute warps and a load warp, one program a
-    slice on one SM, the slice's weights and bias held in registers (``split_staged_fwd_form``: LayerNorm's
-    statistics two rows ahead, 5 rows in flight; RMSNorm's one, 4).
+    16-bit x, calls of at least ``LIMITS["split_staged_fwd_min_m"]`` rows (4096), LayerNorm's, RMSNorm's and
+    LayerNorm + clamped ReLU's at ``SPLIT_STAGED_FWD_N`` columns (65536); 16-bit or float32 weights, a bias or none;
+    the clamped ReLU's training forward (``has_mask``: its mask stored) but where both x and the weights are float16
+    (``x_fp16``, ``w_bytes``). Each row in slices of ``SPLIT_STAGED_FWD_SLICE_N`` columns at
+    ``SPLIT_STAGED_FWD_WARPS`` compute warps and a load warp, one program a slice on one SM, the slice's weights and
+    bias held in registers (``split_staged_fwd_form``: LayerNorm's statistics two rows ahead, 5 rows in flight;
+    RMSNorm's one, 4). ``infer_config`` asks it for the inference calls (y alone; the clamped ReLU's without a mask).
+
+    Round 90 (H200; ``bench.ab`` against the rule before, the chunked forward, GB/s now over before). The inference
+    calls (GPU runs 692-696): LayerNorm x1.222-1.251 / x1.173 at 32768 / 4096 rows of bf16 x, float32 weights (90% of
+    the copy at 32768), x1.054 at 8192 fp16; RMSNorm x1.056 / x1.106, x0.992 at 8192 fp16; LayerNorm + clamped ReLU
+    x1.211-1.218 / x1.163 (the clamp on 16-bit pairs, ``norm_fwd_staged._clamp_16``; in float32 x1.082 / x1.051, run
+    694), at 8192 rows x1.066 fp16, x1.044 bf16 with bf16 weights, x1.169 fp16 x with float32 weights. The clamped
+    ReLU's training forward, its mask's bits by y's bits (run 696): x1.058 / x1.046 at 32768 / 4096 rows of bf16 x,
+    float32 weights (its time 1.16x the plain forward's at 32768 x 65536, 1.27x before; target 3 is 1.05x), at 8192 rows
+    x1.035 bf16 x with bf16 weights, x1.091 fp16 x with float32 weights, but x0.981 / x0.986 at 8192 / 32768 rows of
+    fp16 x and weights (the chunked fused forward there 83-84% of the copy), which keep the chunked forward. The mask
+    by two float compares and the clamp in float32 ran x0.86-0.94 (run 694); 16 compute warps x0.84 of 8 (run 695).
 
     Round 88 (H200, bf16 x, float32 weights). The probe's kernel at 32768 rows, in turns with the chunked forward before
     (GPU runs 681-682, us, with a bias): LayerNorm at 65536 2268 against 2742 (x1.21), at 32768 1135 against 1189
@@ -1371,7 +1395,7 @@ def _split_staged_fwd(m: int, n: int, is_rms: bool, has_mask: bool, x_bytes: int
     in the probe: the chunked forward runs at 99% of the copy there), both at 16384 (slices of 8192: x0.81-0.88);
     slices of 16384 at 16 warps (x0.97-0.99 of 8 one row ahead, LayerNorm's x0.88-0.93 two ahead), LayerNorm one row
     ahead (x0.95-0.99 of two), RMSNorm two rows ahead (x0.98)."""
-    if has_mask or x_bytes != 2 or m < LIMITS["split_staged_fwd_min_m"]:
+    if (has_mask and x_fp16 and w_bytes == 2) or x_bytes != 2 or m < LIMITS["split_staged_fwd_min_m"]:
         return False
     return n in SPLIT_STAGED_FWD_N
 

@@ -11,7 +11,7 @@ of x (``STAGES`` rows in flight); its compute warps read the slice's weights and
 and for each row publish the slice's statistics, packed in one int64 (``norm_bwd_staged._pack_sums``): LayerNorm's
 sum and the sum of squares about the slice's own mean (combined as Chan et al.'s parallel variance, so that a mean far
 from zero does not cancel), RMSNorm's sum of squares. They read the group's others, work out the row's mean and rstd,
-store y from registers, and part 0 stores the statistics.
+store y from registers, and part 0 stores the statistics (a training call's; an inference call stores y alone).
 
 A program publishes ``AHEAD`` rows before it reads a row's statistics. With ``AHEAD`` 1 it fetches the group's sums of
 this row first (published a step ago by the others), then publishes the next row's, then waits for the fetch; with 2
@@ -103,13 +103,54 @@ def _row_stats(fetched, slots, own, parts, part, others, N, eps, SN: gl.constexp
 
 
 @gluon.jit
-def _fwd_compute(xs, ready, empty, W, B, Y, MEAN, RSTD, SUMS, N, eps, group, groups, part, my_rows, SR: gl.constexpr,
-                 L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr, PARTS_P2: gl.constexpr,
-                 STAGES: gl.constexpr, AHEAD: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr,
-                 HAS_BIAS: gl.constexpr, MAX_POLLS: gl.constexpr):  # fmt: skip
+def _clamp_16(v, lower, upper, L: gl.constexpr):
+    """``clamp(v, lower, upper)`` of a float16 or bfloat16 slice (y as stored), NaN kept, two elements an instruction
+    (``norm_fwd._clamp_16``'s: the same values as clamping the float32 y and rounding after)."""
+    lo = gl.full(v.shape, lower, gl.float32, L).to(v.dtype)
+    hi = gl.full(v.shape, upper, gl.float32, L).to(v.dtype)
+    if v.dtype == gl.bfloat16:
+        asm: gl.constexpr = "max.NaN.bf16x2 $0, $1, $2; min.NaN.bf16x2 $0, $0, $3;"
+    else:
+        asm: gl.constexpr = "max.NaN.f16x2 $0, $1, $2; min.NaN.f16x2 $0, $0, $3;"
+    return gl.inline_asm_elementwise(asm, "=r,r,r,r", [v, lo, hi], dtype=v.dtype, is_pure=True, pack=2)
+
+
+@gluon.jit
+def _clamp_and_store_mask(y, out_dtype: gl.constexpr, mask_row, lower, upper, keep_from, keep_to, SR: gl.constexpr,
+                          L: gl.constexpr, L3: gl.constexpr, TRAINING: gl.constexpr,
+                          KEEP_BY_BITS: gl.constexpr):  # fmt: skip
+    """The clamped ReLU of a slice's float32 y (``[SR, 256]`` in ``L``, whose threads hold 8 consecutive columns: a
+    mask byte each), stored as ``out_dtype``: ``clamp(y, lower, upper)``, NaN kept (``_clamp_16``); where
+    ``TRAINING`` its mask bytes stored from ``mask_row`` (the slice's first byte), bit ``j`` of a byte set where
+    column ``j`` of its 8 keeps its gradient. The bit describes the output as stored (``lower < out < upper`` in x's
+    dtype), which for float32 y is the interval ``[keep_from, keep_to]`` (``ops.mask_thresholds``), as
+    ``norm_fwd_kernel``'s (``KEEP_BY_BITS``: ``0 < keep_from <= keep_to``, one unsigned compare of y's bits, as
+    there). Each thread packs its own bytes: the slice as ``[SR, 32, 8]`` in ``L3`` (the same registers: no data
+    moved), its 8 columns' bits summed over the last axis."""
+    if TRAINING:
+        y3 = gl.convert_layout(gl.reshape(y, [SR, 32, 8]), L3, assert_trivial=True)
+        if KEEP_BY_BITS:  # positive floats are ordered as their bits; a negative y or a NaN lands past the span
+            first = keep_from.to(gl.uint32, bitcast=True)
+            keep = (y3.to(gl.uint32, bitcast=True) - first) <= keep_to.to(gl.uint32, bitcast=True) - first
+        else:
+            keep = (y3 >= keep_from) & (y3 <= keep_to)
+        bit = 1 << gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))
+        packed = gl.sum(gl.where(keep, bit[None, None, :], 0), axis=2)
+        rows = gl.arange(0, SR, layout=gl.SliceLayout(1, gl.SliceLayout(2, L3)))
+        cols = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(2, L3)))
+        gl.store(mask_row + rows[:, None] * 32 + cols[None, :], packed.to(gl.uint8))
+    return _clamp_16(y.to(out_dtype), lower, upper, L)
+
+
+@gluon.jit
+def _fwd_compute(xs, ready, empty, W, B, Y, MEAN, RSTD, MASK, SUMS, N, eps, lower, upper, keep_from, keep_to, group,
+                 groups, part, my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, L3: gl.constexpr,
+                 PARTS: gl.constexpr, PARTS_P2: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr,
+                 ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, HAS_BIAS: gl.constexpr, MAX_POLLS: gl.constexpr,
+                 TRAINING: gl.constexpr, CLAMP_MASK: gl.constexpr, KEEP_BY_BITS: gl.constexpr):  # fmt: skip
     """The compute warps: the slice's weights (and bias) read once; each step publishes the statistics of the row
-    ``AHEAD`` ahead, works out this row's from the group's, stores its y (part 0 its mean and rstd) and releases its
-    stage."""
+    ``AHEAD`` ahead, works out this row's from the group's, stores its y (part 0 its mean and rstd where
+    ``TRAINING``; with ``CLAMP_MASK`` y clamped and, where ``TRAINING``, its mask) and releases its stage."""
     SN: gl.constexpr = SR * 256
     parts = gl.arange(0, PARTS_P2, layout=PL)
     others = (parts < PARTS) & (parts != part)
@@ -151,8 +192,12 @@ def _fwd_compute(xs, ready, empty, W, B, Y, MEAN, RSTD, SUMS, N, eps, group, gro
         y = xhat * w
         if HAS_BIAS:
             y += b
+        if CLAMP_MASK:
+            mask_row = MASK + row.to(gl.int64) * (N // 8) + part * (SN // 8)
+            y = _clamp_and_store_mask(y, x.dtype, mask_row, lower, upper, keep_from, keep_to, SR, L, L3, TRAINING,
+                                      KEEP_BY_BITS)  # fmt: skip
         gl.store(Y + row.to(gl.int64) * N + col0 + offsets, y.to(x.dtype))
-        if part == 0:
+        if TRAINING and part == 0:
             gl.store(RSTD + row, rstd)
             if not IS_RMS:
                 gl.store(MEAN + row, mean)
@@ -167,35 +212,60 @@ def _fwd_compute(xs, ready, empty, W, B, Y, MEAN, RSTD, SUMS, N, eps, group, gro
 
 @gluon.jit
 def split_staged_fwd_kernel(
-    xd, W, B, Y, MEAN, RSTD, SUMS, M, N, eps,
-    SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr, PARTS_P2: gl.constexpr,
-    VALID: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr, ZERO_CENTERED: gl.constexpr,
-    IS_RMS: gl.constexpr, HAS_BIAS: gl.constexpr, MAX_POLLS: gl.constexpr,
+    xd, W, B, Y, MEAN, RSTD, MASK, SUMS, M, N, eps, lower, upper, keep_from, keep_to,
+    SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, L3: gl.constexpr, PARTS: gl.constexpr,
+    PARTS_P2: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr,
+    ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, HAS_BIAS: gl.constexpr, MAX_POLLS: gl.constexpr,
+    TRAINING: gl.constexpr, CLAMP_MASK: gl.constexpr, KEEP_BY_BITS: gl.constexpr,
 ):  # fmt: skip
     """RMSNorm's or LayerNorm's y ``[M, N]`` (rows contiguous), rstd and mean ``[M]`` (float32) of rows split in
     ``PARTS`` slices of ``SR`` rows of 256, ``groups`` = programs / PARTS groups of programs (every program of the grid
     runs at once: one a SM). ``xd``: x's descriptor (``descriptor``). ``W``, ``B``: the weights and bias (contiguous;
-    ``B`` is ``W`` without a bias, not read). ``MEAN``: RMSNorm passes ``RSTD``, not written. ``SUMS``: int64 ``[M,
-    PARTS]``, filled with ``SENTINEL`` before the launch."""
+    ``B`` is ``W`` without a bias, not read). ``MEAN``: RMSNorm passes ``RSTD``, not written. Not ``TRAINING`` (an
+    inference call, y alone): neither statistic is stored, ``MEAN`` and ``RSTD`` placeholders (y). ``CLAMP_MASK``
+    (LayerNorm + clamped ReLU): y clamped to ``[lower, upper]`` and, where ``TRAINING``, the packed mask stored in
+    ``MASK`` (uint8 ``[M, N / 8]``, rows contiguous; else a placeholder, y), its bits ``keep_from <= y <= keep_to``
+    (``_clamp_and_store_mask``; ``KEEP_BY_BITS``: ``0 < keep_from <= keep_to``). ``SUMS``: int64 ``[M, PARTS]``,
+    filled with ``SENTINEL`` before the launch."""
     groups, part, group, my_rows = _split_program(M, PARTS)
     xs = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
     ready, empty = _stage_barriers(STAGES)
     gl.warp_specialize(
         [
-            (_fwd_compute, (xs, ready, empty, W, B, Y, MEAN, RSTD, SUMS, N, eps, group, groups, part, my_rows, SR, L,
-                            PL, PARTS, PARTS_P2, STAGES, AHEAD, ZERO_CENTERED, IS_RMS, HAS_BIAS, MAX_POLLS)),
+            (_fwd_compute, (xs, ready, empty, W, B, Y, MEAN, RSTD, MASK, SUMS, N, eps, lower, upper, keep_from,
+                            keep_to, group, groups, part, my_rows, SR, L, PL, L3, PARTS, PARTS_P2, STAGES, AHEAD,
+                            ZERO_CENTERED, IS_RMS, HAS_BIAS, MAX_POLLS, TRAINING, CLAMP_MASK, KEEP_BY_BITS)),
             (_fwd_loader, (xd, xs, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES, AHEAD)),
         ],
         [1], [LOADER_REGISTERS],
     )  # fmt: skip
 
 
+def mask_layout(rows: int, num_warps: int) -> gl.BlockedLayout:
+    """A slice's ``[rows, 256]`` (``norm_bwd_staged.layout``) seen as ``[rows, 32, 8]``: each thread's 8 consecutive
+    columns (a mask byte) along the last axis. Only where the warps are all down the rows, so that a thread holds 8
+    columns: else a ValueError."""
+    down = min(num_warps, rows)
+    if rows <= 0 or rows % num_warps:
+        raise ValueError(f"the mask's bytes need the warps down the slice's rows: {rows} rows at {num_warps} warps")
+    return gl.BlockedLayout([rows // down, 1, 8], [1, 32, 1], [down, 1, 1], [2, 1, 0])
+
+
 def constexprs(n: int, slice_n: int, num_warps: int, stages: int, ahead: int, zero_centered: bool, is_rms: bool,
-               has_bias: bool, max_polls: int) -> dict:  # fmt: skip
+               has_bias: bool, max_polls: int, training: bool = True, clamp_mask: bool = False,
+               keep_by_bits: bool = False) -> dict:  # fmt: skip
     """``split_staged_fwd_kernel``'s constexpr arguments for rows of n columns in slices of ``slice_n``, ``stages``
-    rows in flight, the statistics published ``ahead`` rows ahead (``norm_bwd_staged.slices_constexprs``)."""
+    rows in flight, the statistics published ``ahead`` rows ahead (``norm_bwd_staged.slices_constexprs``); not
+    ``training``: y alone (an inference call); ``clamp_mask``: LayerNorm + clamped ReLU (and its mask where
+    ``training``); ``keep_by_bits``: the mask's interval is positive (``0 < keep_from <= keep_to``)."""
+    if clamp_mask and is_rms:
+        raise ValueError("clamp_mask is LayerNorm's (LayerNorm + clamped ReLU), not RMSNorm's")
+    if keep_by_bits and not (clamp_mask and training):
+        raise ValueError("keep_by_bits describes the mask: it needs clamp_mask and training")
     values = slices_constexprs(n, slice_n, num_warps, stages, ahead)
-    return values | dict(ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_BIAS=has_bias, MAX_POLLS=max_polls)
+    l3 = mask_layout(values["SR"], num_warps) if clamp_mask else values["L"]  # (without the mask a placeholder)
+    flags = dict(ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_BIAS=has_bias, MAX_POLLS=max_polls)
+    return values | flags | dict(L3=l3, TRAINING=training, CLAMP_MASK=clamp_mask, KEEP_BY_BITS=keep_by_bits)
 
 
 def descriptor(x, slice_rows: int) -> TensorDescriptor:

@@ -105,9 +105,8 @@ def _forward_plan(
     is most of its time (benchmarks/README.md, round 16). ``_generation`` is ``config.generation``, which
     ``config.limits`` and ``config.forced`` change, so a plan never outlives the rules it came from. Not
     ``training`` (an inference call, y alone): ``config.infer_config``'s launch. ``row_align``: the kernel's
-    ``ALIGN`` (``_row_align``). ``staged``: the split staged forward can run on the device (``_staged_capable``) and
-    the call is a training call without a mask; after a plan that takes it, whether it can load x's rows
-    (``_staged_x``), as the backward's ``staged``."""
+    ``ALIGN`` (``_row_align``). ``staged``: the split staged forward can run on the device (``_staged_capable``);
+    after a plan that takes it, whether it can load x's rows (``_staged_x``), as the backward's ``staged``."""
     acc_tl, stat_dtype = _acc_of(x_dtype)
     has_mask = clamp is not None and training
     w_bytes = w_dtype.itemsize
@@ -123,28 +122,29 @@ def _forward_plan(
             m, n, is_rms, has_mask=has_mask, staged=staged, x_bytes=x_dtype.itemsize, **rule_inputs
         )  # fmt: skip
     else:
-        cfg = config.infer_config(m, n, is_rms, **rule_inputs)
-    if cfg.staged:
-        if not staged:  # only a forced config asks for it here
-            raise ValueError(
-                "a staged forward config was forced where the split staged forward cannot run: it computes the "
-                "training forward without a mask, and needs Triton 3.6's Gluon, a Hopper GPU and 16-bit x with "
-                "contiguous rows"
-            )
-        stages, ahead = config.split_staged_fwd_form(is_rms)
-        values = STAGED_FWD.constexprs(
-            n, cfg.block_n, cfg.num_warps, stages, ahead, zero_centered_gamma, is_rms, has_bias, config.GPU_MAX_POLLS
-        )  # fmt: skip
-        programs = config.split_staged_groups(device, m, cfg.parts) * cfg.parts
-        values = SPLIT_STAGED_FWD.values(**values)
-        return _ForwardPlan(programs, 1, cfg.num_warps, values, (), stat_dtype, m, 0, [], {})
+        cfg = config.infer_config(m, n, is_rms, staged=staged, x_bytes=x_dtype.itemsize, **rule_inputs)
     lower, upper = clamp or (0.0, 0.0)
-    whole_chunks = _whole_chunks(m, n, cfg)
-    unrolled = min(whole_chunks or cfg.num_chunks, 8)
-    pass_two_unroll = unrolled if has_mask and _pass_two_unrolled(m, cfg) else None
     keep_from, keep_to = (0.0, 0.0)  # float64 kernels compare y itself
     if has_mask and x_dtype != torch.float64:
         keep_from, keep_to = mask_thresholds(float(lower), float(upper), x_dtype)
+    thresholds = (float(lower), float(upper), keep_from, keep_to)
+    if cfg.staged:
+        if not staged:  # only a forced config asks for it here
+            raise ValueError(
+                "a staged forward config was forced where the split staged forward cannot run: it needs Triton "
+                "3.6's Gluon, a Hopper GPU and 16-bit x with contiguous rows"
+            )
+        stages, ahead = config.split_staged_fwd_form(is_rms)
+        values = STAGED_FWD.constexprs(
+            n, cfg.block_n, cfg.num_warps, stages, ahead, zero_centered_gamma, is_rms, has_bias, config.GPU_MAX_POLLS,
+            training, clamp is not None, has_mask and 0.0 < keep_from <= keep_to,
+        )  # fmt: skip
+        programs = config.split_staged_groups(device, m, cfg.parts) * cfg.parts
+        values = SPLIT_STAGED_FWD.values(**values)
+        return _ForwardPlan(programs, 1, cfg.num_warps, values, thresholds, stat_dtype, m, 0, [], {})
+    whole_chunks = _whole_chunks(m, n, cfg)
+    unrolled = min(whole_chunks or cfg.num_chunks, 8)
+    pass_two_unroll = unrolled if has_mask and _pass_two_unrolled(m, cfg) else None
     row_blocks = cdiv(m, cfg.block_m)
     persistent = cfg.programs_per_sm > 0 and cfg.num_chunks == 1
     programs = config.persistent_programs(device, row_blocks, cfg.programs_per_sm) if persistent else row_blocks
@@ -160,7 +160,6 @@ def _forward_plan(
         PAIR_NIBBLES=_pair_nibbles(cfg, has_mask, tiles_3d, row_align, x_dtype, device),
         **_params_early(cfg, n, w_bytes, has_bias, is_rms),
     )  # fmt: skip
-    thresholds = (float(lower), float(upper), keep_from, keep_to)
     per_sm = cfg.programs_per_sm if persistent else 0
     return _ForwardPlan(
         programs, cdiv(row_blocks, programs), cfg.num_warps, values, thresholds, stat_dtype, row_blocks, per_sm, []
@@ -192,15 +191,14 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None, t
     stride_x, device = x.stride(0), x.get_device()
     row_align = 1 if not (n | stride_x) & 15 else _row_align(x.element_size(), n, stride_x)
     key = (m, n, x.dtype, weight.dtype, bias is not None, is_rms, zero_centered_gamma, clamp, training, device)
-    # the split staged forward: a training call without a mask; whether it can load x is asked only of a plan that
-    # takes it
-    staged = training and clamp is None and _staged_capable(device)
+    # the split staged forward where the device has it (whether it can load x is asked only of a plan that takes it)
+    staged = _staged_capable(device)
     plan = _forward_plan(*key, config.generation, row_align, staged)
     if plan.encoded is not None:
         if _staged_x(x):
-            y, mean, rstd, _ = _forward_outputs(x, plan.stat_dtype, is_rms, clamp)
-            _staged_forward(plan, x, weight, bias, eps, y, mean, rstd)
-            return y, mean, rstd, None
+            y, mean, rstd, mask = _forward_outputs(x, plan.stat_dtype, is_rms, clamp, training)
+            _staged_forward(plan, x, weight, bias, eps, y, mean, rstd, mask)
+            return y, mean, rstd, mask
         plan = _forward_plan(*key, config.generation, row_align, False)  # rows it cannot load: without it
     y, mean, rstd, mask = _forward_outputs(x, plan.stat_dtype, is_rms, clamp, training)
     grid = plan.fitted[0] if plan.fitted else plan[:2]
@@ -225,14 +223,17 @@ def _staged_x(x: torch.Tensor) -> bool:
     return x.element_size() == 2 and x.stride() == (x.shape[1], 1) and not x.data_ptr() & 15
 
 
-def _staged_forward(plan: _ForwardPlan, x, weight, bias, eps, y, mean, rstd) -> None:
+def _staged_forward(plan: _ForwardPlan, x, weight, bias, eps, y, mean, rstd, mask) -> None:
     """The split staged forward's launch (``SPLIT_STAGED_FWD``) of a plan that takes it: x's descriptor kept encoded
     with the plan by x's address, as the staged backward's (``_staged_backward``); the row statistics' slots
-    (``SUMS``) filled with ``SENTINEL`` first."""
+    (``SUMS``) filled with ``SENTINEL`` first. An inference call (mean and rstd None) passes y for both, a call
+    without a mask (None) y for it; the clamp's bounds and the mask's thresholds are the plan's."""
     m, n = x.shape
     sums = x.new_full((m, plan.values[_FWD_PARTS_AT]), SENTINEL, dtype=torch.int64)
-    # RMSNorm passes rstd for the mean, and the weights for an absent bias (neither read)
-    args = (weight, bias if bias is not None else weight, y, mean if mean is not None else rstd, rstd, sums, m, n, eps)
+    # RMSNorm passes rstd for the mean, an inference call y for both, and the weights for an absent bias (none read)
+    rstd = rstd if rstd is not None else y
+    stats = (mean if mean is not None else rstd, rstd, mask if mask is not None else y)
+    args = (weight, bias if bias is not None else weight, y, *stats, sums, m, n, eps, *plan.thresholds)
     grid = (plan.programs,)
     encoded = plan.encoded.get(x.data_ptr())
     if encoded is None or not SPLIT_STAGED_FWD.launch_encoded(grid, encoded, args, plan.num_warps, plan.values):
@@ -862,8 +863,8 @@ def forward_unchecked(kind, x, weight, bias, eps, zero_centered_gamma, lower=0.0
 
 def infer_unchecked(kind, x, weight, bias, eps, zero_centered_gamma, lower=0.0, upper=0.0):
     """y alone, the forward of an inference call (nothing needs a gradient), on arguments the caller has checked
-    (as ``forward_unchecked``): ``norm_fwd_kernel`` without ``TRAINING`` stores neither the statistics nor the mask,
-    and they are not allocated."""
+    (as ``forward_unchecked``): ``norm_fwd_kernel`` (or the split staged forward, where the rule takes it) without
+    ``TRAINING`` stores neither the statistics nor the mask, and they are not allocated."""
     clamp = (lower, upper) if kind == "layer_norm_clamped_relu" else None
     return _forward(
         x, weight, bias, eps, is_rms=kind == "rms_norm", zero_centered_gamma=zero_centered_gamma, clamp=clamp,
