@@ -1381,10 +1381,11 @@ def _split_staged_fwd(
     x1.211-1.218 / x1.163 (the clamp on 16-bit pairs, ``norm_fwd_staged._clamp_16``; in float32 x1.082 / x1.051, run
     694), at 8192 rows x1.066 fp16, x1.044 bf16 with bf16 weights, x1.169 fp16 x with float32 weights. The clamped
     ReLU's training forward, its mask's bits by y's bits (run 696): x1.058 / x1.046 at 32768 / 4096 rows of bf16 x,
-    float32 weights (its time 1.16x the plain forward's at 32768 x 65536, 1.27x before; target 3 is 1.05x), at 8192 rows
-    x1.035 bf16 x with bf16 weights, x1.091 fp16 x with float32 weights, but x0.981 / x0.986 at 8192 / 32768 rows of
-    fp16 x and weights (the chunked fused forward there 83-84% of the copy), which keep the chunked forward. The mask
-    by two float compares and the clamp in float32 ran x0.86-0.94 (run 694); 16 compute warps x0.84 of 8 (run 695).
+    float32 weights (its time 1.16x the plain forward's at 32768 x 65536, 1.27-1.31x before; target 3: 1.05x), at
+    8192 rows x1.035 bf16 x with bf16 weights, x1.091 fp16 x with float32 weights, but x0.981 / x0.986 at 8192 / 32768
+    rows of fp16 x and weights (the chunked fused forward there 83-84% of the copy), which keep the chunked forward.
+    The mask by two float compares and the clamp in float32 ran x0.86-0.94 (run 694); 16 compute warps x0.84 of 8
+    (run 695).
 
     Round 88 (H200, bf16 x, float32 weights). The probe's kernel at 32768 rows, in turns with the chunked forward before
     (GPU runs 681-682, us, with a bias): LayerNorm at 65536 2268 against 2742 (x1.21), at 32768 1135 against 1189
