@@ -266,8 +266,8 @@ def test_split_staged_forward_on_the_gpu(op, m, n, dtypes, bias, zero_centered_g
 def test_split_staged_forward_at_the_rules_rows():
     """The rule's own launch, many rows a program (4096 x 65536 LayerNorm and LayerNorm + clamped ReLU, 4100 x 65536
     RMSNorm); strided rows, which it cannot load, and the clamped ReLU's forward of fp16 x and weights take the
-    chunked forward; a mean far from zero (1000 + N(0, 1) in bf16) against the reference,
-    which the slices' sums about their own means keep."""
+    chunked forward; a mean far from zero (1000 + N(0, 1) in bf16) against the reference, which the slices' sums
+    about their own means keep."""
     pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -317,7 +317,7 @@ def test_split_staged_forward_plan_of_the_clamped_relu():
     """The clamped ReLU's plan (worked out on the CPU): ``CLAMP_MASK``; ``KEEP_BY_BITS`` where its training call's
     mask interval is positive (bounds 0 and 6), not below zero (-0.25 and 1) nor in an inference call (no mask); the
     plan's bounds and thresholds (``ops.mask_thresholds``)."""
-    pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
+    staged = pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
     for clamp, training, by_bits in (((0.0, 6.0), True, True), ((-0.25, 1.0), True, False), ((0.0, 6.0), False, False)):
@@ -327,7 +327,6 @@ def test_split_staged_forward_plan_of_the_clamped_relu():
         assert v["CLAMP_MASK"] and v["TRAINING"] == training and v["KEEP_BY_BITS"] == by_bits, (clamp, training)
         keep = ops.mask_thresholds(*clamp, torch.bfloat16) if training else (0.0, 0.0)
         assert plan.thresholds == (*clamp, *keep), (clamp, training)
-    staged = pytest.importorskip("normkit.triton.norm_fwd_staged")
     with pytest.raises(ValueError, match="clamp_mask is LayerNorm's"):
         staged.constexprs(65536, 16384, 8, 4, 1, False, True, False, 1, True, True)
     with pytest.raises(ValueError, match="keep_by_bits describes the mask"):

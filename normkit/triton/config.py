@@ -312,7 +312,7 @@ def infer_config(
     storing y alone (round 90)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    if staged and _split_staged_fwd(m, n, is_rms, False, x_bytes):
+    if staged and _split_staged_fwd(m, n, is_rms, False, x_bytes, x_fp16, w_bytes):
         return _split_staged_fwd_config(n)
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
@@ -1363,9 +1363,7 @@ def _split_staged_fwd_config(n: int) -> LaunchConfig:
     return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_FWD_WARPS, 1, parts=n // slice_n, staged=True)
 
 
-def _split_staged_fwd(
-    m: int, n: int, is_rms: bool, has_mask: bool, x_bytes: int, x_fp16: bool = False, w_bytes: int = 4
-) -> bool:  # fmt: skip
+def _split_staged_fwd(m: int, n: int, is_rms: bool, has_mask: bool, x_bytes: int, x_fp16: bool, w_bytes: int) -> bool:
     """Whether the forward of m x n takes the split staged Gluon kernel (``norm_fwd_staged.split_staged_fwd_kernel``):
     16-bit x, calls of at least ``LIMITS["split_staged_fwd_min_m"]`` rows (4096), LayerNorm's, RMSNorm's and
     LayerNorm + clamped ReLU's at ``SPLIT_STAGED_FWD_N`` columns (65536); 16-bit or float32 weights, a bias or none;
