@@ -35,10 +35,10 @@ CASES = {
     "staged_layer_norm": (2048, 11264, *FP16),
     "rms_chunked_backward": (4000, 16384, *BF16_FP32W),  # RMSNorm's backward in chunks; the others split
     # the backward's rows split in slices staged in shared memory by the Gluon kernel on a Hopper GPU (RMSNorm's in
-    # slices of 16384, LayerNorm's with dB of 8192: ``norm_bwd_staged.split_staged_kernel``); the masked backward's
-    # split rows
+    # slices of 16384, LayerNorm's with dB of 8192, the masked backward's too, its mask's bytes staged with x and dy:
+    # ``norm_bwd_staged.split_staged_kernel``)
     "split_staged": (4100, 32768, *BF16_FP32W),
-    "chunked_forward": (64, 65536, *BF16_FP32W),  # the forward in chunks, read twice; the backward split
+    "chunked_forward": (64, 65536, *BF16_FP32W),  # the forward in chunks, read twice; the backward split (masked too)
     # the forward's rows split in slices staged in shared memory by the Gluon kernel on a Hopper GPU
     # (``norm_fwd_staged.py``), its fewest rows lowered (``CASE_LIMITS``); the backward split
     "split_staged_forward": (300, 65536, *BF16_FP32W),
@@ -73,12 +73,14 @@ def test_graph_cases_launches():
     split_staged += [bwd("split_staged", tma=True, staged=True)]  # LayerNorm's, with dB
     assert all(cfg.staged and cfg.parts > 1 for cfg in split_staged)
     assert [cfg.block_n for cfg in split_staged] == [16384, 8192]  # both slices: RMSNorm's of 16384, LayerNorm's
-    assert not bwd("split_staged", has_mask=True, tma=True, staged=True).staged
+    assert bwd("split_staged", has_mask=True, tma=True, staged=True) == split_staged[1]  # masked: LayerNorm's launch
     with config.limits(**CASE_LIMITS["split_staged_forward"]):
         assert fwd("split_staged_forward", staged=True).staged and fwd("split_staged_forward", True, staged=True).staged
         assert fwd("split_staged_forward", has_mask=True, staged=True).staged  # the clamped ReLU's
     assert not fwd("split_staged_forward", staged=True).staged  # 300 rows: under the rule's fewest
     assert fwd("chunked_forward").num_chunks > 1 and bwd("chunked_forward").parts > 1
+    assert not bwd("chunked_forward", has_mask=True, tma=True, staged=True).staged  # 64 rows: the masked split rows
+    assert bwd("chunked_forward", has_mask=True, tma=True, staged=True).parts > 1
 
 
 def _step(op, x, w, b, dy, backend=nk.triton, mask=None):

@@ -3,6 +3,8 @@ rules take it,
 how it cuts a row, that it compiles for a Hopper GPU on a machine without one, and its answers on the GPU, at the
 rules' shapes and, forced, at odd ones."""
 
+import contextlib
+import itertools
 import json
 import os
 import subprocess
@@ -15,6 +17,7 @@ import torch
 from test_kernels import backward_call, check_backward, make_inputs
 
 from normkit import reference
+from normkit.testing import compare
 from normkit.triton import config
 from normkit.triton.config import LaunchConfig
 
@@ -136,13 +139,14 @@ def test_staged_arguments():
         assert copy.is_contiguous() and not copy.data_ptr() & 15 and torch.equal(copy, weight)
 
 
-def _plan(m, n, zero_centered_gamma=False, staged=True, is_rms=True, has_dbias=None, dtype=torch.float16):
-    """The backward's plan of an unmasked call on the CPU (``ops._backward_plan``; x and weights fp16 unless ``dtype``
-    says otherwise; dB with LayerNorm unless ``has_dbias`` says otherwise)."""
+def _plan(m, n, zero_centered_gamma=False, staged=True, is_rms=True, has_dbias=None, dtype=torch.float16,
+          has_mask=False):  # fmt: skip
+    """The backward's plan of a call on the CPU (``ops._backward_plan``; x and weights fp16 unless ``dtype`` says
+    otherwise; dB with LayerNorm unless ``has_dbias`` says otherwise; the clamped ReLU's mask where ``has_mask``)."""
     from normkit.triton import ops
 
     has_dbias = not is_rms if has_dbias is None else has_dbias
-    key = (m, n, dtype, dtype, has_dbias, False, is_rms, zero_centered_gamma, -1, True)
+    key = (m, n, dtype, dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, -1, True)
     return ops._backward_plan(*key, config.generation, 1, staged)
 
 
@@ -540,7 +544,7 @@ def test_staged_launch_takes_its_descriptors_parts_from_the_plan(monkeypatch):
         assert plan.cfg.staged
         x, w, _ = make_inputs(64, n, torch.float16, torch.float16, bias=False)
         stats = torch.ones(64)
-        ops._staged_backward(plan, x, x, w, stats, stats, torch.empty_like(x), x.new_empty((1, 1, n)))
+        ops._staged_backward(plan, x, x, w, stats, stats, torch.empty_like(x), x.new_empty((1, 1, n)), None)
         boxes = [d.block_shape[0] for d in launched[-1]]  # x's three parts, dy's, the weights'
         assert boxes == want * 3, (is_rms, boxes)
 
@@ -551,10 +555,10 @@ def test_staged_launch_takes_its_descriptors_parts_from_the_plan(monkeypatch):
 
 def test_split_staged_rule():
     """Where the rules take the split staged kernel (``config._split_staged_bwd``): calls of at least 4096 rows of
-    16-bit x without a mask, RMSNorm's at 16384 / 32768 / 65536 without dB, LayerNorm's at 16384 (with dB from 8192
-    rows) and 32768 with dB or without, at 65536 without dB only; each row in slices of 16384 at 16 compute warps at
-    32768 and 65536 without dB, else of 8192 at 8, with 16-bit or float32 weights; only where the kernel can run
-    (``staged``)."""
+    16-bit x, RMSNorm's at 16384 / 32768 / 65536 without dB, LayerNorm's (with the clamped ReLU's mask or without) at
+    16384 (with dB from 8192 rows) and 32768 with dB or without, at 65536 without dB only; each row in slices of 16384
+    at 16 compute warps at 32768 and 65536 without dB, else of 8192 at 8, with 16-bit or float32 weights; only where
+    the kernel can run (``staged``)."""
     m = config.LIMITS["split_staged_min_m"]
     assert m == 4096 and config.LIMITS["ln_dbias_split_staged_16384_min_m"] == 8192
     expected = LaunchConfig(1, 16384, 1, 16, 1, parts=4, staged=True)
@@ -568,16 +572,18 @@ def test_split_staged_rule():
         assert not config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=False).staged, n  # cannot run
         assert not config.bwd_config(32768, n, True, is_rms=True, tma=True, staged=True).staged, n  # RMSNorm's dB
         assert not config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=True, x_bytes=4).staged, n
-        masked = config.bwd_config(32768, n, True, has_mask=True, tma=True, staged=True)  # (``staged`` is asked of
-        assert not masked.staged, n  # unmasked calls only, but the rule says no to a mask too)
-    for has_dbias in (True, False):
-        got = config.bwd_config(m, 32768, has_dbias, tma=True, staged=True, w_bytes=4)
+        assert not config.bwd_config(32768, n, False, has_mask=True, is_rms=True, tma=True, staged=True).staged, n
+    for has_dbias, has_mask in itertools.product((True, False), (False, True)):
+        ln = dict(has_mask=has_mask, tma=True, staged=True, w_bytes=4)
+        got = config.bwd_config(m, 32768, has_dbias, **ln)
         assert (got.parts, got.num_warps) == ((4, 8) if has_dbias else (2, 16)), has_dbias
-        assert not config.bwd_config(m - 1, 32768, has_dbias, tma=True, staged=True, w_bytes=4).staged
+        assert not config.bwd_config(m - 1, 32768, has_dbias, **ln).staged
         fewest = 8192 if has_dbias else m  # LayerNorm's at 16384 with dB from 8192 rows
-        assert config.bwd_config(fewest, 16384, has_dbias, tma=True, staged=True, w_bytes=4).parts == 2
-        assert not config.bwd_config(fewest - 1, 16384, has_dbias, tma=True, staged=True, w_bytes=4).staged
-    assert not config.bwd_config(32768, 65536, True, tma=True, staged=True, w_bytes=4).staged  # with dB: split rows
+        assert config.bwd_config(fewest, 16384, has_dbias, **ln).parts == 2
+        assert not config.bwd_config(fewest - 1, 16384, has_dbias, **ln).staged
+        assert not config.bwd_config(32768, 16384, has_dbias, has_mask=has_mask, tma=True, staged=True,
+                                     x_bytes=4).staged  # fmt: skip
+        assert config.bwd_config(32768, 65536, has_dbias, **ln).staged != has_dbias  # with dB: split rows
     assert config.bwd_config(m, 65536, False, tma=True, staged=True, w_bytes=4) == expected
     assert [config.split_staged_stages(s) for s in (8192, 16384)] == [4, 3]
     for n in (8192, 24576, 49152, 131072, 16640):  # other widths: not taken
@@ -587,7 +593,7 @@ def test_split_staged_rule():
 
 def test_split_staged_rows():
     """What the split staged kernel takes (``ops._staged_rows(..., split=True)``): as the staged kernel, but float32
-    weights too."""
+    weights too, and a packed mask whose rows are contiguous and start on 16 bytes (the TMA stages it)."""
     from normkit.triton import ops
 
     x = torch.randn(4, 16384, dtype=torch.bfloat16)
@@ -598,12 +604,17 @@ def test_split_staged_rows():
     assert not ops._staged_rows(x.half(), x, torch.randn(16384), split=True)  # dy of another dtype
     wide = torch.randn(4, 16640, dtype=torch.bfloat16)
     assert not ops._staged_rows(wide[:, :16384], wide[:, :16384], torch.randn(16384), split=True)  # strided rows
+    w, mask = torch.randn(16384), torch.zeros(4, 2048, dtype=torch.uint8)
+    assert ops._staged_rows(x, x, w, split=True, mask=mask)
+    assert not ops._staged_rows(x, x, w, split=True, mask=torch.zeros(4, 2064, dtype=torch.uint8)[:, :2048])
+    assert not ops._staged_rows(x, x, w, split=True, mask=torch.zeros(4 * 2048 + 1, dtype=torch.uint8)[1:].view(4, -1))
 
 
 def test_split_staged_plan():
     """The plan of a split staged launch (worked out on the CPU too): slices of 32 rows of 256 at 4 stages and 8 warps
     (16384 columns), of 64 at 3 stages and 16 warps (32768, 65536), the row's slices and their slots rounded to a power
-    of two, zero-centered gamma, LayerNorm's dB; the rows ahead and the order of the sums; one group on the CPU."""
+    of two, zero-centered gamma, LayerNorm's dB; the rows ahead and the order of the sums; one group on the CPU. The
+    masked backward's is LayerNorm's but for ``HAS_MASK`` and the mask's layout (``L3``)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -628,6 +639,11 @@ def test_split_staged_plan():
             assert (ln["IS_RMS"], ln["HAS_DBIAS"], ln["PARTS"], ln["W_SHARED"]) == (False, has_dbias, slices, has_dbias)
             ahead = 2 if has_dbias or n == 16384 else 1  # in slices of 8192 two rows ahead
             assert ln["AHEAD"] == ahead < ln["STAGES"] and ln["FETCH_FIRST"] == (ahead == 1), (n, has_dbias)
+            assert not ln["HAS_MASK"] and ln["L3"] == ln["L"], (n, has_dbias)  # (a placeholder)
+            plan = _plan(32768, n, is_rms=False, has_dbias=has_dbias, dtype=torch.bfloat16, has_mask=True)
+            masked, layout = values(plan), ops.STAGED.mask_layout(plan.cfg.block_n // 256, plan.cfg.num_warps)
+            assert masked["HAS_MASK"] and masked["L3"] == layout, (n, has_dbias)
+            assert masked | dict(HAS_MASK=False, L3=masked["L"]) == ln, (n, has_dbias)  # the rest is LayerNorm's
     assert config.split_staged_groups(-1, 32768, 8) == 1
     assert ops.STAGED.SENTINEL == ops.SENTINEL  # the kernel's empty slot is the one ops fills the slots with
 
@@ -667,13 +683,14 @@ staged = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(staged)
 kernel = staged.split_staged_kernel
 POINTER = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}
-for n, slice_n, warps, stages, shared, ahead, first, dtype, w_dtype, zero_centered, is_rms, has_dbias in json.loads(
-    sys.argv[2]
-):
+for (n, slice_n, warps, stages, shared, ahead, first, dtype, w_dtype, zero_centered, is_rms, has_dbias,
+     has_mask) in json.loads(sys.argv[2]):  # fmt: skip
     values = staged.split_constexprs(n, slice_n, warps, stages, zero_centered, is_rms, has_dbias, 1 << 22, shared,
-                                     ahead, first)
+                                     ahead, first, has_mask)
     x, w = torch.empty(64, n, dtype=getattr(torch, dtype)), torch.empty(n, dtype=getattr(torch, w_dtype))
     descriptors = staged.descriptors(x, x, w if shared else None, [values["SR"]])
+    mask = torch.empty(64, n // 8, dtype=torch.uint8)
+    descriptors.insert(2, staged.mask_descriptor(mask, values["SR"]) if has_mask else descriptors[1])
     signature = {name: mangle_type(d) for name, d in zip(kernel.arg_names, descriptors)}
     signature |= {"MEAN": "*fp32", "RSTD": "*fp32", "DX": POINTER[dtype], "PARTIAL": "*fp32", "SUMS": "*i64",
                   "M": "i32", "N": "i32"}
@@ -694,12 +711,18 @@ def test_split_staged_kernel_compiles_for_hopper():
     dB and without) at 16384-65536 columns, bf16 x with float32 weights and fp16 with fp16, zero-centered gamma, the
     weights staged (with dB) or read from global memory, pass one a row ahead (this row's sums fetched before the next
     row's publish or after) or two (LayerNorm's in slices of 8192); its compute warps (8 or 16) and the load warp's
-    group of 4; its shared memory (the stages of a slice of x and dy, the staged weights) fits a Hopper SM."""
-    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    group of 4; its shared memory (the stages of a slice of x and dy, the staged weights) fits a Hopper SM. With the
+    clamped ReLU's mask (LayerNorm's, with dB and without, in slices of 8192 and 16384; its bytes staged too), and
+    where the mask's layout cannot hold a thread's 8 columns of its slice, a ValueError before any compile."""
+    staged = pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     cases = [(65536, "bfloat16", "float32", False, True, False), (16384, "float16", "float16", True, True, False)]
     cases += [(32768, "bfloat16", "float32", True, False, True), (16384, "float16", "float16", False, False, True)]
     cases += [(65536, "bfloat16", "float32", False, False, False), (32768, "float16", "float16", True, False, False)]
     cases += [(16384, "bfloat16", "float32", True, False, False), (32768, "bfloat16", "float32", False, True, False)]
+    cases = [(*c, False) for c in cases]
+    cases += [(32768, "bfloat16", "float32", False, False, True, True), (65536, "float16", "float16", True, False,
+                                                                         False, True)]  # fmt: skip
+    cases += [(16384, "bfloat16", "float32", False, False, False, True)]
     forms = [
         (c[0], config.split_staged_slice(c[0], c[5]), config.split_staged_weights_shared(c[5]),
          config.split_staged_ahead(c[0], c[5], c[4]), config.split_staged_fetch_first(c[0], c[5], c[4])) for c in cases
@@ -717,11 +740,16 @@ def test_split_staged_kernel_compiles_for_hopper():
     assert done.returncode == 0, done.stderr[-3000:]
     compiled = [json.loads(line) for line in done.stdout.splitlines()]
     assert [c["n"] for c in compiled] == [case[0] for case in cases]
-    for c, (n, slice_n, warps, stages, shared, _, _, _, w_dtype, *_) in zip(compiled, cases):
+    for c, (n, slice_n, warps, stages, shared, _, _, _, w_dtype, *_, has_mask) in zip(compiled, cases):
         assert c["cubin"] > 0 and 0 < c["shared"] <= HOPPER_SHARED_MEMORY, (n, slice_n, c)
         weights = slice_n * (4 if w_dtype == "float32" else 2) if shared else 0
-        assert c["shared"] >= stages * 2 * slice_n * 2 + weights, (n, slice_n, c)  # the stages' x and dy, weights
+        mask = stages * slice_n // 8 if has_mask else 0
+        assert c["shared"] >= stages * 2 * slice_n * 2 + weights + mask, (n, slice_n, c)  # the stages, weights
         assert c["threads"] == 32 * (warps + 4), (n, slice_n, c)
+    with pytest.raises(ValueError, match="has_mask is LayerNorm's"):
+        staged.split_constexprs(16384, 8192, 8, 4, False, True, False, 1, False, 1, False, True)
+    with pytest.raises(ValueError, match="the mask's bytes need the warps down the slice's rows: 4 rows at 8 warps"):
+        staged.split_constexprs(8192, 1024, 8, 4, False, False, False, 1, False, 1, False, True)
 
 
 @pytest.mark.gpu
@@ -756,6 +784,66 @@ def test_split_staged_backward_at_the_rules_rows():
     _check(32768, 16384, torch.float16, torch.float16, 0, row_pad=64)  # rows it cannot view: the split rows
     _check(4096, 32768, torch.float16, torch.float16, 1, weight_offset=2)
     _check(4096, 32768, torch.bfloat16, torch.float32, 1, op="layer_norm")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "m, n, has_dbias",
+    [(1, 32768, True), (7, 16384, True), (100, 32768, False), (4097, 16384, False), (4097, 65536, False),
+     (100, 65536, True)],
+)  # fmt: skip
+@pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.float32), (torch.float16, torch.float16)],
+                         ids=["bf16-fp32", "fp16"])  # fmt: skip
+@pytest.mark.parametrize("zero_centered_gamma", [False, True])
+def test_masked_split_staged_backward_on_the_gpu(m, n, has_dbias, dtypes, zero_centered_gamma):
+    """LayerNorm + clamped ReLU's backward by the split staged kernel, taken from one row on (its fewest rows lowered;
+    at 65536 with dB forced: the rule keeps the split rows there), against the reference: dy masked in both passes,
+    slices of 8192 (with dB, two rows ahead; without at 16384) and of 16384 (without dB at 32768 and 65536)."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    limits = config.limits(split_staged_min_m=1, ln_dbias_split_staged_16384_min_m=1)
+    at_65536 = has_dbias and n == 65536
+    forced = config.forced(bwd=LaunchConfig(1, 8192, 1, 8, 1, parts=8, staged=True)) if at_65536 else None
+    with limits, forced or contextlib.nullcontext():
+        _check(m, n, *dtypes, 1, zero_centered_gamma, op="layer_norm_clamped_relu", has_dbias=has_dbias)
+
+
+@pytest.mark.gpu
+def test_masked_split_staged_backward_at_the_rules_rows():
+    """The masked backward's rule launch, many rows a program (32768 x 16384 and 4096 x 32768, with dB and without);
+    a mask of all ones (dx, dW and dB then the plain backward's, bit for bit) and of all zeros (then zero); 65536 with
+    dB and fewer rows than the rule's keep the split rows, and so do masks the TMA cannot stage (rows apart by more
+    than their bytes, a start not on 16 bytes), read there as they lie."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    from normkit.triton import ops
+
+    for m, n, dtypes, has_dbias in ((32768, 16384, (torch.float16, torch.float16), True),
+                                    (4096, 32768, (torch.bfloat16, torch.float32), False),
+                                    (4096, 32768, (torch.bfloat16, torch.float32), True)):  # fmt: skip
+        _check(m, n, *dtypes, 1, op="layer_norm_clamped_relu", has_dbias=has_dbias)
+    _check(4096, 65536, torch.bfloat16, torch.float32, 0, op="layer_norm_clamped_relu", has_dbias=True)
+    _check(4095, 32768, torch.bfloat16, torch.float32, 0, op="layer_norm_clamped_relu", has_dbias=True)
+    x, w, _ = make_inputs(4096, 32768, torch.bfloat16, torch.float32, bias=False)
+    _, (dy, mask, x, w, mean, rstd) = backward_call("layer_norm_clamped_relu", x, w, None)
+    wide = torch.full((4096, 4096 + 48), 0xFF, dtype=torch.uint8, device=x.device)  # bytes past the view's all set
+    wide[:, 16:4112] = mask
+    shifted = torch.full((4096 * 4096 + 1,), 0xFF, dtype=torch.uint8, device=x.device)[1:].view(4096, 4096)
+    shifted.copy_(mask)
+    ones, zeros = torch.full_like(mask, 0xFF), torch.zeros_like(mask)
+    spy, patch = staged_launches()
+    with patch:
+        for packed, taken in ((wide[:, 16:4112], 0), (shifted, 0), (zeros, 1), (ones, 1)):
+            before = spy.call_count
+            got = ops.layer_norm_clamped_relu_bwd(dy, packed, x, w, mean, rstd)
+            assert spy.call_count - before == taken, (packed.stride(), packed.data_ptr() % 16)
+            want = reference.layer_norm_clamped_relu_bwd(dy, packed, x, w, mean, rstd)
+            for name, g, e in zip(("dx", "dw", "db"), got, want):
+                compare(g, e, f"masked backward {name}, mask stride {packed.stride(0)}")
+            if packed is zeros:
+                assert not any(g.any() for g in got)  # every bit clear: dy as zeros
+        plain = ops.layer_norm_bwd(dy, x, w, mean, rstd)
+    assert spy.call_count == 3
+    for name, g, e in zip(("dx", "dw", "db"), got, plain):  # every bit set: the plain backward's bits
+        assert torch.equal(g, e), name
 
 
 @pytest.mark.gpu

@@ -272,8 +272,8 @@ def bwd_config(
     in shared memory can run on the call's device (``ops._staged_capable``), and ``_staged_bwd``'s shapes take it (the
     call's rows are asked after, of a config that takes it: ``ops._staged_rows``), but for ``_pointer_rms_bwd``'s
     (``x_fp16``: x is float16), which take neither it nor the TMA; there too ``_split_staged_bwd``'s long rows
-    (RMSNorm's of 16384-65536 columns, LayerNorm's of 16384-32768 and without dB 65536, from 4096 rows) take its split
-    form, ahead of the chunks and split rows above.
+    (RMSNorm's of 16384-65536 columns, LayerNorm's of 16384-32768 and without dB 65536, from 4096 rows, masked or
+    not) take its split form, ahead of the chunks and split rows above.
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
@@ -1297,14 +1297,24 @@ def split_staged_stages(slice_n: int) -> int:
 
 def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:
     """Whether the backward of m x n takes the split staged Gluon kernel (``norm_bwd_staged.split_staged_kernel``):
-    16-bit x, no mask, calls of at least ``LIMITS["split_staged_min_m"]`` rows (4096), RMSNorm's without dB at
-    ``SPLIT_STAGED_RMS_BWD_N`` columns, LayerNorm's with dB at ``SPLIT_STAGED_LN_BWD_N``, without at
-    ``SPLIT_STAGED_LN_NO_DB_BWD_N``, with dB at 16384 from ``LIMITS["ln_dbias_split_staged_16384_min_m"]`` rows (8192);
-    16-bit or float32 weights. Each row in slices (``split_staged_slice``: of 16384 columns at 32768 and 65536 without
-    dB, else of 8192), one program a slice on one SM: a load warp stages the program's slices of x and dy by the TMA (3
-    rows in flight for slices of 16384, 4 for 8192), and its compute warps (16 or 8) publish a row's slice sums a row or
-    two ahead of its dx (``split_staged_ahead``, ``split_staged_fetch_first``), as the split rows' ``AHEAD``. The
-    slice's weights are held in registers, read from global memory but with dB (``split_staged_weights_shared``).
+    16-bit x, calls of at least ``LIMITS["split_staged_min_m"]`` rows (4096), RMSNorm's without dB at
+    ``SPLIT_STAGED_RMS_BWD_N`` columns, LayerNorm's (and LayerNorm + clamped ReLU's, ``has_mask``: the same rule) with
+    dB at ``SPLIT_STAGED_LN_BWD_N``, without at ``SPLIT_STAGED_LN_NO_DB_BWD_N``, with dB at 16384 from
+    ``LIMITS["ln_dbias_split_staged_16384_min_m"]`` rows (8192); 16-bit or float32 weights. Each row in slices
+    (``split_staged_slice``: of 16384 columns at 32768 and 65536 without dB, else of 8192), one program a slice on one
+    SM: a load warp stages the program's slices of x and dy by the TMA (3 rows in flight for slices of 16384, 4 for
+    8192), and its compute warps (16 or 8) publish a row's slice sums a row or two ahead of its dx
+    (``split_staged_ahead``, ``split_staged_fetch_first``), as the split rows' ``AHEAD``. The slice's weights are held
+    in registers, read from global memory but with dB (``split_staged_weights_shared``). The masked backward's bits
+    are read from global memory by each compute thread, a byte for its 8 columns of a row of 256, in both passes.
+
+    Round 91 (H200, bf16 x, float32 weights but where fp16 is named; ``bench.ab`` against round 90's rule, GPU run
+    699, GB/s now over before): the masked backward (with dB) at 16384 / 32768 columns x1.053 / x1.245 at 32768 rows
+    (81% of the copy; 1.07x / 1.06x the plain backward's time, 1.13x / 1.32x before), x1.036 / x1.248 at 8192 rows,
+    x1.267 at 4096 x 32768 fp16. Its bits first read from global memory in both passes ran x0.863 / x1.001 at 32768
+    rows (run 698: each step waited on the bytes' trip), hence staged by the TMA with x and dy. Not taken: with dB at
+    65536 (x1.010 of the split rows, run 699, 67% of the copy either way: LayerNorm's plain backward keeps the split
+    rows there too), the masked dy stored back over the stage in pass one for pass two to read (x0.983-0.993, run 700).
 
     Round 89 (H200; ``bench.ab`` against 9d9fd24, GPU run 691, GB/s now over before): LayerNorm's at 16384 columns,
     two rows ahead since rounds 88-89 (``split_staged_ahead``), at fewer than 32768 rows: without dB x1.029 / x1.053 /
@@ -1333,10 +1343,10 @@ def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: b
     each row's sums read in the step that published them (no ``AHEAD``; RMSNorm at 65536, run 672) 1.8-3.9x, the
     weights loaded from shared memory in both passes rather than held 1.05-1.15x, 4 compute warps 1.10-1.24x, slices
     of 4096 at 4 warps with two programs a SM 1.5-2.3x."""
-    if has_mask or x_bytes != 2 or m < LIMITS["split_staged_min_m"]:
+    if x_bytes != 2 or m < LIMITS["split_staged_min_m"]:
         return False
     if is_rms:
-        return not has_dbias and n in SPLIT_STAGED_RMS_BWD_N
+        return not has_dbias and not has_mask and n in SPLIT_STAGED_RMS_BWD_N
     widths = SPLIT_STAGED_LN_BWD_N if has_dbias else SPLIT_STAGED_LN_NO_DB_BWD_N
     return n in widths and (n != 16384 or not has_dbias or m >= LIMITS["ln_dbias_split_staged_16384_min_m"])
 

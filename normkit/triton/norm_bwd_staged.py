@@ -473,18 +473,22 @@ def norm_bwd_staged_kernel(
 
 
 @gluon.jit
-def _split_loader(xd, dyd, xs, dys, ready, empty, group, groups, part, my_rows, SR: gl.constexpr, VALID: gl.constexpr,
-                  STAGES: gl.constexpr, AHEAD: gl.constexpr):  # fmt: skip
-    """The load warp: the program's slice of its i-th row into stage ``i % STAGES``, and its last row ``AHEAD`` times
-    more (the compute warps' pass one runs ``AHEAD`` rows ahead, ``_split_compute``)."""
+def _split_loader(xd, dyd, md, xs, dys, ms, ready, empty, group, groups, part, my_rows, SR: gl.constexpr,
+                  VALID: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr,
+                  HAS_MASK: gl.constexpr):  # fmt: skip
+    """The load warp: the program's slice of its i-th row (x, dy and where ``HAS_MASK`` the mask's bytes) into stage
+    ``i % STAGES``, and its last row ``AHEAD`` times more (the compute warps' pass one runs ``AHEAD`` rows ahead,
+    ``_split_compute``)."""
     for i in range(my_rows + AHEAD):
         stage = i % STAGES
         mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)
         first = (group + gl.minimum(i, my_rows - 1) * groups) * VALID + part * SR
         bar = ready.index(stage)
-        mbarrier.expect(bar, 2 * SR * 256 * xd.dtype.primitive_bitwidth // 8)
+        mbarrier.expect(bar, 2 * SR * 256 * xd.dtype.primitive_bitwidth // 8 + (SR * 32 if HAS_MASK else 0))
         tma.async_copy_global_to_shared(xd, [first, 0], bar, xs.index(stage))
         tma.async_copy_global_to_shared(dyd, [first, 0], bar, dys.index(stage))
+        if HAS_MASK:  # the mask viewed as rows of 32 bytes (256 columns): the same row index as x's
+            tma.async_copy_global_to_shared(md, [first, 0], bar, ms.index(stage))
 
 
 @gluon.jit
@@ -496,10 +500,27 @@ def _pack_sums(s1, s2):
 
 
 @gluon.jit
-def _publish_slice(xs, dys, w, mean, rstd, slot, L: gl.constexpr, IS_RMS: gl.constexpr):
+def _masked_dy(dys, ms, SR: gl.constexpr, L: gl.constexpr, L3: gl.constexpr, HAS_MASK: gl.constexpr):
+    """A staged slice of dy (``[SR, 256]``) in float32 in ``L``; where ``HAS_MASK`` times the clamped ReLU's mask bits
+    (``ms``: the slice's mask bytes as staged, ``[SR, 32]``). A thread of ``L`` holds 8 consecutive columns, one mask
+    byte: it loads its own bytes in ``L3``'s slice (the slice as ``[SR, 32, 8]``, ``mask_layout``), tests each byte's 8
+    bits along the last axis and takes them back to ``L`` (no data moved). A clear bit gives ``dy * 0`` (NaN for an
+    infinite dy, as the reference's ``dy * mask``; ``norm_bwd._masked_dy``)."""
+    dy = dys.load(L).to(gl.float32)
+    if HAS_MASK:
+        packed = ms.load(gl.SliceLayout(2, L3)).to(gl.int32)
+        bit = 1 << gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))
+        bits = gl.convert_layout(gl.reshape(packed[:, :, None] & bit[None, None, :], [SR, 256]), L, assert_trivial=True)
+        dy = gl.where(bits != 0, dy, dy * 0.0)
+    return dy
+
+
+@gluon.jit
+def _publish_slice(xs, dys, w, mean, rstd, slot, ms, SR: gl.constexpr, L: gl.constexpr, L3: gl.constexpr,
+                   IS_RMS: gl.constexpr, HAS_MASK: gl.constexpr):  # fmt: skip
     """Pass one over a row's slice: its sums (RMSNorm's ``sum(w dy x)``; LayerNorm's ``sum(xhat w dy)`` and ``sum(w
-    dy)``), packed, published to ``slot`` and returned."""
-    wdy = w * dys.load(L).to(gl.float32)
+    dy)``; dy masked where ``HAS_MASK``, ``_masked_dy``), packed, published to ``slot`` and returned."""
+    wdy = w * _masked_dy(dys, ms, SR, L, L3, HAS_MASK)
     if IS_RMS:
         s1 = gl.sum(gl.sum(wdy * xs.load(L).to(gl.float32), axis=1), axis=0)
         s2 = s1 * 0.0
@@ -544,11 +565,11 @@ def _row_means(sums, slots, own, parts, part, others, N, PARTS: gl.constexpr, MA
 
 
 @gluon.jit
-def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group, groups, part,
-                   my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr,
-                   PARTS_P2: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr,
-                   HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr,
-                   AHEAD: gl.constexpr, FETCH_FIRST: gl.constexpr):  # fmt: skip
+def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group, groups, part,
+                   my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, L3: gl.constexpr,
+                   PARTS: gl.constexpr, PARTS_P2: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr,
+                   IS_RMS: gl.constexpr, HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr,
+                   AHEAD: gl.constexpr, FETCH_FIRST: gl.constexpr, HAS_MASK: gl.constexpr):  # fmt: skip
     """The compute warps: each step publishes the slice sums of the row ``AHEAD`` ahead (its slice staged by then)
     and reads this row's, which the other programs of the group published ``AHEAD`` steps ago; then this row's dx, dW
     terms (and dB's) and its stage released. With ``AHEAD`` 1 it fetches them after the publish (before it with
@@ -556,7 +577,8 @@ def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, 
     this step, a step before they are used, so their trip to L2 is off the row's path (a program then holds three rows
     staged). The slice's weights are held in registers (float32) across the loop, read once from ``ws`` (``W_SHARED``:
     staged by the TMA, ``wbar`` its barrier) or from global memory (``W``, a pointer: no shared memory for them, which
-    gives slices of 16384 a third stage)."""
+    gives slices of 16384 a third stage). ``HAS_MASK``: dy masked by the clamped ReLU's bits in both passes (the slice's
+    mask bytes staged with x and dy, ``ms``; ``_masked_dy``)."""
     dw = gl.zeros([SR, 256], gl.float32, L)
     db = dw
     if HAS_DBIAS:
@@ -580,12 +602,13 @@ def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, 
     if AHEAD == 2:
         rstd_2, mean_2 = gl.load(RSTD + third), gl.load(MEAN + third)
     mbarrier.wait(ready.index(0), 0)
-    own = _publish_slice(xs.index(0), dys.index(0), w, mean, rstd, SUMS + group.to(gl.int64) * PARTS + part, L, IS_RMS)
+    own = _publish_slice(xs.index(0), dys.index(0), w, mean, rstd, SUMS + group.to(gl.int64) * PARTS + part,
+                         ms.index(0), SR, L, L3, IS_RMS, HAS_MASK)  # fmt: skip
     own_1 = own
     if AHEAD == 2:
         mbarrier.wait(ready.index(1), 0)
         own_1 = _publish_slice(xs.index(1), dys.index(1), w, mean_1, rstd_1, SUMS + second.to(gl.int64) * PARTS + part,
-                               L, IS_RMS)  # fmt: skip
+                               ms.index(1), SR, L, L3, IS_RMS, HAS_MASK)  # fmt: skip
         fetched = _fetch_sums(SUMS + group.to(gl.int64) * PARTS, parts, others)
     for i in range(my_rows):
         row = group + i * groups
@@ -609,7 +632,8 @@ def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, 
         else:
             rstd_ahead, mean_ahead = rstd_1, mean_1
         own_ahead = _publish_slice(xs.index(ahead_stage), dys.index(ahead_stage), w, mean_ahead, rstd_ahead,
-                                   SUMS + ahead.to(gl.int64) * PARTS + part, L, IS_RMS)  # fmt: skip
+                                   SUMS + ahead.to(gl.int64) * PARTS + part, ms.index(ahead_stage), SR, L, L3,
+                                   IS_RMS, HAS_MASK)  # fmt: skip
         if AHEAD == 1 and not FETCH_FIRST:
             # the slots' address taken again after the publish, as round 87's kernel took it: taken only at the step's
             # start, ptxas orders this form otherwise, and LayerNorm's without dB at 32768 x 16384 ran x0.976 (GPU run
@@ -619,7 +643,7 @@ def _split_compute(xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, 
         c1, c2 = _row_means(fetched, slots, own, parts, part, others, N, PARTS, MAX_POLLS)
         x = xs.index(stage).load(L)
         xf = x.to(gl.float32)
-        dy = dys.index(stage).load(L).to(gl.float32)
+        dy = _masked_dy(dys.index(stage), ms.index(stage), SR, L, L3, HAS_MASK)
         if IS_RMS:
             dx = rstd * (w * dy) - (rstd * rstd * rstd * c1) * xf
             dw += dy * (xf * rstd)
@@ -679,11 +703,11 @@ def _stage_barriers(STAGES: gl.constexpr):
 
 @gluon.jit
 def split_staged_kernel(
-    xd, dyd, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N,
-    SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr, PARTS_P2: gl.constexpr,
-    VALID: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr,
-    HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr, AHEAD: gl.constexpr,
-    FETCH_FIRST: gl.constexpr,
+    xd, dyd, md, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N,
+    SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, L3: gl.constexpr, PARTS: gl.constexpr,
+    PARTS_P2: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr,
+    IS_RMS: gl.constexpr, HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr,
+    AHEAD: gl.constexpr, FETCH_FIRST: gl.constexpr, HAS_MASK: gl.constexpr,
 ):  # fmt: skip
     """RMSNorm's or LayerNorm's dx ``[M, N]`` and float32 dW (dB) partials of rows split in ``PARTS`` slices of ``SR``
     rows of 256: program ``p`` takes slice ``p % PARTS`` of the rows ``g, g + groups, ...`` of its group ``g = p //
@@ -693,10 +717,17 @@ def split_staged_kernel(
     with the group's other programs through ``SUMS`` (int64 ``[M, PARTS]``, filled with ``SENTINEL`` before the
     launch) a row ahead. ``W``: the weights' descriptor (``W_SHARED``: the program stages its slice of them by the TMA
     first) or their pointer (contiguous; read from global memory). The partials: ``PARTIAL[0 or 1, g, columns of the
-    slice]`` (``[1 or 2, groups, N]``)."""
+    slice]`` (``[1 or 2, groups, N]``). ``HAS_MASK`` (LayerNorm + clamped ReLU's backward): dy times the bits of the
+    packed mask (uint8 ``[M, N / 8]``, rows contiguous; bit ``j`` of a byte column ``j`` of its 8), staged with x and
+    dy by its descriptor ``md`` (``descriptors``: viewed as ``[M * N / 256, 32]``, the box ``[SR, 32]``; without the
+    mask a placeholder, not read)."""
     groups, part, group, my_rows = _split_program(M, PARTS)
     xs = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
     dys = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
+    if HAS_MASK:
+        ms = gl.allocate_shared_memory(md.dtype, [STAGES, SR, 32], md.layout)
+    else:  # a placeholder, not read
+        ms = dys
     ready, empty = _stage_barriers(STAGES)
     if W_SHARED:
         ws = gl.allocate_shared_memory(W.dtype, [SR, 256], W.layout)
@@ -709,10 +740,11 @@ def split_staged_kernel(
         wbar = ready
     gl.warp_specialize(
         [
-            (_split_compute, (xs, dys, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group, groups,
-                              part, my_rows, SR, L, PL, PARTS, PARTS_P2, STAGES, ZERO_CENTERED, IS_RMS, HAS_DBIAS,
-                              MAX_POLLS, W_SHARED, AHEAD, FETCH_FIRST)),
-            (_split_loader, (xd, dyd, xs, dys, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES, AHEAD)),
+            (_split_compute, (xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group,
+                              groups, part, my_rows, SR, L, PL, L3, PARTS, PARTS_P2, STAGES, ZERO_CENTERED, IS_RMS,
+                              HAS_DBIAS, MAX_POLLS, W_SHARED, AHEAD, FETCH_FIRST, HAS_MASK)),
+            (_split_loader, (xd, dyd, md, xs, dys, ms, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES,
+                             AHEAD, HAS_MASK)),
         ],
         [1], [LOADER_REGISTERS],
     )  # fmt: skip
@@ -756,6 +788,17 @@ def layout(rows: int, num_warps: int) -> gl.BlockedLayout:
     return gl.BlockedLayout([rows // down, COLUMNS // (32 * across)], [1, 32], [down, across], [1, 0])
 
 
+def mask_layout(rows: int, num_warps: int) -> gl.BlockedLayout:
+    """A slice's ``[rows, 256]`` (``layout``) seen as ``[rows, 32, 8]``: each thread's 8 consecutive columns (a mask
+    byte) along the last axis (the split staged kernels' clamped ReLU: this backward's ``_masked_dy``, the forward's
+    ``norm_fwd_staged._clamp_and_store_mask``). Only where the warps are all down the rows, so that a thread holds 8
+    columns: else a ValueError."""
+    down = min(num_warps, rows)
+    if rows <= 0 or rows % num_warps:
+        raise ValueError(f"the mask's bytes need the warps down the slice's rows: {rows} rows at {num_warps} warps")
+    return gl.BlockedLayout([rows // down, 1, 8], [1, 32, 1], [down, 1, 1], [2, 1, 0])
+
+
 def constexprs(
     n: int, num_warps: int, stages: int, zero_centered: bool, is_rms: bool = True, has_dbias: bool = False,
     db_warps: int = 0, db_registers: int = 0, fp16: bool = False,
@@ -788,6 +831,15 @@ def descriptors(x, dy, weight, part_rows: list[int]) -> list[TensorDescriptor]:
     return out
 
 
+def mask_descriptor(mask, slice_rows: int) -> TensorDescriptor:
+    """The packed mask's descriptor for ``split_staged_kernel`` (its ``md``): uint8 ``[M, N / 8]``, rows contiguous
+    (``N / 8`` bytes apart), viewed as ``[M * N / 256, 32]`` (a row of 256 columns' bytes), the box a slice's
+    (``[slice_rows, 32]``)."""
+    t = mask.view(-1, COLUMNS // 8)
+    shared = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=2)
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), [slice_rows, COLUMNS // 8], shared)
+
+
 def slices_constexprs(n: int, slice_n: int, num_warps: int, stages: int, ahead: int) -> dict:
     """The constexprs the split staged kernels (this backward's, ``norm_fwd_staged``'s forward) share, for rows of n
     columns in slices of ``slice_n`` (a multiple of 256 that divides n), ``stages`` rows in flight and ``ahead`` rows
@@ -807,13 +859,17 @@ def slices_constexprs(n: int, slice_n: int, num_warps: int, stages: int, ahead: 
 
 def split_constexprs(n: int, slice_n: int, num_warps: int, stages: int, zero_centered: bool, is_rms: bool,
                      has_dbias: bool, max_polls: int, weights_shared: bool, ahead: int = 1,
-                     fetch_first: bool = False) -> dict:  # fmt: skip
+                     fetch_first: bool = False, has_mask: bool = False) -> dict:  # fmt: skip
     """``split_staged_kernel``'s constexpr arguments for rows of n columns in slices of ``slice_n``
     (``slices_constexprs``); ``weights_shared``: the weights staged by the TMA (their descriptor the kernel's ``W``);
     ``ahead``: the rows pass one runs ahead; ``fetch_first`` (one row ahead only): this row's sums fetched before the
-    next row's publish."""
+    next row's publish; ``has_mask``: LayerNorm + clamped ReLU's backward (``L3``: ``mask_layout``, else ``L`` as a
+    placeholder)."""
     if fetch_first and ahead != 1:
         raise ValueError(f"fetch_first orders the steps of one row ahead, got ahead = {ahead}")
+    if has_mask and is_rms:
+        raise ValueError("has_mask is LayerNorm's (LayerNorm + clamped ReLU's backward), not RMSNorm's")
     values = slices_constexprs(n, slice_n, num_warps, stages, ahead)
+    l3 = mask_layout(values["SR"], num_warps) if has_mask else values["L"]
     flags = dict(ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_DBIAS=has_dbias, MAX_POLLS=max_polls)
-    return values | flags | dict(W_SHARED=weights_shared, FETCH_FIRST=fetch_first)
+    return values | flags | dict(L3=l3, W_SHARED=weights_shared, FETCH_FIRST=fetch_first, HAS_MASK=has_mask)

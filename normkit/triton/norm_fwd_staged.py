@@ -49,6 +49,7 @@ from .norm_bwd_staged import (
     _slices_sums,
     _split_program,
     _stage_barriers,
+    mask_layout,
     slices_constexprs,
 )
 
@@ -239,16 +240,6 @@ def split_staged_fwd_kernel(
         ],
         [1], [LOADER_REGISTERS],
     )  # fmt: skip
-
-
-def mask_layout(rows: int, num_warps: int) -> gl.BlockedLayout:
-    """A slice's ``[rows, 256]`` (``norm_bwd_staged.layout``) seen as ``[rows, 32, 8]``: each thread's 8 consecutive
-    columns (a mask byte) along the last axis. Only where the warps are all down the rows, so that a thread holds 8
-    columns: else a ValueError."""
-    down = min(num_warps, rows)
-    if rows <= 0 or rows % num_warps:
-        raise ValueError(f"the mask's bytes need the warps down the slice's rows: {rows} rows at {num_warps} warps")
-    return gl.BlockedLayout([rows // down, 1, 8], [1, 32, 1], [down, 1, 1], [2, 1, 0])
 
 
 def constexprs(n: int, slice_n: int, num_warps: int, stages: int, ahead: int, zero_centered: bool, is_rms: bool,

@@ -494,14 +494,18 @@ def _staged_capable(device: int) -> bool:
     return STAGED is not None and device >= 0 and torch.cuda.get_device_capability(device)[0] == 9
 
 
-def _staged_rows(dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, split: bool = False) -> bool:
+def _staged_rows(
+    dy: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, split: bool = False, mask: torch.Tensor | None = None
+) -> bool:
     """Whether the staged kernel can take these arguments (``norm_bwd_staged.descriptors``): dy and x of one 16-bit
     dtype, their rows contiguous and starting on 16 bytes (viewed as rows of 256), 16-bit weights; the split staged
-    kernel's (``split``) 16-bit or float32 weights."""
+    kernel's (``split``) 16-bit or float32 weights, and a packed mask (``mask``) whose rows are contiguous and start on
+    16 bytes too (``norm_bwd_staged.mask_descriptor``)."""
     n = x.shape[1]
     return (
         dy.dtype == x.dtype and x.element_size() == 2 and weight.element_size() in ((2, 4) if split else (2,))
         and dy.stride() == x.stride() == (n, 1) and not (dy.data_ptr() | x.data_ptr()) & 15
+        and (mask is None or (mask.stride() == (n // 8, 1) and not mask.data_ptr() & 15))
     )  # fmt: skip
 
 
@@ -596,8 +600,9 @@ def _backward_plan(
     x); dx's rows (new, contiguous, starting on 512 bytes) need n elements to fill a multiple of 16 bytes. Where
     the TMA cannot, a config that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``.
     ``row_align``: the kernels' ``ALIGN`` (``_row_align``; ``split_rows_kernel`` takes it at its launch).
-    ``staged``: the staged Gluon kernel can run on the device and the call has no mask (``_staged_capable``); after a
-    plan that takes it, whether it can load the call's rows (``_staged_rows``), as the TMA's."""
+    ``staged``: the staged Gluon kernels can run on the device (``_staged_capable``; the rules take the whole-row one
+    for calls without a mask only, the split one with it too); after a plan that takes one, whether it can load the
+    call's rows (``_staged_rows``), as the TMA's."""
     tma = tma and not n * x_dtype.itemsize & 15
     x_bytes, w_bytes = x_dtype.itemsize, w_dtype.itemsize
     x_fp16 = x_dtype == torch.float16
@@ -605,17 +610,19 @@ def _backward_plan(
         m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes, staged=staged, x_fp16=x_fp16
     )
     if cfg.staged:
-        if not staged:  # only a forced config asks for it here
+        if not staged or (has_mask and cfg.parts == 1):  # only a forced config asks for these
             raise ValueError(
-                "a staged backward config was forced where the staged kernel cannot run: it computes the backward "
-                "without a mask, and needs Triton 3.6's Gluon, a Hopper GPU, dy and x of one 16-bit dtype with "
-                "contiguous rows, and 16-bit weights (float32 too where it splits rows)"
+                "a staged backward config was forced where the staged kernel cannot run: the whole-row one computes "
+                "the backward without a mask (the split one, parts > 1, with it too), and both need Triton 3.6's "
+                "Gluon, a Hopper GPU, dy and x of one 16-bit dtype with contiguous rows, and 16-bit weights (float32 "
+                "too where rows are split)"
             )
         if cfg.parts > 1:  # the split staged kernel: a group of cfg.parts programs a row, one program a SM
             values = STAGED.split_constexprs(
                 n, cfg.block_n, cfg.num_warps, config.split_staged_stages(cfg.block_n), zero_centered_gamma, is_rms,
                 has_dbias, config.GPU_MAX_POLLS, config.split_staged_weights_shared(has_dbias),
                 config.split_staged_ahead(n, has_dbias, is_rms), config.split_staged_fetch_first(n, has_dbias, is_rms),
+                has_mask,
             )  # fmt: skip
             programs = config.split_staged_groups(device, m, cfg.parts) * cfg.parts
             return _BackwardPlan(cfg, programs, 1, SPLIT_STAGED_BWD.values(**values), [], {})
@@ -741,7 +748,7 @@ def _keep_encoded(plan: _BackwardPlan | _ForwardPlan, rows, encoded: tuple) -> N
     plan.encoded[rows] = encoded
 
 
-def _staged_backward(plan: _BackwardPlan, dy, x, weight, mean, rstd, dx, partial) -> None:
+def _staged_backward(plan: _BackwardPlan, dy, x, weight, mean, rstd, dx, partial, mask) -> None:
     """The staged kernel's launch (``STAGED_BWD``; the split staged kernel's, ``SPLIT_STAGED_BWD`` or
     ``SPLIT_STAGED_SHARED_W_BWD``, where the plan splits rows) of a plan that takes it. Its descriptors (a part's each
     of x, dy and the weights; the split kernel's x's and dy's, and the weights' where it stages them) are kept encoded
@@ -749,19 +756,22 @@ def _staged_backward(plan: _BackwardPlan, dy, x, weight, mean, rstd, dx, partial
     contiguous elements), as the TMA backward's are (``_rows_of``). Gluon's own launch path made, bound and encoded
     them on every call: 160-210 us of host time a call at 2048 x 12800-14336, the split rows' 43 (GPU run 551); with
     them kept, 62-88 (run 554). The split kernel's row sums' slots (``SUMS``) are filled with ``SENTINEL`` first, as
-    the split rows'."""
+    the split rows'. The split kernel stages the packed mask by its descriptor too (``mask``; dy's in its place
+    without one, not read), the third of them."""
     split = plan.cfg.parts > 1
     staged_weights = not split or plan.values[_W_SHARED_AT]
     launcher = STAGED_BWD if not split else SPLIT_STAGED_SHARED_W_BWD if staged_weights else SPLIT_STAGED_BWD
     sums = (x.new_full((x.shape[0], plan.cfg.parts), SENTINEL, dtype=torch.int64),) if split else ()
     args = (*(() if staged_weights else (weight,)), mean, rstd, dx, partial, *sums, *x.shape)
     grid, num_warps = (plan.programs,), plan.cfg.num_warps
-    rows = (dy.data_ptr(), x.data_ptr(), weight.data_ptr())
+    rows = (dy.data_ptr(), x.data_ptr(), weight.data_ptr(), mask.data_ptr() if mask is not None else 0)
     encoded = plan.encoded.get(rows)
     if encoded is None or not launcher.launch_encoded(grid, encoded, args, num_warps, plan.values):
         # each descriptor's rows of 256: the plan's first constexprs (the split kernel's SR, the other's RA-RC)
         part_rows = list(plan.values[:1] if split else plan.values[:3])
         head = STAGED.descriptors(x, dy, weight if staged_weights else None, part_rows)
+        if split:  # the mask's descriptor third (dy's in its place without one)
+            head.insert(2, STAGED.mask_descriptor(mask, part_rows[0]) if mask is not None else head[1])
         kept = launcher.launch(grid, (*head, *args), num_warps, plan.values, head=len(head))
         if kept is not None:
             _keep_encoded(plan, rows, kept)
@@ -779,9 +789,10 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     strides = (dy.stride(0), x.stride(0))
     row_align = 1 if not (n | strides[0] | strides[1]) & 15 else _row_align(x.element_size(), n, *strides)
     tma = _tma_capable(index)
-    # the staged kernel has no mask; whether it can load these rows is asked only of a plan that takes it
-    plan = _backward_plan(*key, tma, config.generation, row_align, not has_mask and _staged_capable(index))
-    if plan.cfg.staged and not _staged_rows(dy, x, weight, split=plan.cfg.parts > 1):
+    # whether the staged kernels can load these rows is asked only of a plan that takes one (the rules take the
+    # whole-row one without a mask only)
+    plan = _backward_plan(*key, tma, config.generation, row_align, _staged_capable(index))
+    if plan.cfg.staged and not _staged_rows(dy, x, weight, split=plan.cfg.parts > 1, mask=mask):
         plan = _backward_plan(*key, tma, config.generation, row_align, False)  # rows it cannot load: without it
     # the kernels take a pointer for every argument: RMSNorm passes rstd for the mean
     mean = mean if mean is not None else rstd
@@ -789,7 +800,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     if plan.cfg.staged:  # rows staged in shared memory, one program a SM (``norm_bwd_staged.py``); a partial a
         # program, or a group of programs where rows are split
         partial = x.new_empty((which, plan.programs // plan.cfg.parts, n), dtype=torch.float32)
-        _staged_backward(plan, dy, x, _tma_weights(weight), mean, rstd, dx, partial)
+        _staged_backward(plan, dy, x, _tma_weights(weight), mean, rstd, dx, partial, mask)
         return dx, *_sum_partials(partial, weight.dtype)
     descriptors = encoded = rows = None  # where the plan takes the TMA: made, or kept from a call of the same rows
     if plan.cfg.tma:
