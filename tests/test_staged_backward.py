@@ -489,8 +489,9 @@ def test_forced_staged_config_where_it_cannot_run():
 
 
 def test_forced_staged_config_for_the_masked_backward():
-    """The staged kernel has no mask: a forced staged config for the masked backward raises before any launch, even
-    where the kernel could run (capability patched in here), rather than run the plain backward's math on it."""
+    """The whole-row staged kernel has no mask (the split one has): a forced whole-row staged config for the masked
+    backward raises before any launch, even where the kernel could run (capability patched in here), rather than run
+    the plain backward's math on it."""
     from unittest import mock
 
     from normkit.triton import ops

@@ -719,7 +719,7 @@ def split_staged_kernel(
     first) or their pointer (contiguous; read from global memory). The partials: ``PARTIAL[0 or 1, g, columns of the
     slice]`` (``[1 or 2, groups, N]``). ``HAS_MASK`` (LayerNorm + clamped ReLU's backward): dy times the bits of the
     packed mask (uint8 ``[M, N / 8]``, rows contiguous; bit ``j`` of a byte column ``j`` of its 8), staged with x and
-    dy by its descriptor ``md`` (``descriptors``: viewed as ``[M * N / 256, 32]``, the box ``[SR, 32]``; without the
+    dy by its descriptor ``md`` (``mask_descriptor``: viewed as ``[M * N / 256, 32]``, the box ``[SR, 32]``; without the
     mask a placeholder, not read)."""
     groups, part, group, my_rows = _split_program(M, PARTS)
     xs = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
