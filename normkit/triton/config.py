@@ -1306,7 +1306,7 @@ def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: b
     8192), and its compute warps (16 or 8) publish a row's slice sums a row or two ahead of its dx
     (``split_staged_ahead``, ``split_staged_fetch_first``), as the split rows' ``AHEAD``. The slice's weights are held
     in registers, read from global memory but with dB (``split_staged_weights_shared``). The masked backward's bits
-    are read from global memory by each compute thread, a byte for its 8 columns of a row of 256, in both passes.
+    are staged by the TMA with x and dy (a byte for each thread's 8 columns of a row of 256) and tested in both passes.
 
     Round 91 (H200, bf16 x, float32 weights but where fp16 is named; ``bench.ab`` against round 90's rule, GPU run
     699, GB/s now over before): the masked backward (with dB) at 16384 / 32768 columns x1.053 / x1.245 at 32768 rows

@@ -822,22 +822,24 @@ def descriptors(x, dy, weight, part_rows: list[int]) -> list[TensorDescriptor]:
     arguments. ``split_staged_kernel``'s: one part, a slice's rows (``[slice_rows]``); the weights' (16 or 32 bits)
     where it stages them, none where it reads them from global memory (``weight`` None)."""
     m, n = x.shape
-    out = []
     tensors = [x.view(m * n // COLUMNS, COLUMNS), dy.view(m * n // COLUMNS, COLUMNS)]
-    for t in tensors if weight is None else [*tensors, weight.view(-1, COLUMNS)]:
-        shape, strides = list(t.shape), list(t.stride())
-        shared = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8 * t.element_size(), rank=2)
-        out += [TensorDescriptor(t, shape, strides, [r or part_rows[0], COLUMNS], shared) for r in part_rows]
-    return out
+    tensors += [] if weight is None else [weight.view(-1, COLUMNS)]
+    return [box_descriptor(t, r or part_rows[0]) for t in tensors for r in part_rows]
+
+
+def box_descriptor(t, box_rows: int) -> TensorDescriptor:
+    """A TMA descriptor of ``t`` (2-D, rows contiguous: a view of rows of 256 columns or of their mask bytes), its box
+    ``box_rows`` whole rows of it, unswizzled: the staged kernels' (``descriptors``, ``mask_descriptor``,
+    ``norm_fwd_staged.descriptor``)."""
+    shared = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8 * t.element_size(), rank=2)
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), [box_rows, t.shape[1]], shared)
 
 
 def mask_descriptor(mask, slice_rows: int) -> TensorDescriptor:
     """The packed mask's descriptor for ``split_staged_kernel`` (its ``md``): uint8 ``[M, N / 8]``, rows contiguous
     (``N / 8`` bytes apart), viewed as ``[M * N / 256, 32]`` (a row of 256 columns' bytes), the box a slice's
     (``[slice_rows, 32]``)."""
-    t = mask.view(-1, COLUMNS // 8)
-    shared = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8, rank=2)
-    return TensorDescriptor(t, list(t.shape), list(t.stride()), [slice_rows, COLUMNS // 8], shared)
+    return box_descriptor(mask.view(-1, COLUMNS // 8), slice_rows)
 
 
 def slices_constexprs(n: int, slice_n: int, num_warps: int, stages: int, ahead: int) -> dict:

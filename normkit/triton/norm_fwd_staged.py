@@ -49,6 +49,7 @@ from .norm_bwd_staged import (
     _slices_sums,
     _split_program,
     _stage_barriers,
+    box_descriptor,
     mask_layout,
     slices_constexprs,
 )
@@ -263,6 +264,4 @@ def descriptor(x, slice_rows: int) -> TensorDescriptor:
     """x's descriptor (rows contiguous, viewed as ``[M * N / 256, 256]``), its box a slice (``[slice_rows, 256]``):
     the kernel's first argument."""
     m, n = x.shape
-    t = x.view(m * n // COLUMNS, COLUMNS)
-    shared = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=8 * t.element_size(), rank=2)
-    return TensorDescriptor(t, list(t.shape), list(t.stride()), [slice_rows, COLUMNS], shared)
+    return box_descriptor(x.view(m * n // COLUMNS, COLUMNS), slice_rows)
