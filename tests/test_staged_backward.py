@@ -238,6 +238,37 @@ def test_parts_and_layouts():
         assert wide.warps_per_cta == part.warps_per_cta, rows
 
 
+def _covered(layout):
+    return [s * t * w for s, t, w in zip(layout.size_per_thread, layout.threads_per_warp, layout.warps_per_cta)]
+
+
+def test_warp_sums_layouts():
+    """LayerNorm's pass one sums a part a warp each (``_warp_sums``): a part of R rows of 256 seen as a row a warp,
+    ``[warps, R * 256 / warps]``, a warp's threads along it with their runs of columns as in the part, whether the
+    warps go only down its rows or across too (R below the warps); every part's sums land in one layout, a warp's sum
+    in all its lanes. The split staged forward's slice seen as ``[warps, SR / warps, 32, 8]`` (``_thread_layout``): a
+    thread's 64 elements along the second and last axes. (That these are the same registers, no data moved, is
+    asserted where the kernels compile: ``gl.convert_layout(..., assert_trivial=True)``.)"""
+    staged = pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    forward = pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
+    for warps in (4, 8):
+        for rows in (1, 2, 4, 8, 16, 32, 64):
+            part = staged.layout(rows, warps)
+            flat = staged._warp_rows_layout(part)
+            tile = _covered(flat)  # the layout's tile, repeated along the row a warp where a warp holds several rows
+            assert tile[0] == warps and (rows * 256 // warps) % tile[1] == 0, (warps, rows)
+            assert tile[1] == 256 // part.warps_per_cta[1], (warps, rows)  # where the warps go across, part of a row
+            assert flat.warps_per_cta == [warps, 1] and flat.threads_per_warp == [1, 32], (warps, rows)
+            # a thread's run of columns is the part's: the row a warp's registers in the part's order
+            assert flat.size_per_thread == [1, part.size_per_thread[1]], (warps, rows)
+        sums = staged._warp_sums_layout(warps)
+        assert sums.dim == 1 and sums.parent.warps_per_cta == [warps, 1] and sums.parent.threads_per_warp == [1, 32]
+    slice_layout = staged.layout(64, 8)
+    thread = forward._thread_layout(slice_layout)
+    assert _covered(thread) == [8, 8, 32, 8]
+    assert thread.size_per_thread == [1, 8, 1, 8] and thread.order == [3, 2, 1, 0]
+
+
 COMPILE = """
 import importlib.util, json, re, sys
 import torch, triton

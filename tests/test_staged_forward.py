@@ -266,8 +266,9 @@ def test_split_staged_forward_on_the_gpu(op, m, n, dtypes, bias, zero_centered_g
 def test_split_staged_forward_at_the_rules_rows():
     """The rule's own launch, many rows a program (4096 x 65536 LayerNorm and LayerNorm + clamped ReLU, 4100 x 65536
     RMSNorm); strided rows, which it cannot load, and the clamped ReLU's forward of fp16 x and weights take the
-    chunked forward; a mean far from zero (1000 + N(0, 1) in bf16) against the reference, which the slices' sums
-    about their own means keep."""
+    chunked forward; a mean far from zero (1000 + N(0, 1) in bf16) against the reference, which the threads' squares
+    about their own means keep (``norm_fwd_staged._chan``), and rows with an element far out (30000) first or second in
+    each slice."""
     pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -278,6 +279,8 @@ def test_split_staged_forward_at_the_rules_rows():
     _check("layer_norm", 4096, 65536, torch.bfloat16, torch.float32, 0, row_pad=64)  # rows it cannot view
     x, w, b = make_inputs(1000, 65536, torch.float32, torch.bfloat16)
     x = (x + 1000).to(torch.bfloat16)
+    x[7, ::16384] = 30000.0  # a thread's mean and squares far from the others'
+    x[8, 1::16384] = -30000.0
     spy, patch = staged_launches("_staged_forward")
     with patch, config.limits(split_staged_fwd_min_m=1):
         got = ops.layer_norm_fwd(x, w, b, 1e-5)

@@ -110,6 +110,14 @@ The kernel runs at one of two speeds about 5% apart from one timing to the next 
 timer's, not the kernel's: cuDNN's backward and a plain copy swung from timing to timing too, and a GPU sleep after
 every other timed call holds them all still (``bench.timing.SETTLE_US``, H200 runs 624-631).
 
+Round 93 (GPU runs 707-708). LayerNorm's pass one took each part's two sums (``xhat w dy``, ``w dy``) across the warps
+one after the other, each exchange through shared memory behind three CTA barriers: up to 18 a row at three parts. Now
+each part's sums are a warp's each (``_warp_sums``: shuffles only), added over the parts in registers and taken across
+the warps once a row, as a pair (``_sum_pair``): 27 barriers in the kernel against 42 at 13312 without dB (sm_90). In
+turns against round 91's kernel (``bench.ab``): x1.080 / x1.094 at 4096 x 10752 fp16 with / without dB, x1.068 /
+x1.080 at 2048 rows, x1.000-1.016 at 4096 x 12288-15872, level at 32768 x 10752 bf16. RMSNorm's one sum a part taken
+the same way ran x0.973-0.987 at 4096 x 12288-15872 (x1.054 at 5632) and keeps a reduction a part (``_part_sum``).
+
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
 """
@@ -180,6 +188,50 @@ def _offsets(START: gl.constexpr, R: gl.constexpr, L: gl.constexpr):
     return (START + rows)[:, None] * 256 + columns[None, :]
 
 
+@gluon.constexpr_function
+def _warps(L):
+    """The warps of a part's layout ``L`` (``layout``)."""
+    return L.warps_per_cta[0] * L.warps_per_cta[1]
+
+
+@gluon.constexpr_function
+def _warp_rows_layout(L):
+    """A part's ``[R, 256]`` in ``L`` seen as ``[warps, R * 256 / warps]``, a row a warp: the same registers (a warp
+    holds R / warps whole rows of 256, or, where the warps are across too, a slice of one row's columns)."""
+    return gl.BlockedLayout([1, 256 // (32 * L.warps_per_cta[1])], [1, 32], [_warps(L), 1], [1, 0])
+
+
+@gluon.constexpr_function
+def _warp_sums_layout(warps):
+    """The layout of a row's sums a warp each (``_warp_sums``): ``[warps]``, a warp's sum in all its lanes, the same
+    whatever the part's layout, so the parts' add up in registers."""
+    return gl.SliceLayout(1, gl.BlockedLayout([1, 1], [1, 32], [warps, 1], [1, 0]))
+
+
+@gluon.jit
+def _warp_sums(values, R: gl.constexpr, L: gl.constexpr):
+    """A part's values (``[R, 256]`` in ``L``) summed a warp each, within the warp (shuffles, no shared memory):
+    ``[warps]`` in ``_warp_sums_layout``. The parts' sums are added there and cross the warps once a row
+    (``_total``), rather than once a part and a sum (three barriers each)."""
+    NW: gl.constexpr = _warps(L)
+    rows = gl.convert_layout(gl.reshape(values, [NW, R * 256 // NW]), _warp_rows_layout(L), assert_trivial=True)
+    return gl.convert_layout(gl.sum(rows, axis=1), _warp_sums_layout(NW), assert_trivial=True)
+
+
+@gluon.jit
+def _add_pairs(a, b, c, d):
+    return a + c, b + d
+
+
+@gluon.jit
+def _sum_pair(a, b):
+    """Two tensors' sums (of one shape and layout) in one reduction: their warps' partials cross the CTA through shared
+    memory together, one set of barriers rather than two (``gl.sum`` each)."""
+    if len(a.shape) == 2:
+        a, b = gl.reduce((a, b), 1, _add_pairs)
+    return gl.reduce((a, b), 0, _add_pairs)
+
+
 @gluon.jit
 def _part_sum(xs, dys, ws, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr, ZERO_CENTERED: gl.constexpr,
               VALID: gl.constexpr):  # fmt: skip
@@ -245,7 +297,8 @@ def _part_dx(xs, dys, ws, dx_row, rstd, k, START: gl.constexpr, R: gl.constexpr,
 @gluon.jit
 def _ln_part_sums(xs, dys, ws, mean, rstd, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr,
                   ZERO_CENTERED: gl.constexpr, VALID: gl.constexpr):  # fmt: skip
-    """LayerNorm's pass one over a part: sum(xhat w dy) and sum(w dy), xhat = (x - mean) rstd."""
+    """LayerNorm's pass one over a part: sum(xhat w dy) and sum(w dy), xhat = (x - mean) rstd, a warp's each
+    (``_warp_sums``)."""
     xhat = (xs.load(L).to(gl.float32) - mean) * rstd
     wdy = _weights(ws, L, ZERO_CENTERED) * dys.load(L).to(gl.float32)
     if START + R > VALID:  # a padded part: past the row, the next row's x and dy, which may not be finite (and the
@@ -253,7 +306,7 @@ def _ln_part_sums(xs, dys, ws, mean, rstd, START: gl.constexpr, R: gl.constexpr,
         inside = _offsets(START, R, L) < VALID * 256
         xhat = gl.where(inside, xhat, 0.0)
         wdy = gl.where(inside, wdy, 0.0)
-    return gl.sum(gl.sum(xhat * wdy, axis=1), axis=0), gl.sum(gl.sum(wdy, axis=1), axis=0)
+    return _warp_sums(xhat * wdy, R, L), _warp_sums(wdy, R, L)
 
 
 @gluon.jit
@@ -346,6 +399,7 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
                 t1, t2 = _ln_part_sums(xsc, dysc, wsc, mean, rstd, RA + RB, RC, LC, ZERO_CENTERED, VALID)
                 s1 += t1
                 s2 += t2
+            s1, s2 = _sum_pair(s1, s2)
             c1 = s1 / N
             c2 = s2 / N
             dwa += _ln_part_dx(xsa, dysa, wsa, dx_row, mean, rstd, c1, c2, 0, RA, LA, ZERO_CENTERED, VALID)
@@ -519,15 +573,17 @@ def _masked_dy(dys, ms, SR: gl.constexpr, L: gl.constexpr, L3: gl.constexpr, HAS
 def _publish_slice(xs, dys, w, mean, rstd, slot, ms, SR: gl.constexpr, L: gl.constexpr, L3: gl.constexpr,
                    IS_RMS: gl.constexpr, HAS_MASK: gl.constexpr):  # fmt: skip
     """Pass one over a row's slice: its sums (RMSNorm's ``sum(w dy x)``; LayerNorm's ``sum(xhat w dy)`` and ``sum(w
-    dy)``; dy masked where ``HAS_MASK``, ``_masked_dy``), packed, published to ``slot`` and returned."""
+    dy)``, as one reduction of the pair: ``_sum_pair``; dy masked where ``HAS_MASK``, ``_masked_dy``), packed,
+    published to ``slot`` and returned. The pair rather than two sums (round 93, GPU run 707, in turns against round
+    91's kernel at 32768 rows, bf16 x, float32 weights): the masked backward x1.015 / x1.020 at 16384 / 32768 columns,
+    LayerNorm's with dB x1.004, without x1.001 / x1.012."""
     wdy = w * _masked_dy(dys, ms, SR, L, L3, HAS_MASK)
     if IS_RMS:
         s1 = gl.sum(gl.sum(wdy * xs.load(L).to(gl.float32), axis=1), axis=0)
         s2 = s1 * 0.0
     else:
         xhat = (xs.load(L).to(gl.float32) - mean) * rstd
-        s1 = gl.sum(gl.sum(xhat * wdy, axis=1), axis=0)
-        s2 = gl.sum(gl.sum(wdy, axis=1), axis=0)
+        s1, s2 = _sum_pair(xhat * wdy, wdy)
     own = _pack_sums(s1, s2)
     gl.atomic_xchg(slot, own, sem="relaxed")
     return own

@@ -9,15 +9,16 @@ weights and bias) 768 KB a row of L2 reads for 128 KB of x, and 75% of the copy'
 of the rows ``g, g + groups, ...`` of its group ``g = p // PARTS``, one program a SM. Its load warp stages the slice
 of x (``STAGES`` rows in flight); its compute warps read the slice's weights and bias once into registers (float32),
 and for each row publish the slice's statistics, packed in one int64 (``norm_bwd_staged._pack_sums``): LayerNorm's
-sum and the sum of squares about the slice's own mean (combined as Chan et al.'s parallel variance, so that a mean far
-from zero does not cancel), RMSNorm's sum of squares. They read the group's others, work out the row's mean and rstd,
-store y from registers, and part 0 stores the statistics (a training call's; an inference call stores y alone).
+sum and the sum of squares about the slice's own mean (each thread's mean and squares from its registers, combined over
+the threads in one reduction and over the slices in ``_row_stats`` as Chan et al.'s parallel variance, so that a mean
+far from zero does not cancel), RMSNorm's sum of squares. They read the group's others, work out the row's mean and
+rstd, store y from registers, and part 0 stores the statistics (a training call's; an inference call stores y alone).
 
 A program publishes ``AHEAD`` rows before it reads a row's statistics. With ``AHEAD`` 1 it fetches the group's sums of
 this row first (published a step ago by the others), then publishes the next row's, then waits for the fetch; with 2
 it publishes the row two ahead and fetches the next row's a whole step before it needs them, so the fetch's trip to
-L2 is not on the row's path (LayerNorm's two reductions a row make it longer than RMSNorm's one). A program then holds
-``AHEAD + 1`` rows staged, so ``STAGES`` must exceed ``AHEAD``.
+L2 is not on the row's path (LayerNorm's statistics, three values a thread, make it longer than RMSNorm's sum). A
+program then holds ``AHEAD + 1`` rows staged, so ``STAGES`` must exceed ``AHEAD``.
 
 Round 88 (H200, bf16 x, float32 weights and bias). In the probe (GPU runs 681-682, 32768 rows, us a call in turns with
 the rule before, cuDNN and a copy of the same bytes): LayerNorm at 65536 columns 2268 against 2742 (x1.21, 89.0% of
@@ -30,6 +31,15 @@ at 65536 only: LayerNorm x1.17 at 4096-32768 rows (x1.01-1.03 without a bias, wh
 again), RMSNorm x1.05-1.09; at 32768 the chunked forward is as fast or faster (LayerNorm x0.96-1.02). Where the
 chunked forward runs at the copy's speed (RMSNorm at 32768, both at 16384) it stays. ``config._split_staged_fwd``
 says where it is taken.
+
+Round 93 (H200, GPU runs 707-709, in turns against round 91's kernel, ``bench.ab``). LayerNorm's slice statistics were
+two reductions one after the other (the sum, then the squares about the slice's mean), each an exchange between the
+warps through shared memory behind three CTA barriers; as one reduction of the threads' counts, means and squares
+(``_publish_stats``, ``_chan``) the step has three barriers fewer, and at 32768 x 65536 (bf16 x, float32 weights and
+bias) LayerNorm + clamped ReLU's forward ran x1.086-1.088, LayerNorm's x1.033; at 4096 x 65536 fp16 LayerNorm's
+x1.043. One reduction of the sums of x - K and of its squares (K the slice's first element), the squares summed
+again about the mean where those cancel by more than 64x, ran x0.821 in the fused forward (x1.040 without that
+fallback, which a far-out first element needs: the sums then cancel by up to the slice's count).
 """
 
 from __future__ import annotations
@@ -69,6 +79,24 @@ def _fwd_loader(xd, xs, ready, empty, group, groups, part, my_rows, SR: gl.const
         tma.async_copy_global_to_shared(xd, [first, 0], bar, xs.index(stage))
 
 
+@gluon.constexpr_function
+def _thread_layout(L):
+    """A slice's ``[SR, 256]`` in ``L`` (the warps down its rows, 8 columns a thread: ``norm_bwd_staged.layout``)
+    seen as ``[warps, SR / warps, 32, 8]``: the same registers, a thread's elements along the second and last axes."""
+    warps = L.warps_per_cta[0]
+    return gl.BlockedLayout([1, L.size_per_thread[0], 1, 8], [1, 1, 32, 1], [warps, 1, 1, 1], [3, 2, 1, 0])
+
+
+@gluon.jit
+def _chan(na, ma, qa, nb, mb, qb):
+    """Two sets' counts, means and sums of squares about their means as those of their union (Chan, Golub and LeVeque:
+    the squares about the union's mean are both sets' plus ``(mb - ma)^2 na nb / n``)."""
+    n = na + nb
+    delta = mb - ma
+    share = nb / n
+    return n, ma + delta * share, qa + qb + delta * delta * (na * share)
+
+
 @gluon.jit
 def _publish_stats(xs, slot, L: gl.constexpr, IS_RMS: gl.constexpr):
     """A row's slice statistics (RMSNorm: its sum of squares; LayerNorm: its sum and its sum of squares about its own
@@ -78,9 +106,22 @@ def _publish_stats(xs, slot, L: gl.constexpr, IS_RMS: gl.constexpr):
         s1 = gl.sum(gl.sum(x * x, axis=1), axis=0)
         s2 = s1 * 0.0
     else:
-        s1 = gl.sum(gl.sum(x, axis=1), axis=0)
-        d = x - s1 / (x.shape[0] * x.shape[1])
-        s2 = gl.sum(gl.sum(d * d, axis=1), axis=0)
+        # each thread's mean of its elements and their squares about it, from its registers; then the threads' as one
+        # reduction of counts, means and squares (``_chan``): one exchange between the warps, where the sum and then
+        # the squares about the slice's mean took two, one after the other
+        SR: gl.constexpr = x.shape[0]
+        L4: gl.constexpr = _thread_layout(L)
+        x4 = gl.convert_layout(gl.reshape(x, [L4.warps_per_cta[0], L4.size_per_thread[1], 32, 8]), L4,
+                               assert_trivial=True)  # fmt: skip
+        EACH: gl.constexpr = L4.size_per_thread[1] * 8
+        m = gl.sum(gl.sum(x4, axis=3), axis=1) * (1.0 / EACH)
+        d = x4 - gl.expand_dims(gl.expand_dims(m, 1), 3)
+        q = gl.sum(gl.sum(d * d, axis=3), axis=1)
+        n = gl.full(m.shape, EACH, gl.float32, m.type.layout)
+        n, m, q = gl.reduce((n, m, q), 1, _chan)
+        n, m, q = gl.reduce((n, m, q), 0, _chan)
+        s1 = m * (SR * 256)
+        s2 = q
     own = _pack_sums(s1, s2)
     gl.atomic_xchg(slot, own, sem="relaxed")
     return own
