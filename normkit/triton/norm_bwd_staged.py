@@ -197,7 +197,8 @@ def _warps(L):
 @gluon.constexpr_function
 def _warp_rows_layout(L):
     """A part's ``[R, 256]`` in ``L`` seen as ``[warps, R * 256 / warps]``, a row a warp: the same registers (a warp
-    holds R / warps whole rows of 256, or, where the warps are across too, a slice of one row's columns)."""
+    holds R / warps whole rows of 256, the layout's tile repeated along its row, or, where the warps are across too,
+    a slice of one row's columns)."""
     return gl.BlockedLayout([1, 256 // (32 * L.warps_per_cta[1])], [1, 32], [_warps(L), 1], [1, 0])
 
 
@@ -211,8 +212,8 @@ def _warp_sums_layout(warps):
 @gluon.jit
 def _warp_sums(values, R: gl.constexpr, L: gl.constexpr):
     """A part's values (``[R, 256]`` in ``L``) summed a warp each, within the warp (shuffles, no shared memory):
-    ``[warps]`` in ``_warp_sums_layout``. The parts' sums are added there and cross the warps once a row
-    (``_total``), rather than once a part and a sum (three barriers each)."""
+    ``[warps]`` in ``_warp_sums_layout``. The parts' sums are added there and cross the warps once a row (``_compute``:
+    ``_sum_pair``), rather than once a part and a sum (three barriers each)."""
     NW: gl.constexpr = _warps(L)
     rows = gl.convert_layout(gl.reshape(values, [NW, R * 256 // NW]), _warp_rows_layout(L), assert_trivial=True)
     return gl.convert_layout(gl.sum(rows, axis=1), _warp_sums_layout(NW), assert_trivial=True)
@@ -220,6 +221,7 @@ def _warp_sums(values, R: gl.constexpr, L: gl.constexpr):
 
 @gluon.jit
 def _add_pairs(a, b, c, d):
+    """The combine of a reduction of two sums at once (``gl.reduce`` over a pair)."""
     return a + c, b + d
 
 
