@@ -116,7 +116,8 @@ each part's sums are a warp's each (``_warp_sums``: shuffles only), added over t
 the warps once a row, as a pair (``_sum_pair``): 27 barriers in the kernel against 42 at 13312 without dB (sm_90). In
 turns against round 91's kernel (``bench.ab``): x1.080 / x1.094 at 4096 x 10752 fp16 with / without dB, x1.068 /
 x1.080 at 2048 rows, x1.000-1.016 at 4096 x 12288-15872, level at 32768 x 10752 bf16. RMSNorm's one sum a part taken
-the same way ran x0.973-0.987 at 4096 x 12288-15872 (x1.054 at 5632) and keeps a reduction a part (``_part_sum``).
+the same way ran x0.973-0.987 at 4096 x 12288, 15360 and 15872 (x0.999-1.009 at 10752-14336, x1.054 at 5632) and
+keeps a reduction a part (``_part_sum``).
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
