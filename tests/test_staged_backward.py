@@ -190,6 +190,11 @@ def test_staged_plan():
             torch.bfloat16) for k in ("RA", "RB", "RC")] == [32, 8, 8, 32, 16, 0]  # fmt: skip
 
 
+def _covered(layout):
+    """A blocked layout's tile: the shape its threads cover once."""
+    return [s * t * w for s, t, w in zip(layout.size_per_thread, layout.threads_per_warp, layout.warps_per_cta)]
+
+
 def test_parts_and_layouts():
     """A row as parts of N / 256's binary digits, largest first, where it has at most three; else its two largest and
     the rest rounded up to a power of 2 (the row padded). Each part's layout covers it exactly, 8 halves a thread
@@ -228,18 +233,13 @@ def test_parts_and_layouts():
     assert staged.parts(12288, fp16=True) == [32, 16, 0]  # RMSNorm's and LayerNorm's with dB
     for rows in (1, 2, 4, 8, 16, 32):
         layout = staged.layout(rows, 8)
-        covered = [s * t * w for s, t, w in zip(layout.size_per_thread, layout.threads_per_warp, layout.warps_per_cta)]
-        assert covered == [rows, 256], rows
+        assert _covered(layout) == [rows, 256], rows
     assert staged.layout(32, 8).size_per_thread == [4, 8]
     for rows in (1, 2, 4, 8, 16, 32):  # the dW partial's store: 16 bytes a thread, a warp's 32 threads along a row
         part = staged.layout(rows, 8)
         wide = staged._partial_layout(part)
         assert (wide.size_per_thread, wide.threads_per_warp, wide.order) == ([1, 4], [1, 32], [1, 0]), rows
         assert wide.warps_per_cta == part.warps_per_cta, rows
-
-
-def _covered(layout):
-    return [s * t * w for s, t, w in zip(layout.size_per_thread, layout.threads_per_warp, layout.warps_per_cta)]
 
 
 def test_warp_sums_layouts():
