@@ -29,15 +29,30 @@ def _fwd(m, n, is_rms=False, **flags):
 
 def test_split_staged_forward_rule():
     """LayerNorm's, RMSNorm's and LayerNorm + clamped ReLU's forward at 65536 columns from 4096 rows, 16-bit x,
-    float32 or 16-bit weights, a bias or none: slices of 16384 at 8 compute warps (4 a row). Not: other widths (32768,
-    16384, 49152), fewer rows, the clamped ReLU's forward of float16 x and weights, float32 x, or where the kernel
-    cannot run (``staged`` false)."""
+    float32 or 16-bit weights, a bias or none: slices of 16384 at 8 compute warps (4 a row); LayerNorm's and LayerNorm
+    + clamped ReLU's at 32768 with a bias and float32 weights (2 a row). Not: other widths (16384, 49152), RMSNorm's at
+    32768, LayerNorm's there without a bias or with 16-bit weights, fewer rows, the clamped ReLU's forward of float16 x
+    and weights, float32 x, or where the kernel cannot run (``staged`` false)."""
     for is_rms in (False, True):
         for m in (4096, 32768, 100000):
             for flags in ({}, {"w_bytes": 2}, {"has_bias": False}, {"zero_centered": True}, {"x_fp16": True}):
                 cfg = _fwd(m, 65536, is_rms, **flags)
                 assert cfg.staged and (cfg.block_n, cfg.num_warps, cfg.parts) == (16384, 8, 4), (m, is_rms, flags)
-        assert not any(_fwd(32768, n, is_rms).staged for n in (32768, 16384, 49152)), is_rms
+        assert not any(_fwd(32768, n, is_rms).staged for n in (16384, 49152)), is_rms
+    assert not _fwd(32768, 32768, is_rms=True).staged
+    for m in (4096, 32768):
+        for flags in (
+            {},
+            {"zero_centered": True},
+            {"x_fp16": True},
+            {"has_mask": True},
+            {"has_mask": True, "x_fp16": True},
+        ):
+            cfg = _fwd(m, 32768, **flags)
+            assert cfg.staged and (cfg.block_n, cfg.num_warps, cfg.parts) == (16384, 8, 2), (m, flags)
+        for flags in ({"has_bias": False}, {"w_bytes": 2}, {"has_mask": True, "w_bytes": 2}):
+            assert not _fwd(m, 32768, **flags).staged, (m, flags)
+    assert not _fwd(4095, 32768).staged
     assert not _fwd(4095, 65536).staged and not _fwd(4095, 65536, has_mask=True).staged
     for flags in ({}, {"w_bytes": 2}, {"x_fp16": True}, {"has_bias": False}):  # the clamped ReLU's training forward
         assert _fwd(32768, 65536, has_mask=True, **flags).staged, flags
@@ -60,7 +75,10 @@ def test_split_staged_forward_rule_of_the_inference_call():
         for m in (4096, 32768):
             for flags in ({}, {"w_bytes": 2}, {"has_bias": False}, {"zero_centered": True}, {"x_fp16": True}):
                 assert _infer(m, 65536, is_rms, **flags) == _fwd(m, 65536, is_rms, **flags), (m, is_rms, flags)
-        assert not any(_infer(32768, n, is_rms).staged for n in (32768, 16384, 256)), is_rms
+        assert not any(_infer(32768, n, is_rms).staged for n in (16384, 256)), is_rms
+        assert _infer(32768, 32768, is_rms) == _fwd(32768, 32768, is_rms), is_rms
+        assert _infer(32768, 32768, is_rms).staged != is_rms  # LayerNorm's alone at 32768
+        assert not _infer(32768, 32768, is_rms, has_bias=False).staged and not _infer(32768, 32768, w_bytes=2).staged
         assert not _infer(4095, 65536, is_rms).staged and not _infer(32768, 65536, is_rms, x_bytes=4).staged
         unstaged = _infer(32768, 65536, is_rms, staged=False)
         assert not unstaged.staged and unstaged == config.infer_config(32768, 65536, is_rms, w_bytes=4, has_bias=True)
@@ -189,10 +207,11 @@ for n, slice_n, warps, stages, ahead, dtype, w_dtype, zero_centered, is_rms, has
 
 def test_split_staged_forward_compiles_for_hopper():
     """The kernel compiled for sm_90 (ptxas included) on any machine, Triton's interpreter off (it cannot compile
-    Gluon), in the rule's forms: LayerNorm's at 65536 (5 stages, two rows ahead) with a bias and without,
-    RMSNorm's at 65536 (4 stages, one row ahead), bf16 x with float32 weights and fp16 with fp16, zero-centered gamma,
-    training and inference calls; its 8 compute warps and the load warp's group of 4; its shared memory (the stages of
-    a slice of x) fits a Hopper SM."""
+    Gluon), in the rule's forms: LayerNorm's at 65536 (5 stages, two rows ahead) with a bias and without, and at 32768
+    (2 slices a row), RMSNorm's at 65536 (4 stages, one row ahead), bf16 x with float32 weights and fp16 with fp16,
+    zero-centered gamma, training and inference calls; its 8 compute warps, the load warp's group of 4 and, in the
+    clamped ReLU's training forward, the mask partition's 4; its shared memory (the stages of a slice of x) fits a
+    Hopper SM."""
     pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
     cases = [  # n, x, weights, zero-centered, RMSNorm, bias, training, clamped ReLU, its mask by bits
         (65536, "bfloat16", "float32", False, False, True, True, False, False),
@@ -204,6 +223,8 @@ def test_split_staged_forward_compiles_for_hopper():
         (65536, "bfloat16", "float32", False, False, True, True, True, True),
         (65536, "float16", "float16", True, False, False, True, True, False),
         (65536, "bfloat16", "float32", False, False, True, False, True, False),
+        (32768, "bfloat16", "float32", False, False, True, True, True, True),
+        (32768, "float16", "float32", True, False, True, True, False, False),
     ]
     slice_n, warps = config.SPLIT_STAGED_FWD_SLICE_N, config.SPLIT_STAGED_FWD_WARPS
     cases = [(c[0], slice_n, warps, *config.split_staged_fwd_form(c[4]), *c[1:]) for c in cases]
@@ -215,9 +236,10 @@ def test_split_staged_forward_compiles_for_hopper():
     assert done.returncode == 0, done.stderr[-3000:]
     compiled = [json.loads(line) for line in done.stdout.splitlines()]
     assert [c["n"] for c in compiled] == [case[0] for case in cases]
-    for c, (n, slice_n, warps, stages, *_) in zip(compiled, cases):
+    for c, (n, slice_n, warps, stages, *_, training, clamp, _) in zip(compiled, cases):
         assert c["cubin"] > 0 and stages * slice_n * 2 <= c["shared"] <= HOPPER_SHARED_MEMORY, (n, c)
-        assert c["threads"] == 32 * (warps + 4), (n, c)
+        masker = 4 if training and clamp else 0  # the fused training forward's mask partition (4 warps)
+        assert c["threads"] == 32 * (warps + 4 + masker), (n, c)
 
 
 def _in_the_kernel(op, dtypes):
@@ -276,6 +298,10 @@ def test_split_staged_forward_at_the_rules_rows():
     _check("layer_norm_clamped_relu", 4096, 65536, torch.bfloat16, torch.float32, 1)
     _check("layer_norm_clamped_relu", 4096, 65536, torch.float16, torch.float16, 0)  # the chunked forward's
     _check("rms_norm", 4100, 65536, torch.float16, torch.float16, 1)
+    _check("layer_norm", 4096, 32768, torch.bfloat16, torch.float32, 1)  # 32768: a bias and float32 weights
+    _check("layer_norm_clamped_relu", 4100, 32768, torch.float16, torch.float32, 1)
+    _check("layer_norm", 4096, 32768, torch.bfloat16, torch.float32, 0, bias=False)  # the chunked forward's
+    _check("layer_norm", 4096, 32768, torch.float16, torch.float16, 0)
     _check("layer_norm", 4096, 65536, torch.bfloat16, torch.float32, 0, row_pad=64)  # rows it cannot view
     x, w, b = make_inputs(1000, 65536, torch.float32, torch.bfloat16)
     x = (x + 1000).to(torch.bfloat16)

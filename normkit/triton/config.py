@@ -233,7 +233,7 @@ def fwd_config(
     ``block_n`` columns, one program a slice on one SM (``norm_fwd_staged.py``)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    if staged and _split_staged_fwd(m, n, is_rms, has_mask, x_bytes, x_fp16, w_bytes):
+    if staged and _split_staged_fwd(m, n, is_rms, has_mask, x_bytes, x_fp16, w_bytes, has_bias):
         return _split_staged_fwd_config(n)
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
@@ -312,7 +312,7 @@ def infer_config(
     storing y alone (round 90)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    if staged and _split_staged_fwd(m, n, is_rms, False, x_bytes, x_fp16, w_bytes):
+    if staged and _split_staged_fwd(m, n, is_rms, False, x_bytes, x_fp16, w_bytes, has_bias):
         return _split_staged_fwd_config(n)
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
@@ -1068,7 +1068,7 @@ def _tma_bwd(
 # 112 registers the 8 compute warps get 184 (sm_90) and spill 16-24 bytes at 11264; at 104 they get 192 and spill none
 # at 10752-11264, but the dB warps spill 48 at 11776 (GPU run 590: 104 ran x1.03-1.11 of 112 at 11264, level at 10752).
 STAGED_BWD_N = (10240, 12288, 12800, 13312, 13824, 14336, 14848, 15360, 15872)
-STAGED_LN_BWD_N = (10752, 11264, 11776, 12288)  # with dB
+STAGED_LN_BWD_N = (10752, 11264, 11776, 12288, 12800, 13312, 13824)  # with dB
 STAGED_LN_NO_DB_BWD_N = tuple(range(10240, 15873, 512))  # without dB (no bias; 12800-14336 as 32 + 8 + 16 rows)
 STAGED_WARPS = 8
 STAGED_DB_WARPS = {10752: (4, 104), 11264: (4, 104), 11776: (4, 112)}
@@ -1135,7 +1135,7 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     15872) in calls of at least ``LIMITS["ln_bwd_staged_min_m"]`` rows (none with a mask): the Gluon kernel with rows
     staged in shared memory (``norm_bwd_staged.py``), one program a SM of 8 compute warps (4 at the short rows) and a
     load warp, 2 rows in flight (3 at the short rows, ``staged_stages``); LayerNorm's dB summed by 4 warps of its own at
-    10752-11776 (``staged_db_partition``), by the compute warps at 12288.
+    10752-11776 (``staged_db_partition``), by the compute warps at 12288-13824.
 
     Round 69 (H200). In turns against the rule before it, which split these rows (run 548): at 4096 rows x1.159 /
     x1.126 / x1.057 at 12800 / 13312 / 14336 fp16 (bf16 x1.185 / x1.144 / x1.083), at 32768 x1.12-1.27, at 2048
@@ -1213,6 +1213,13 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     Round 79 (H200, runs 611-613): the short rows' fewest rows (``STAGED_FEWER_ROWS_N``). Forced in turns against the
     rule before at 2304-3584 rows: 5632-6656 gained from 2560 rows (x1.014-1.069), 7168 and 7680 by at most 2% at
     3072-3584 (7680 x0.986 at 3072), so 5632-6656 take the kernel from 2560 rows and 7168-7680 from 4096 as before.
+
+    Round 94 (H200, GPU runs 711-713, against the split rows before): LayerNorm's with dB at 12800-13824, dB summed by
+    the compute warps (round 77 had this form x0.89-0.98 there; round 93's parts' sums taken across the warps once a
+    row). 12800 / 13312 / 13824 at 2048, 4096 and 32768 rows: fp16 x1.153 / x1.077 / x1.003, x1.227 / x1.138 / x1.044,
+    x1.287 / x1.186 / x1.082 (96% of the copy at 32768 x 12800); bf16 x1.143 / x1.080 / x1.056, x1.221 / x1.141 /
+    x1.117, x1.280 / x1.185 / x1.153; zero-centered at 4096 fp16 x1.222 / -, x1.126 at 13824. Not 14336 (x0.963 /
+    x1.007 / x1.029 fp16, x0.964 / x1.014 / x1.029 bf16) nor 14848-15872 (x0.925-0.971 at 4096 fp16).
     """
     if has_mask or x_bytes != 2 or w_bytes != 2:
         return False
@@ -1355,6 +1362,7 @@ def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: b
 # stages a slice of its rows' x and holds the slice's weights and bias in registers; from
 # ``LIMITS["split_staged_fwd_min_m"]`` rows
 SPLIT_STAGED_FWD_N = (65536,)
+SPLIT_STAGED_FWD_BIAS_N = (32768,)  # LayerNorm's (and LayerNorm + clamped ReLU's) with a bias and float32 weights
 SPLIT_STAGED_FWD_SLICE_N = 16384
 SPLIT_STAGED_FWD_WARPS = 8
 # LayerNorm's (stages, rows ahead): its statistics published two rows ahead, 5 rows in flight; RMSNorm's one row ahead,
@@ -1373,10 +1381,14 @@ def _split_staged_fwd_config(n: int) -> LaunchConfig:
     return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_FWD_WARPS, 1, parts=n // slice_n, staged=True)
 
 
-def _split_staged_fwd(m: int, n: int, is_rms: bool, has_mask: bool, x_bytes: int, x_fp16: bool, w_bytes: int) -> bool:
+def _split_staged_fwd(
+    m: int, n: int, is_rms: bool, has_mask: bool, x_bytes: int, x_fp16: bool, w_bytes: int, has_bias: bool
+) -> bool:
     """Whether the forward of m x n takes the split staged Gluon kernel (``norm_fwd_staged.split_staged_fwd_kernel``):
     16-bit x, calls of at least ``LIMITS["split_staged_fwd_min_m"]`` rows (4096), LayerNorm's, RMSNorm's and
-    LayerNorm + clamped ReLU's at ``SPLIT_STAGED_FWD_N`` columns (65536); 16-bit or float32 weights, a bias or none;
+    LayerNorm + clamped ReLU's at ``SPLIT_STAGED_FWD_N`` columns (65536); 16-bit or float32 weights, a bias or none
+    (``has_bias``); LayerNorm's and LayerNorm + clamped ReLU's at ``SPLIT_STAGED_FWD_BIAS_N`` (32768) with a bias and
+    float32 weights;
     the clamped ReLU's training forward (``has_mask``: its mask stored) but where both x and the weights are float16
     (``x_fp16``, ``w_bytes``). Each row in slices of ``SPLIT_STAGED_FWD_SLICE_N`` columns at
     ``SPLIT_STAGED_FWD_WARPS`` compute warps and a load warp, one program a slice on one SM, the slice's weights and
@@ -1403,10 +1415,17 @@ def _split_staged_fwd(m: int, n: int, is_rms: bool, has_mask: bool, x_bytes: int
     LayerNorm at 32768 (x1.018 / x0.999 / x0.981; without a bias x0.982 / x0.971 / x0.956), RMSNorm at 32768 (x0.94
     in the probe: the chunked forward runs at 99% of the copy there), both at 16384 (slices of 8192: x0.81-0.88);
     slices of 16384 at 16 warps (x0.97-0.99 of 8 one row ahead, LayerNorm's x0.88-0.93 two ahead), LayerNorm one row
-    ahead (x0.95-0.99 of two), RMSNorm two rows ahead (x0.98)."""
+    ahead (x0.95-0.99 of two), RMSNorm two rows ahead (x0.98).
+
+    Round 94 (H200, GPU runs 711-713, against the chunked forward): LayerNorm's and LayerNorm + clamped ReLU's at
+    32768 columns (``SPLIT_STAGED_FWD_BIAS_N``: two slices a row) where the call has a bias and float32 weights; bf16
+    x at 32768 / 4096 rows: the training forward x1.063 / x1.026, the fused one x1.145 / x1.091, the inference calls
+    x1.063 / x1.043 and x1.045 / x1.025, zero-centered x1.061 / x1.033; fp16 x at 8192 rows x1.039 / x1.119. Without a
+    bias x0.970 / x0.992 at 32768 / 8192 rows (the chunked forward reads no bias again there: 94% of the copy), with
+    16-bit weights x0.989-1.009 (fp16 / bf16, 8192 rows): those keep the chunked forward."""
     if (has_mask and x_fp16 and w_bytes == 2) or x_bytes != 2 or m < LIMITS["split_staged_fwd_min_m"]:
         return False
-    return n in SPLIT_STAGED_FWD_N
+    return n in SPLIT_STAGED_FWD_N or (n in SPLIT_STAGED_FWD_BIAS_N and has_bias and w_bytes == 4 and not is_rms)
 
 
 def _few_waves_tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:

@@ -75,7 +75,8 @@ and x1.001-1.026 at 32768 x 12288 / 13312 bf16 (``bench.ab``). 12288 and 13312 s
 Round 75 (GPU runs 587-591). LayerNorm's backward with dB in this kernel (round 74's probe), against the split rows
 at 4096 x N fp16 in turns (run 587): dB in 4 warps of its own x1.115 / 1.068 / 1.177 at 10752 / 11264 / 11776, in the
 compute warps x1.138 at 12288 (4 warps of its own x1.038); every form slower at 10240, 12800 and 13312 (x0.78-0.99);
-dB in shared memory x0.89-0.95 at 10752-11776, x1.03 at 12288. Taken at 10752-12288 (``config.STAGED_LN_BWD_N``).
+dB in shared memory x0.89-0.95 at 10752-11776, x1.03 at 12288. Taken at 10752-12288 (``config.STAGED_LN_BWD_N``;
+12800-13824 too since round 94).
 At 11264 the dB warps' 112 registers left the compute warps spilling 16-24 bytes, and zero-centered gamma ran x0.97 of
 the split rows (run 589); at 104 registers nothing spills and it ran x1.03-1.11 of 112 (run 590). As landed, against the
 rule before (``bench.ab``, runs 588-591): x1.04-1.16 at 4096 rows fp16 (zero-centered gamma included), x1.02-1.12 at
@@ -118,6 +119,13 @@ turns against round 91's kernel (``bench.ab``): x1.080 / x1.094 at 4096 x 10752 
 x1.080 at 2048 rows, x1.000-1.016 at 4096 x 12288-15872, level at 32768 x 10752 bf16. RMSNorm's one sum a part taken
 the same way ran x0.973-0.987 at 4096 x 12288, 15360 and 15872 (x0.999-1.009 at 10752-14336, x1.054 at 5632) and
 keeps a reduction a part (``_part_sum``).
+
+Round 94 (H200, GPU runs 710-713, ``bench.ab`` against round 93's rules). With those sums, LayerNorm's backward with dB
+in the compute warps at 12800-13824 (taken: ``config.STAGED_LN_BWD_N``) ran x1.22 / x1.14 / x1.04-1.12 of the split
+rows at 4096 x 12800 / 13312 / 13824 (x1.28 / x1.19 / x1.08-1.15 at 32768 rows), but x0.96-1.03 at 14336 and
+x0.93-0.97 at 14848-15872 at 4096 fp16 (not taken). The masked split staged backward's dy masked in its stage by a
+partition of 4 warps of its own as each row landed, the compute warps then running the plain step, ran x0.970 /
+x0.976 at 32768 x 32768 / 16384 (bf16 x, float32 weights): not taken.
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).

@@ -40,6 +40,20 @@ bias) LayerNorm + clamped ReLU's forward ran x1.086-1.088, LayerNorm's x1.033; a
 x1.043. One reduction of the sums of x - K and of its squares (K the slice's first element), the squares summed
 again about the mean where those cancel by more than 64x, ran x0.821 in the fused forward (x1.040 without that
 fallback, which a far-out first element needs: the sums then cancel by up to the slice's count).
+
+Round 94 (H200, GPU runs 710-714, ``bench.ab`` in turns against round 93's). LayerNorm + clamped ReLU's training
+forward made its mask in the compute warps' step (the bits' compares and packing, and a byte store a thread); now the
+compute warps write the clamped y over the row's stage and a partition of 4 warps of its own (``_fwd_masker``) stores
+y and the mask's bytes from it and releases the stage: x1.036 at 32768 x 65536 (bf16 x, float32 weights and bias;
+its time 1.075x the plain forward's, 1.114x before), x1.037 at 4096 rows, x1.024 at 8192 rows of bf16 weights,
+x1.017 at 8192 of fp16 x with float32 weights. The compute warps wait at a CTA barrier before they write y over the
+stage (its x read by all of them first): Nsight Compute's warp sampling (run 714, 8192 x 65536) put 10.6% of the
+kernel's samples there. The same partition for the masked backward's dy (``norm_bwd_staged``) ran x0.970-0.976.
+LayerNorm's split staged forward at 32768 columns with a bias and float32 weights, two slices a row (round 88 had it
+x0.96-1.02 before round 93's statistics): x1.063 / x1.145 / x1.063 / x1.045 (the training forward, the fused one,
+the inference calls of both) at 32768 rows, x1.026-1.091 at 4096, x1.039 / x1.119 at 8192 of fp16 x with float32
+weights; without a bias x0.970 / x0.992 (32768 / 8192 rows) and with 16-bit weights x0.989-1.009, which keep the
+chunked forward.
 """
 
 from __future__ import annotations
@@ -64,6 +78,9 @@ from .norm_bwd_staged import (
     slices_constexprs,
 )
 
+MASKER_REGISTERS = gl.constexpr(40)  # the fused forward's mask partition (``_fwd_masker``)
+MASK_CHUNK = gl.constexpr(8)  # its rows of 256 a load
+
 
 @gluon.jit
 def _fwd_loader(xd, xs, ready, empty, group, groups, part, my_rows, SR: gl.constexpr, VALID: gl.constexpr,
@@ -77,6 +94,38 @@ def _fwd_loader(xd, xs, ready, empty, group, groups, part, my_rows, SR: gl.const
         bar = ready.index(stage)
         mbarrier.expect(bar, SR * 256 * xd.dtype.primitive_bitwidth // 8)
         tma.async_copy_global_to_shared(xd, [first, 0], bar, xs.index(stage))
+
+
+@gluon.jit
+def _fwd_masker(xs, ydone, empty, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR: gl.constexpr,
+                STAGES: gl.constexpr):  # fmt: skip
+    """LayerNorm + clamped ReLU's training forward, its mask partition (4 warps): each row's clamped y, which the
+    compute warps wrote over its stage (``ydone``), stored to ``Y`` and its mask's bytes to ``MASK``, ``MASK_CHUNK``
+    rows of 256 at a time (8 columns a thread: one byte; bit ``j`` set where ``lower < y < upper`` for y as stored,
+    compared in float32 as ``ops.mask_thresholds`` defines it); then the stage released to the load warp (``empty``)."""
+    L: gl.constexpr = gl.BlockedLayout([MASK_CHUNK // 4, 8], [1, 32], [4, 1], [1, 0])
+    L3: gl.constexpr = gl.BlockedLayout([MASK_CHUNK // 4, 1, 8], [1, 32, 1], [4, 1, 1], [2, 1, 0])
+    SN: gl.constexpr = SR * 256
+    bit = 1 << gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))
+    offsets = _offsets(0, MASK_CHUNK, L)
+    rows3 = gl.arange(0, MASK_CHUNK, layout=gl.SliceLayout(1, gl.SliceLayout(2, L3)))
+    cols3 = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(2, L3)))
+    bytes_at = rows3[:, None] * 32 + cols3[None, :]
+    for i in range(my_rows):
+        stage = i % STAGES
+        row = group + i * groups
+        mbarrier.wait(ydone.index(stage), (i // STAGES) & 1)
+        y_row = Y + row.to(gl.int64) * N + part * SN
+        mask_row = MASK + row.to(gl.int64) * (N // 8) + part * (SN // 8)
+        for r in gl.static_range(0, SR, MASK_CHUNK):
+            y = xs.index(stage).slice(r, MASK_CHUNK, dim=0).load(L)
+            gl.store(y_row + r * 256 + offsets, y)
+            yf = gl.convert_layout(gl.reshape(y.to(gl.float32), [MASK_CHUNK, 32, 8]), L3, assert_trivial=True)
+            keep = (yf > lower) & (yf < upper)
+            packed = gl.sum(gl.where(keep, bit[None, None, :], 0), axis=2)
+            gl.store(mask_row + r * 32 + bytes_at, packed.to(gl.uint8))
+        fence_async_shared()  # the reads above (the generic proxy) before the TMA's next writes into the stage
+        mbarrier.arrive(empty.index(stage), count=1)
 
 
 @gluon.constexpr_function
@@ -186,11 +235,13 @@ def _clamp_and_store_mask(y, out_dtype: gl.constexpr, mask_row, lower, upper, ke
 
 
 @gluon.jit
-def _fwd_compute(xs, ready, empty, W, B, Y, MEAN, RSTD, MASK, SUMS, N, eps, lower, upper, keep_from, keep_to, group,
+def _fwd_compute(xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, MASK, SUMS, N, eps, lower, upper, keep_from, keep_to,
+                 group,
                  groups, part, my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, L3: gl.constexpr,
                  PARTS: gl.constexpr, PARTS_P2: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr,
                  ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, HAS_BIAS: gl.constexpr, MAX_POLLS: gl.constexpr,
-                 TRAINING: gl.constexpr, CLAMP_MASK: gl.constexpr, KEEP_BY_BITS: gl.constexpr):  # fmt: skip
+                 TRAINING: gl.constexpr, CLAMP_MASK: gl.constexpr, KEEP_BY_BITS: gl.constexpr,
+                 MASK_APART: gl.constexpr):  # fmt: skip
     """The compute warps: the slice's weights (and bias) read once; each step publishes the statistics of the row
     ``AHEAD`` ahead, works out this row's from the group's, stores its y (part 0 its mean and rstd where
     ``TRAINING``; with ``CLAMP_MASK`` y clamped and, where ``TRAINING``, its mask) and releases its stage."""
@@ -235,17 +286,23 @@ def _fwd_compute(xs, ready, empty, W, B, Y, MEAN, RSTD, MASK, SUMS, N, eps, lowe
         y = xhat * w
         if HAS_BIAS:
             y += b
-        if CLAMP_MASK:
-            mask_row = MASK + row.to(gl.int64) * (N // 8) + part * (SN // 8)
-            y = _clamp_and_store_mask(y, x.dtype, mask_row, lower, upper, keep_from, keep_to, SR, L, L3, TRAINING,
-                                      KEEP_BY_BITS)  # fmt: skip
-        gl.store(Y + row.to(gl.int64) * N + col0 + offsets, y.to(x.dtype))
+        if MASK_APART:  # y clamped over its stage; the mask partition stores it and its mask (``_fwd_masker``)
+            xs.index(stage).store(_clamp_16(y.to(x.dtype), lower, upper, L))
+        else:
+            if CLAMP_MASK:
+                mask_row = MASK + row.to(gl.int64) * (N // 8) + part * (SN // 8)
+                y = _clamp_and_store_mask(y, x.dtype, mask_row, lower, upper, keep_from, keep_to, SR, L, L3, TRAINING,
+                                          KEEP_BY_BITS)  # fmt: skip
+            gl.store(Y + row.to(gl.int64) * N + col0 + offsets, y.to(x.dtype))
         if TRAINING and part == 0:
             gl.store(RSTD + row, rstd)
             if not IS_RMS:
                 gl.store(MEAN + row, mean)
-        fence_async_shared()  # the reads above (the generic proxy) before the TMA's writes into the stage
-        mbarrier.arrive(empty.index(stage), count=1)
+        if MASK_APART:
+            mbarrier.arrive(ydone.index(stage), count=1)
+        else:
+            fence_async_shared()  # the reads above (the generic proxy) before the TMA's writes into the stage
+            mbarrier.arrive(empty.index(stage), count=1)
         if AHEAD == 2:
             own, own_next = own_next, own_ahead
         else:
@@ -268,20 +325,43 @@ def split_staged_fwd_kernel(
     inference call, y alone): neither statistic is stored, ``MEAN`` and ``RSTD`` placeholders (y). ``CLAMP_MASK``
     (LayerNorm + clamped ReLU): y clamped to ``[lower, upper]`` and, where ``TRAINING``, the packed mask stored in
     ``MASK`` (uint8 ``[M, N / 8]``, rows contiguous; else a placeholder, y), its bits ``keep_from <= y <= keep_to``
-    (``_clamp_and_store_mask``; ``KEEP_BY_BITS``: ``0 < keep_from <= keep_to``). ``SUMS``: int64 ``[M, PARTS]``,
+    (``_clamp_and_store_mask``; ``KEEP_BY_BITS``: ``0 < keep_from <= keep_to``); a training call's y and mask are
+    stored by a partition of 4 warps of their own (``_fwd_masker``), the compute warps writing the clamped y over its
+    stage. ``SUMS``: int64 ``[M, PARTS]``,
     filled with ``SENTINEL`` before the launch."""
     groups, part, group, my_rows = _split_program(M, PARTS)
     xs = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
     ready, empty = _stage_barriers(STAGES)
-    gl.warp_specialize(
-        [
-            (_fwd_compute, (xs, ready, empty, W, B, Y, MEAN, RSTD, MASK, SUMS, N, eps, lower, upper, keep_from,
-                            keep_to, group, groups, part, my_rows, SR, L, PL, L3, PARTS, PARTS_P2, STAGES, AHEAD,
-                            ZERO_CENTERED, IS_RMS, HAS_BIAS, MAX_POLLS, TRAINING, CLAMP_MASK, KEEP_BY_BITS)),
-            (_fwd_loader, (xd, xs, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES, AHEAD)),
-        ],
-        [1], [LOADER_REGISTERS],
-    )  # fmt: skip
+    MASK_APART: gl.constexpr = CLAMP_MASK and TRAINING  # the fused training forward's mask partition
+    ydone = ready  # its barriers (the compute warps' y written over a stage); a placeholder without it
+    if MASK_APART:
+        ydone = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for st in gl.static_range(STAGES):
+            mbarrier.init(ydone.index(st), count=1)
+    # each partition's arguments written out in both calls: a tuple held in a variable cannot carry the layouts
+    if MASK_APART:
+        gl.warp_specialize(
+            [
+                (_fwd_compute, (xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, MASK, SUMS, N, eps, lower, upper,
+                                keep_from, keep_to, group, groups, part, my_rows, SR, L, PL, L3, PARTS, PARTS_P2,
+                                STAGES, AHEAD, ZERO_CENTERED, IS_RMS, HAS_BIAS, MAX_POLLS, TRAINING, CLAMP_MASK,
+                                KEEP_BY_BITS, MASK_APART)),
+                (_fwd_loader, (xd, xs, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES, AHEAD)),
+                (_fwd_masker, (xs, ydone, empty, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR, STAGES)),
+            ],
+            [1, 4], [LOADER_REGISTERS, MASKER_REGISTERS],
+        )  # fmt: skip
+    else:
+        gl.warp_specialize(
+            [
+                (_fwd_compute, (xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, MASK, SUMS, N, eps, lower, upper,
+                                keep_from, keep_to, group, groups, part, my_rows, SR, L, PL, L3, PARTS, PARTS_P2,
+                                STAGES, AHEAD, ZERO_CENTERED, IS_RMS, HAS_BIAS, MAX_POLLS, TRAINING, CLAMP_MASK,
+                                KEEP_BY_BITS, MASK_APART)),
+                (_fwd_loader, (xd, xs, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES, AHEAD)),
+            ],
+            [1], [LOADER_REGISTERS],
+        )  # fmt: skip
 
 
 def constexprs(n: int, slice_n: int, num_warps: int, stages: int, ahead: int, zero_centered: bool, is_rms: bool,
