@@ -31,8 +31,8 @@ def test_split_staged_forward_rule():
     """LayerNorm's, RMSNorm's and LayerNorm + clamped ReLU's forward at 65536 columns from 4096 rows, 16-bit x,
     float32 or 16-bit weights, a bias or none: slices of 16384 at 8 compute warps (4 a row); LayerNorm's and LayerNorm
     + clamped ReLU's at 32768 with a bias and float32 weights (2 a row). Not: other widths (16384, 49152), RMSNorm's at
-    32768, LayerNorm's there without a bias or with 16-bit weights, fewer rows, the clamped ReLU's forward of float16 x
-    and weights, float32 x, or where the kernel cannot run (``staged`` false)."""
+    32768, LayerNorm's there without a bias or with 16-bit weights, fewer rows, float32 x, or where the kernel cannot
+    run (``staged`` false). The clamped ReLU's training forward of float16 x and weights takes it too since round 94."""
     for is_rms in (False, True):
         for m in (4096, 32768, 100000):
             for flags in ({}, {"w_bytes": 2}, {"has_bias": False}, {"zero_centered": True}, {"x_fp16": True}):
@@ -56,7 +56,7 @@ def test_split_staged_forward_rule():
     assert not _fwd(4095, 65536).staged and not _fwd(4095, 65536, has_mask=True).staged
     for flags in ({}, {"w_bytes": 2}, {"x_fp16": True}, {"has_bias": False}):  # the clamped ReLU's training forward
         assert _fwd(32768, 65536, has_mask=True, **flags).staged, flags
-    assert not _fwd(32768, 65536, has_mask=True, x_fp16=True, w_bytes=2).staged
+    assert _fwd(32768, 65536, has_mask=True, x_fp16=True, w_bytes=2).staged  # since round 94 (its mask partition)
     assert not _fwd(32768, 65536, x_bytes=4).staged and not _fwd(32768, 65536, staged=False).staged
     assert config.split_staged_fwd_form(False) == (5, 2) and config.split_staged_fwd_form(True) == (4, 1)
     with config.limits(split_staged_fwd_min_m=1):
@@ -242,15 +242,6 @@ def test_split_staged_forward_compiles_for_hopper():
         assert c["threads"] == 32 * (warps + 4 + masker), (n, c)
 
 
-def _in_the_kernel(op, dtypes):
-    """A context in which a forward of 65536 columns takes the kernel at any rows: its fewest rows lowered, or, for the
-    clamped ReLU's forward of float16 x and weights (which the rule leaves to the chunked forward), its launch
-    forced."""
-    if op == "layer_norm_clamped_relu" and dtypes == (torch.float16, torch.float16):
-        return config.forced(fwd=LaunchConfig(1, 16384, 1, 8, 1, parts=4, staged=True))
-    return config.limits(split_staged_fwd_min_m=1)
-
-
 def _check(op, m, n, x_dtype, w_dtype, taken, bias=True, zero_centered_gamma=False, row_pad=0):
     x, w, b = make_inputs(m, n, x_dtype, w_dtype, bias=bias, row_pad=row_pad)
     spy, patch = staged_launches("_staged_forward")
@@ -277,7 +268,7 @@ def test_split_staged_forward_on_the_gpu(op, m, n, dtypes, bias, zero_centered_g
     bf16 x with float32 weights and fp16 with fp16; and, forced, LayerNorm's at 32768 (2 slices a row)."""
     pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
     if n == 65536:
-        with _in_the_kernel(op, dtypes):
+        with config.limits(split_staged_fwd_min_m=1):
             _check(op, m, n, *dtypes, 1, bias, zero_centered_gamma)
         return
     with config.forced(fwd=LaunchConfig(1, 16384, 1, 8, 1, parts=n // 16384, staged=True)):
@@ -287,16 +278,17 @@ def test_split_staged_forward_on_the_gpu(op, m, n, dtypes, bias, zero_centered_g
 @pytest.mark.gpu
 def test_split_staged_forward_at_the_rules_rows():
     """The rule's own launch, many rows a program (4096 x 65536 LayerNorm and LayerNorm + clamped ReLU, 4100 x 65536
-    RMSNorm); strided rows, which it cannot load, and the clamped ReLU's forward of fp16 x and weights take the
-    chunked forward; a mean far from zero (1000 + N(0, 1) in bf16) against the reference, which the threads' squares
-    about their own means keep (``norm_fwd_staged._chan``), and rows with an element far out (30000) first or second in
-    each slice."""
+    RMSNorm; LayerNorm + clamped ReLU's of fp16 x and weights too since round 94; at 32768 LayerNorm's with a bias and
+    float32 weights); strided rows, which it cannot load, take the chunked forward, as LayerNorm's at 32768 without a
+    bias or with fp16 weights; a mean far from zero (1000 + N(0, 1) in bf16) against the reference, which the threads'
+    squares about their own means keep (``norm_fwd_staged._chan``), and rows with an element far out (30000) first or
+    second in each slice."""
     pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
     _check("layer_norm", 4096, 65536, torch.bfloat16, torch.float32, 1)
     _check("layer_norm_clamped_relu", 4096, 65536, torch.bfloat16, torch.float32, 1)
-    _check("layer_norm_clamped_relu", 4096, 65536, torch.float16, torch.float16, 0)  # the chunked forward's
+    _check("layer_norm_clamped_relu", 4096, 65536, torch.float16, torch.float16, 1)  # since round 94
     _check("rms_norm", 4100, 65536, torch.float16, torch.float16, 1)
     _check("layer_norm", 4096, 32768, torch.bfloat16, torch.float32, 1)  # 32768: a bias and float32 weights
     _check("layer_norm_clamped_relu", 4100, 32768, torch.float16, torch.float32, 1)
@@ -330,7 +322,7 @@ def test_split_staged_clamped_relu_bounds(lower, upper, dtypes):
     x, w, b = make_inputs(300, 65536, *dtypes)
     x[5, 100] = float("nan")
     spy, patch = staged_launches("_staged_forward")
-    with patch, _in_the_kernel("layer_norm_clamped_relu", dtypes):
+    with patch, config.limits(split_staged_fwd_min_m=1):
         got = ops.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, lower, upper)
         inferred = ops.infer_unchecked("layer_norm_clamped_relu", x, w, b, 1e-5, False, lower, upper)
     assert spy.call_count == 2
@@ -404,7 +396,7 @@ def test_split_staged_inference_call_on_the_gpu(op, m, dtypes, bias, zero_center
     but the statistics' stores), through ``ops`` and through the functional API under ``no_grad``; one launch each."""
     pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
     x, w, b = make_inputs(m, 65536, *dtypes, bias=bias)
-    with _in_the_kernel(op, dtypes):
+    with config.limits(split_staged_fwd_min_m=1):
         y, public, trained, launches = _inference_calls(op, x, w, b, zero_centered_gamma)
     assert launches == 3
     compare(y, _reference_y(op, x, w, b, zero_centered_gamma), f"{op} inference y")

@@ -233,7 +233,7 @@ def fwd_config(
     ``block_n`` columns, one program a slice on one SM (``norm_fwd_staged.py``)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    if staged and _split_staged_fwd(m, n, is_rms, has_mask, x_bytes, x_fp16, w_bytes, has_bias):
+    if staged and _split_staged_fwd(m, n, is_rms, x_bytes, w_bytes, has_bias):
         return _split_staged_fwd_config(n)
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
@@ -312,7 +312,7 @@ def infer_config(
     storing y alone (round 90)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
-    if staged and _split_staged_fwd(m, n, is_rms, False, x_bytes, x_fp16, w_bytes, has_bias):
+    if staged and _split_staged_fwd(m, n, is_rms, x_bytes, w_bytes, has_bias):
         return _split_staged_fwd_config(n)
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
@@ -1381,16 +1381,13 @@ def _split_staged_fwd_config(n: int) -> LaunchConfig:
     return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_FWD_WARPS, 1, parts=n // slice_n, staged=True)
 
 
-def _split_staged_fwd(
-    m: int, n: int, is_rms: bool, has_mask: bool, x_bytes: int, x_fp16: bool, w_bytes: int, has_bias: bool
-) -> bool:
+def _split_staged_fwd(m: int, n: int, is_rms: bool, x_bytes: int, w_bytes: int, has_bias: bool) -> bool:
     """Whether the forward of m x n takes the split staged Gluon kernel (``norm_fwd_staged.split_staged_fwd_kernel``):
     16-bit x, calls of at least ``LIMITS["split_staged_fwd_min_m"]`` rows (4096), LayerNorm's, RMSNorm's and
     LayerNorm + clamped ReLU's at ``SPLIT_STAGED_FWD_N`` columns (65536); 16-bit or float32 weights, a bias or none
     (``has_bias``); LayerNorm's and LayerNorm + clamped ReLU's at ``SPLIT_STAGED_FWD_BIAS_N`` (32768) with a bias and
-    float32 weights;
-    the clamped ReLU's training forward (``has_mask``: its mask stored) but where both x and the weights are float16
-    (``x_fp16``, ``w_bytes``). Each row in slices of ``SPLIT_STAGED_FWD_SLICE_N`` columns at
+    float32 weights (``w_bytes``); the clamped ReLU's training forward (its mask stored) too, of float16 x and weights
+    as well since round 94. Each row in slices of ``SPLIT_STAGED_FWD_SLICE_N`` columns at
     ``SPLIT_STAGED_FWD_WARPS`` compute warps and a load warp, one program a slice on one SM, the slice's weights and
     bias held in registers (``split_staged_fwd_form``: LayerNorm's statistics two rows ahead, 5 rows in flight;
     RMSNorm's one, 4). ``infer_config`` asks it for the inference calls (y alone; the clamped ReLU's without a mask).
@@ -1403,9 +1400,9 @@ def _split_staged_fwd(
     ReLU's training forward, its mask's bits by y's bits (run 696): x1.058 / x1.046 at 32768 / 4096 rows of bf16 x,
     float32 weights (its time 1.16x the plain forward's at 32768 x 65536, 1.27-1.31x before; target 3: 1.05x), at
     8192 rows x1.035 bf16 x with bf16 weights, x1.091 fp16 x with float32 weights, but x0.981 / x0.986 at 8192 / 32768
-    rows of fp16 x and weights (the chunked fused forward there 83-84% of the copy), which keep the chunked forward.
-    The mask by two float compares and the clamp in float32 ran x0.86-0.94 (run 694); 16 compute warps x0.84 of 8
-    (run 695).
+    rows of fp16 x and weights (the chunked fused forward there 83-84% of the copy), which kept the chunked forward
+    until round 94's mask partition (below). The mask by two float compares and the clamp in float32 ran x0.86-0.94
+    (run 694); 16 compute warps x0.84 of 8 (run 695).
 
     Round 88 (H200, bf16 x, float32 weights). The probe's kernel at 32768 rows, in turns with the chunked forward before
     (GPU runs 681-682, us, with a bias): LayerNorm at 65536 2268 against 2742 (x1.21), at 32768 1135 against 1189
@@ -1422,8 +1419,11 @@ def _split_staged_fwd(
     x at 32768 / 4096 rows: the training forward x1.063 / x1.026, the fused one x1.145 / x1.091, the inference calls
     x1.063 / x1.043 and x1.045 / x1.025, zero-centered x1.061 / x1.033; fp16 x at 8192 rows x1.039 / x1.119. Without a
     bias x0.970 / x0.992 at 32768 / 8192 rows (the chunked forward reads no bias again there: 94% of the copy), with
-    16-bit weights x0.989-1.009 (fp16 / bf16, 8192 rows): those keep the chunked forward."""
-    if (has_mask and x_fp16 and w_bytes == 2) or x_bytes != 2 or m < LIMITS["split_staged_fwd_min_m"]:
+    16-bit weights x0.989-1.009 (fp16 / bf16, 8192 rows): those keep the chunked forward. The clamped ReLU's training
+    forward of fp16 x and weights at 65536, its y and mask now stored by a partition of their own
+    (``norm_fwd_staged._fwd_masker``; run 716): x1.072 / x1.065 / x1.073 at 32768 / 8192 / 4096 rows (86-90% of the
+    copy), taken."""
+    if x_bytes != 2 or m < LIMITS["split_staged_fwd_min_m"]:
         return False
     return n in SPLIT_STAGED_FWD_N or (n in SPLIT_STAGED_FWD_BIAS_N and has_bias and w_bytes == 4 and not is_rms)
 
