@@ -1417,10 +1417,10 @@ def _split_staged_fwd(m: int, n: int, is_rms: bool, x_bytes: int, w_bytes: int, 
     Round 94 (H200, GPU runs 711-713, against the chunked forward): LayerNorm's and LayerNorm + clamped ReLU's at
     32768 columns (``SPLIT_STAGED_FWD_BIAS_N``: two slices a row) where the call has a bias and float32 weights; bf16
     x at 32768 / 4096 rows: the training forward x1.063 / x1.026, the fused one x1.145 / x1.091, the inference calls
-    x1.063 / x1.043 and x1.045 / x1.025, zero-centered x1.061 / x1.033; fp16 x at 8192 rows x1.039 / x1.119. Without a
-    bias x0.970 / x0.992 at 32768 / 8192 rows (the chunked forward reads no bias again there: 94% of the copy), with
-    16-bit weights x0.989-1.009 (fp16 / bf16, 8192 rows): those keep the chunked forward. The clamped ReLU's training
-    forward of fp16 x and weights at 65536, its y and mask now stored by a partition of their own
+    x1.063 / x1.043 and x1.045 / x1.025, zero-centered x1.061 / x1.033; fp16 x (float32 weights) at 8192 rows x1.039 /
+    x1.119. Without a bias x0.970 / x0.992 at 32768 / 8192 rows (the chunked forward reads no bias again there: 94% of
+    the copy), with 16-bit weights x0.989-1.009 (fp16 / bf16, 8192 rows): those keep the chunked forward. The clamped
+    ReLU's training forward of fp16 x and weights at 65536, its y and mask now stored by a partition of their own
     (``norm_fwd_staged._fwd_masker``; run 716): x1.072 / x1.065 / x1.073 at 32768 / 8192 / 4096 rows (86-90% of the
     copy), taken."""
     if x_bytes != 2 or m < LIMITS["split_staged_fwd_min_m"]:

@@ -236,15 +236,16 @@ def _clamp_and_store_mask(y, out_dtype: gl.constexpr, mask_row, lower, upper, ke
 
 @gluon.jit
 def _fwd_compute(xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, MASK, SUMS, N, eps, lower, upper, keep_from, keep_to,
-                 group,
-                 groups, part, my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, L3: gl.constexpr,
+                 group, groups, part, my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, L3: gl.constexpr,
                  PARTS: gl.constexpr, PARTS_P2: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr,
                  ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, HAS_BIAS: gl.constexpr, MAX_POLLS: gl.constexpr,
                  TRAINING: gl.constexpr, CLAMP_MASK: gl.constexpr, KEEP_BY_BITS: gl.constexpr,
                  MASK_APART: gl.constexpr):  # fmt: skip
     """The compute warps: the slice's weights (and bias) read once; each step publishes the statistics of the row
     ``AHEAD`` ahead, works out this row's from the group's, stores its y (part 0 its mean and rstd where
-    ``TRAINING``; with ``CLAMP_MASK`` y clamped and, where ``TRAINING``, its mask) and releases its stage."""
+    ``TRAINING``; with ``CLAMP_MASK`` y clamped) and releases its stage. With ``MASK_APART`` (the clamped ReLU's
+    training forward) it writes the clamped y over its stage and signals ``ydone`` instead: ``_fwd_masker`` stores y
+    and the mask and releases the stage."""
     SN: gl.constexpr = SR * 256
     parts = gl.arange(0, PARTS_P2, layout=PL)
     others = (parts < PARTS) & (parts != part)
