@@ -858,7 +858,7 @@ def layout(rows: int, num_warps: int) -> gl.BlockedLayout:
 def mask_layout(rows: int, num_warps: int) -> gl.BlockedLayout:
     """A slice's ``[rows, 256]`` (``layout``) seen as ``[rows, 32, 8]``: each thread's 8 consecutive columns (a mask
     byte) along the last axis (the split staged kernels' clamped ReLU: this backward's ``_masked_dy``, the forward's
-    ``norm_fwd_staged._clamp_and_store_mask``). Only where the warps are all down the rows, so that a thread holds 8
+    ``norm_fwd_staged._fwd_masker``). Only where the warps are all down the rows, so that a thread holds 8
     columns: else a ValueError."""
     down = min(num_warps, rows)
     if rows <= 0 or rows % num_warps:

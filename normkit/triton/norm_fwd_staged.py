@@ -74,12 +74,16 @@ from .norm_bwd_staged import (
     _split_program,
     _stage_barriers,
     box_descriptor,
+    layout,
     mask_layout,
     slices_constexprs,
 )
 
-MASKER_REGISTERS = gl.constexpr(40)  # the fused forward's mask partition (``_fwd_masker``)
-MASK_CHUNK = gl.constexpr(8)  # its rows of 256 a load
+MASKER_WARPS = gl.constexpr(4)  # the fused forward's mask partition (``_fwd_masker``)
+MASKER_REGISTERS = gl.constexpr(40)  # its registers a thread
+MASK_CHUNK = gl.constexpr(8)  # its rows of 256 a load, seen as a part (``layout``) and as mask bytes (``mask_layout``)
+MASK_CHUNK_LAYOUT = gl.constexpr(layout(MASK_CHUNK.value, MASKER_WARPS.value))
+MASK_BYTES_LAYOUT = gl.constexpr(mask_layout(MASK_CHUNK.value, MASKER_WARPS.value))
 
 
 @gluon.jit
@@ -103,8 +107,8 @@ def _fwd_masker(xs, ydone, empty, Y, MASK, N, lower, upper, group, groups, part,
     compute warps wrote over its stage (``ydone``), stored to ``Y`` and its mask's bytes to ``MASK``, ``MASK_CHUNK``
     rows of 256 at a time (8 columns a thread: one byte; bit ``j`` set where ``lower < y < upper`` for y as stored,
     compared in float32 as ``ops.mask_thresholds`` defines it); then the stage released to the load warp (``empty``)."""
-    L: gl.constexpr = gl.BlockedLayout([MASK_CHUNK // 4, 8], [1, 32], [4, 1], [1, 0])
-    L3: gl.constexpr = gl.BlockedLayout([MASK_CHUNK // 4, 1, 8], [1, 32, 1], [4, 1, 1], [2, 1, 0])
+    L: gl.constexpr = MASK_CHUNK_LAYOUT
+    L3: gl.constexpr = MASK_BYTES_LAYOUT
     SN: gl.constexpr = SR * 256
     bit = 1 << gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))
     offsets = _offsets(0, MASK_CHUNK, L)
@@ -208,39 +212,18 @@ def _clamp_16(v, lower, upper, L: gl.constexpr):
 
 
 @gluon.jit
-def _clamp_and_store_mask(y, out_dtype: gl.constexpr, mask_row, lower, upper, keep_from, keep_to, SR: gl.constexpr,
-                          L: gl.constexpr, L3: gl.constexpr, TRAINING: gl.constexpr,
-                          KEEP_BY_BITS: gl.constexpr):  # fmt: skip
-    """The clamped ReLU of a slice's float32 y (``[SR, 256]`` in ``L``, whose threads hold 8 consecutive columns: a
-    mask byte each), stored as ``out_dtype``: ``clamp(y, lower, upper)``, NaN kept (``_clamp_16``); where
-    ``TRAINING`` its mask bytes stored from ``mask_row`` (the slice's first byte), bit ``j`` of a byte set where
-    column ``j`` of its 8 keeps its gradient. The bit describes the output as stored (``lower < out < upper`` in x's
-    dtype), which for float32 y is the interval ``[keep_from, keep_to]`` (``ops.mask_thresholds``), as
-    ``norm_fwd_kernel``'s (``KEEP_BY_BITS``: ``0 < keep_from <= keep_to``, one unsigned compare of y's bits, as
-    there). Each thread packs its own bytes: the slice as ``[SR, 32, 8]`` in ``L3`` (the same registers: no data
-    moved), its 8 columns' bits summed over the last axis."""
-    if TRAINING:
-        y3 = gl.convert_layout(gl.reshape(y, [SR, 32, 8]), L3, assert_trivial=True)
-        if KEEP_BY_BITS:  # positive floats are ordered as their bits; a negative y or a NaN lands past the span
-            first = keep_from.to(gl.uint32, bitcast=True)
-            keep = (y3.to(gl.uint32, bitcast=True) - first) <= keep_to.to(gl.uint32, bitcast=True) - first
-        else:
-            keep = (y3 >= keep_from) & (y3 <= keep_to)
-        bit = 1 << gl.arange(0, 8, layout=gl.SliceLayout(0, gl.SliceLayout(1, L3)))
-        packed = gl.sum(gl.where(keep, bit[None, None, :], 0), axis=2)
-        rows = gl.arange(0, SR, layout=gl.SliceLayout(1, gl.SliceLayout(2, L3)))
-        cols = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(2, L3)))
-        gl.store(mask_row + rows[:, None] * 32 + cols[None, :], packed.to(gl.uint8))
+def _round_and_clamp(y, out_dtype: gl.constexpr, lower, upper, L: gl.constexpr):
+    """The clamped ReLU of a slice's float32 y, stored as ``out_dtype``: y rounded, then ``clamp(y, lower, upper)`` on
+    16-bit pairs, NaN kept (``_clamp_16``)."""
     return _clamp_16(y.to(out_dtype), lower, upper, L)
 
 
 @gluon.jit
-def _fwd_compute(xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, MASK, SUMS, N, eps, lower, upper, keep_from, keep_to,
-                 group, groups, part, my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, L3: gl.constexpr,
-                 PARTS: gl.constexpr, PARTS_P2: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr,
-                 ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, HAS_BIAS: gl.constexpr, MAX_POLLS: gl.constexpr,
-                 TRAINING: gl.constexpr, CLAMP_MASK: gl.constexpr, KEEP_BY_BITS: gl.constexpr,
-                 MASK_APART: gl.constexpr):  # fmt: skip
+def _fwd_compute(xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, SUMS, N, eps, lower, upper, group, groups, part,
+                 my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr,
+                 PARTS_P2: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr, ZERO_CENTERED: gl.constexpr,
+                 IS_RMS: gl.constexpr, HAS_BIAS: gl.constexpr, MAX_POLLS: gl.constexpr, TRAINING: gl.constexpr,
+                 CLAMP_MASK: gl.constexpr, MASK_APART: gl.constexpr):  # fmt: skip
     """The compute warps: the slice's weights (and bias) read once; each step publishes the statistics of the row
     ``AHEAD`` ahead, works out this row's from the group's, stores its y (part 0 its mean and rstd where
     ``TRAINING``; with ``CLAMP_MASK`` y clamped) and releases its stage. With ``MASK_APART`` (the clamped ReLU's
@@ -290,10 +273,8 @@ def _fwd_compute(xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, MASK, SUMS, N, ep
         if MASK_APART:  # y clamped over its stage; the mask partition stores it and its mask (``_fwd_masker``)
             xs.index(stage).store(_clamp_16(y.to(x.dtype), lower, upper, L))
         else:
-            if CLAMP_MASK:
-                mask_row = MASK + row.to(gl.int64) * (N // 8) + part * (SN // 8)
-                y = _clamp_and_store_mask(y, x.dtype, mask_row, lower, upper, keep_from, keep_to, SR, L, L3, TRAINING,
-                                          KEEP_BY_BITS)  # fmt: skip
+            if CLAMP_MASK:  # an inference call's (no mask)
+                y = _round_and_clamp(y, x.dtype, lower, upper, L)
             gl.store(Y + row.to(gl.int64) * N + col0 + offsets, y.to(x.dtype))
         if TRAINING and part == 0:
             gl.store(RSTD + row, rstd)
@@ -325,11 +306,11 @@ def split_staged_fwd_kernel(
     ``B`` is ``W`` without a bias, not read). ``MEAN``: RMSNorm passes ``RSTD``, not written. Not ``TRAINING`` (an
     inference call, y alone): neither statistic is stored, ``MEAN`` and ``RSTD`` placeholders (y). ``CLAMP_MASK``
     (LayerNorm + clamped ReLU): y clamped to ``[lower, upper]`` and, where ``TRAINING``, the packed mask stored in
-    ``MASK`` (uint8 ``[M, N / 8]``, rows contiguous; else a placeholder, y), its bits ``keep_from <= y <= keep_to``
-    (``_clamp_and_store_mask``; ``KEEP_BY_BITS``: ``0 < keep_from <= keep_to``); a training call's y and mask are
-    stored by a partition of 4 warps of their own (``_fwd_masker``), the compute warps writing the clamped y over its
-    stage. ``SUMS``: int64 ``[M, PARTS]``,
-    filled with ``SENTINEL`` before the launch."""
+    ``MASK`` (uint8 ``[M, N / 8]``, rows contiguous; else a placeholder, y) by a partition of 4 warps of their own
+    (``_fwd_masker``: its bits from y as stored), the compute warps writing the clamped y over its stage. ``keep_from``,
+    ``keep_to``, ``L3`` and ``KEEP_BY_BITS`` (the mask's thresholds as ``norm_fwd_kernel`` takes them, the compute
+    warps' view of the mask bytes) are no longer read since round 94: ``ops`` still passes them (its launch is checked
+    on a GPU alone). ``SUMS``: int64 ``[M, PARTS]``, filled with ``SENTINEL`` before the launch."""
     groups, part, group, my_rows = _split_program(M, PARTS)
     xs = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
     ready, empty = _stage_barriers(STAGES)
@@ -343,22 +324,20 @@ def split_staged_fwd_kernel(
     if MASK_APART:
         gl.warp_specialize(
             [
-                (_fwd_compute, (xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, MASK, SUMS, N, eps, lower, upper,
-                                keep_from, keep_to, group, groups, part, my_rows, SR, L, PL, L3, PARTS, PARTS_P2,
-                                STAGES, AHEAD, ZERO_CENTERED, IS_RMS, HAS_BIAS, MAX_POLLS, TRAINING, CLAMP_MASK,
-                                KEEP_BY_BITS, MASK_APART)),
+                (_fwd_compute, (xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, SUMS, N, eps, lower, upper, group,
+                                groups, part, my_rows, SR, L, PL, PARTS, PARTS_P2, STAGES, AHEAD, ZERO_CENTERED,
+                                IS_RMS, HAS_BIAS, MAX_POLLS, TRAINING, CLAMP_MASK, MASK_APART)),
                 (_fwd_loader, (xd, xs, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES, AHEAD)),
                 (_fwd_masker, (xs, ydone, empty, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR, STAGES)),
             ],
-            [1, 4], [LOADER_REGISTERS, MASKER_REGISTERS],
+            [1, MASKER_WARPS], [LOADER_REGISTERS, MASKER_REGISTERS],
         )  # fmt: skip
     else:
         gl.warp_specialize(
             [
-                (_fwd_compute, (xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, MASK, SUMS, N, eps, lower, upper,
-                                keep_from, keep_to, group, groups, part, my_rows, SR, L, PL, L3, PARTS, PARTS_P2,
-                                STAGES, AHEAD, ZERO_CENTERED, IS_RMS, HAS_BIAS, MAX_POLLS, TRAINING, CLAMP_MASK,
-                                KEEP_BY_BITS, MASK_APART)),
+                (_fwd_compute, (xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, SUMS, N, eps, lower, upper, group,
+                                groups, part, my_rows, SR, L, PL, PARTS, PARTS_P2, STAGES, AHEAD, ZERO_CENTERED,
+                                IS_RMS, HAS_BIAS, MAX_POLLS, TRAINING, CLAMP_MASK, MASK_APART)),
                 (_fwd_loader, (xd, xs, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES, AHEAD)),
             ],
             [1], [LOADER_REGISTERS],
