@@ -186,15 +186,15 @@ staged = sys.modules["staged_kernels.norm_fwd_staged"]
 kernel = staged.split_staged_fwd_kernel
 POINTER = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}
 cases = json.loads(sys.argv[2])
-for n, slice_n, warps, stages, ahead, dtype, w_dtype, zero_centered, is_rms, has_bias, training, clamp, bits in cases:
+for n, slice_n, warps, stages, ahead, dtype, w_dtype, zero_centered, is_rms, has_bias, training, clamp, slots in cases:
     values = staged.constexprs(n, slice_n, warps, stages, ahead, zero_centered, is_rms, has_bias, 1 << 22, training,
-                               clamp, bits)
+                               clamp, slots)
     x = torch.empty(64, n, dtype=getattr(torch, dtype))
     stats = "*fp32" if training else POINTER[dtype]  # an inference call passes y for the statistics
     signature = {"xd": mangle_type(staged.descriptor(x, values["SR"])), "W": POINTER[w_dtype], "B": POINTER[w_dtype],
                  "Y": POINTER[dtype], "MEAN": stats, "RSTD": stats, "MASK": "*u8" if clamp and training else
                  POINTER[dtype], "SUMS": "*i64", "M": "i32", "N": "i32", "eps": "fp32", "lower": "fp32",
-                 "upper": "fp32", "keep_from": "fp32", "keep_to": "fp32"}
+                 "upper": "fp32"}
     signature |= {name: "constexpr" for name in values}
     aligned = [kernel.arg_names.index(name) for name in ("W", "B", "Y", "MEAN", "RSTD", "MASK", "SUMS", "N")]
     source = GluonASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
@@ -210,24 +210,27 @@ def test_split_staged_forward_compiles_for_hopper():
     Gluon), in the rule's forms: LayerNorm's at 65536 (5 stages, two rows ahead) with a bias and without, and at 32768
     (2 slices a row), RMSNorm's at 65536 (4 stages, one row ahead), bf16 x with float32 weights and fp16 with fp16,
     zero-centered gamma, training and inference calls; its 8 compute warps, the load warp's group of 4 and, in the
-    clamped ReLU's training forward, the mask partition's 4; its shared memory (the stages of a slice of x) fits a
-    Hopper SM."""
+    clamped ReLU's training forward, the mask partition's 4, its y in slots of its own (float32 weights) or over x's
+    stage (16-bit weights); its shared memory (the stages of a slice of x, and those slots of y) fits a Hopper SM."""
     pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
-    cases = [  # n, x, weights, zero-centered, RMSNorm, bias, training, clamped ReLU, its mask by bits
-        (65536, "bfloat16", "float32", False, False, True, True, False, False),
-        (65536, "float16", "float16", True, False, False, True, False, False),
-        (65536, "bfloat16", "float32", True, True, False, True, False, False),
-        (65536, "float16", "float16", False, True, True, True, False, False),
-        (65536, "bfloat16", "float32", False, False, True, False, False, False),
-        (65536, "float16", "float16", True, True, True, False, False, False),
-        (65536, "bfloat16", "float32", False, False, True, True, True, True),
-        (65536, "float16", "float16", True, False, False, True, True, False),
-        (65536, "bfloat16", "float32", False, False, True, False, True, False),
-        (32768, "bfloat16", "float32", False, False, True, True, True, True),
-        (32768, "float16", "float32", True, False, True, True, False, False),
+    cases = [  # n, x, weights, zero-centered, RMSNorm, bias, training, clamped ReLU
+        (65536, "bfloat16", "float32", False, False, True, True, False),
+        (65536, "float16", "float16", True, False, False, True, False),
+        (65536, "bfloat16", "float32", True, True, False, True, False),
+        (65536, "float16", "float16", False, True, True, True, False),
+        (65536, "bfloat16", "float32", False, False, True, False, False),
+        (65536, "float16", "float16", True, True, True, False, False),
+        (65536, "bfloat16", "float32", False, False, True, True, True),
+        (65536, "float16", "float16", True, False, False, True, True),
+        (65536, "bfloat16", "float32", False, False, True, False, True),
+        (32768, "bfloat16", "float32", False, False, True, True, True),
+        (32768, "float16", "float32", True, False, True, True, False),
     ]
     slice_n, warps = config.SPLIT_STAGED_FWD_SLICE_N, config.SPLIT_STAGED_FWD_WARPS
     cases = [(c[0], slice_n, warps, *config.split_staged_fwd_form(c[4]), *c[1:]) for c in cases]
+    # the clamped ReLU's training forward's slots of y, by the rule (its weights)
+    cases = [(*c, config.split_staged_fwd_y_slots(4 if c[6] == "float32" else 2) if c[-1] and c[-2] else 0)
+             for c in cases]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run(
         [sys.executable, "-c", COMPILE, str(KERNEL_FILE.parent), json.dumps(cases)], env=env, capture_output=True,
@@ -236,9 +239,11 @@ def test_split_staged_forward_compiles_for_hopper():
     assert done.returncode == 0, done.stderr[-3000:]
     compiled = [json.loads(line) for line in done.stdout.splitlines()]
     assert [c["n"] for c in compiled] == [case[0] for case in cases]
-    for c, (n, slice_n, warps, stages, *_, training, clamp, _) in zip(compiled, cases):
-        assert c["cubin"] > 0 and stages * slice_n * 2 <= c["shared"] <= HOPPER_SHARED_MEMORY, (n, c)
-        masker = 4 if training and clamp else 0  # the fused training forward's mask partition (4 warps)
+    assert {c[-1] for c in cases} == {0, 2}  # both ways of the mask partition's y compiled
+    for c, (n, slice_n, warps, stages, *_, training, clamp, y_slots) in zip(compiled, cases):
+        # x's stages and the fused training forward's y slots beside them; its mask partition (4 warps)
+        assert c["cubin"] > 0 and (stages + y_slots) * slice_n * 2 <= c["shared"] <= HOPPER_SHARED_MEMORY, (n, c)
+        masker = 4 if training and clamp else 0
         assert c["threads"] == 32 * (warps + 4 + masker), (n, c)
 
 
@@ -313,7 +318,7 @@ def test_split_staged_forward_at_the_rules_rows():
                          ids=["bf16-fp32", "fp16"])  # fmt: skip
 def test_split_staged_clamped_relu_bounds(lower, upper, dtypes):
     """LayerNorm + clamped ReLU in the kernel (300 x 65536, its fewest rows lowered) at bounds whose mask interval is
-    positive (0 and 6: the bits by y's bits, ``KEEP_BY_BITS``) or reaches below zero (-0.25 and 1), a row holding a
+    positive (0 and 6) or reaches below zero (-0.25 and 1), a row holding a
     NaN (y NaN there, its bits 0): y, the statistics and the mask against the reference; the inference call's y bit
     for bit the training call's."""
     pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
@@ -335,23 +340,29 @@ def test_split_staged_clamped_relu_bounds(lower, upper, dtypes):
 
 
 def test_split_staged_forward_plan_of_the_clamped_relu():
-    """The clamped ReLU's plan (worked out on the CPU): ``CLAMP_MASK``; ``KEEP_BY_BITS`` where its training call's
-    mask interval is positive (bounds 0 and 6), not below zero (-0.25 and 1) nor in an inference call (no mask); the
-    plan's bounds and thresholds (``ops.mask_thresholds``)."""
+    """The clamped ReLU's plan (worked out on the CPU): ``CLAMP_MASK``, ``TRAINING`` as the call's; the plan's bounds
+    alone (the mask partition's bits compare y as stored against them, ``norm_fwd_staged._fwd_masker``), whether its
+    interval is positive (bounds 0 and 6) or reaches below zero (-0.25 and 1); the training call's y in slots of its
+    own with float32 weights (``config.split_staged_fwd_y_slots``), over x's stage with fp16 weights and in no slots
+    in an inference call; ``constexprs`` refuses slots of y without the mask, or fewer than none."""
     staged = pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
-    for clamp, training, by_bits in (((0.0, 6.0), True, True), ((-0.25, 1.0), True, False), ((0.0, 6.0), False, False)):
+    for clamp, training in (((0.0, 6.0), True), ((-0.25, 1.0), True), ((0.0, 6.0), False)):
         key = (32768, 65536, torch.bfloat16, torch.float32, True, False, False, clamp, training, -1, config.generation)
         plan = ops._forward_plan(*key, 1, True)
         v = dict(zip(ops.SPLIT_STAGED_FWD.constexpr_names, plan.values))
-        assert v["CLAMP_MASK"] and v["TRAINING"] == training and v["KEEP_BY_BITS"] == by_bits, (clamp, training)
-        keep = ops.mask_thresholds(*clamp, torch.bfloat16) if training else (0.0, 0.0)
-        assert plan.thresholds == (*clamp, *keep), (clamp, training)
+        assert v["CLAMP_MASK"] and v["TRAINING"] == training and "KEEP_BY_BITS" not in v, (clamp, training)
+        assert plan.thresholds == clamp, (clamp, training)
+        assert v["Y_SLOTS"] == (config.SPLIT_STAGED_FWD_Y_SLOTS if training else 0) == (2 if training else 0)
+    fp16 = (32768, 65536, torch.float16, torch.float16, True, False, False, (0.0, 6.0), True, -1, config.generation)
+    assert dict(zip(ops.SPLIT_STAGED_FWD.constexpr_names, ops._forward_plan(*fp16, 1, True).values))["Y_SLOTS"] == 0
+    with pytest.raises(ValueError, match=r"y_slots \(2\) are the clamped ReLU's training forward's"):
+        staged.constexprs(65536, 16384, 8, 5, 2, False, False, True, 1, False, True, 2)
+    with pytest.raises(ValueError, match=r"y_slots \(-1\)"):
+        staged.constexprs(65536, 16384, 8, 5, 2, False, False, True, 1, True, True, -1)
     with pytest.raises(ValueError, match="clamp_mask is LayerNorm's"):
         staged.constexprs(65536, 16384, 8, 4, 1, False, True, False, 1, True, True)
-    with pytest.raises(ValueError, match="keep_by_bits describes the mask"):
-        staged.constexprs(65536, 16384, 8, 5, 2, False, False, False, 1, False, True, True)
     with pytest.raises(ValueError, match="the mask's bytes need the warps down the slice's rows"):
         staged.mask_layout(4, 8)
 

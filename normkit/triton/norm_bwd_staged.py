@@ -127,6 +127,13 @@ x0.93-0.97 at 14848-15872 at 4096 fp16 (not taken). The masked split staged back
 partition of 4 warps of its own as each row landed, the compute warps then running the plain step, ran x0.970 /
 x0.976 at 32768 x 32768 / 16384 (bf16 x, float32 weights): not taken.
 
+Round 95 (H200, GPU runs 719-721). Nsight Compute's warp sampling of the masked split staged backward (run 719, 8192
+x 32768, bf16 x, float32 weights) put 38% of its samples at CTA barriers: 25% in the warps of the load warp's group
+that have no work (they wait there for the whole kernel), 11% in the compute warps at the barrier before a row's
+stage is released (one thread arrives, once all have read it). The stage released as soon as x and dy are read,
+before dx is worked out and stored, ran x0.956 / x0.938 at 32768 x 16384 / 32768 (LayerNorm's without the mask
+x0.953 / x0.912; RMSNorm's x0.962 / x1.015): not taken.
+
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
 """

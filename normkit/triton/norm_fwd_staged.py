@@ -54,6 +54,15 @@ x0.96-1.02 before round 93's statistics): x1.063 / x1.145 / x1.063 / x1.045 (the
 the inference calls of both) at 32768 rows, x1.026-1.091 at 4096, x1.039 / x1.119 at 8192 of fp16 x with float32
 weights; without a bias x0.970 / x0.992 (32768 / 8192 rows) and with 16-bit weights x0.989-1.009, which keep the
 chunked forward.
+
+Round 95 (H200, GPU runs 718-721, ``bench.ab`` in turns against round 94's). With float32 weights the fused training
+forward's clamped y goes into 2 slots of shared memory of its own (``Y_SLOTS``; ``config.split_staged_fwd_y_slots``),
+which the mask partition frees after its stores; the compute warps release x's stage themselves, and no CTA barrier
+stands between their reads of x and their writes of y (the kernel's barriers 36 -> 33): x1.011 / x1.008 / x1.006 at
+32768 / 8192 / 4096 rows of 65536 (bf16 x; its time 1.063x the plain forward's at 32768 rows), x1.043 at 32768 x
+32768. With fp16 weights it ran x0.988-0.994 (y stays over x's stage there). Releasing x's stage right after its reads
+(before y is worked out and stored) ran x0.93-0.97 in the plain forward; the split staged backward's stage released
+after its reads of x and dy, x0.91-0.96 (``norm_bwd_staged``).
 """
 
 from __future__ import annotations
@@ -101,12 +110,14 @@ def _fwd_loader(xd, xs, ready, empty, group, groups, part, my_rows, SR: gl.const
 
 
 @gluon.jit
-def _fwd_masker(xs, ydone, empty, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR: gl.constexpr,
-                STAGES: gl.constexpr):  # fmt: skip
+def _fwd_masker(ys, ydone, yfree, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR: gl.constexpr,
+                SLOTS: gl.constexpr, Y_SLOTS: gl.constexpr):  # fmt: skip
     """LayerNorm + clamped ReLU's training forward, its mask partition (4 warps): each row's clamped y, which the
-    compute warps wrote over its stage (``ydone``), stored to ``Y`` and its mask's bytes to ``MASK``, ``MASK_CHUNK``
-    rows of 256 at a time (8 columns a thread: one byte; bit ``j`` set where ``lower < y < upper`` for y as stored,
-    compared in float32 as ``ops.mask_thresholds`` defines it); then the stage released to the load warp (``empty``)."""
+    compute warps wrote into its slot of ``ys`` (``ydone``; ``SLOTS`` slots), stored to ``Y`` and its mask's bytes to
+    ``MASK``, ``MASK_CHUNK`` rows of 256 at a time (8 columns a thread: one byte; bit ``j`` set where ``lower < y <
+    upper`` for y as stored, compared in float32 as ``ops.mask_thresholds`` defines it); then the slot released
+    (``yfree``): to the compute warps where y has ``Y_SLOTS`` slots of its own, else (y written over x's stage, ``ys``
+    x's stages and ``yfree`` their ``empty``) to the load warp."""
     L: gl.constexpr = MASK_CHUNK_LAYOUT
     L3: gl.constexpr = MASK_BYTES_LAYOUT
     SN: gl.constexpr = SR * 256
@@ -116,20 +127,21 @@ def _fwd_masker(xs, ydone, empty, Y, MASK, N, lower, upper, group, groups, part,
     cols3 = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(2, L3)))
     bytes_at = rows3[:, None] * 32 + cols3[None, :]
     for i in range(my_rows):
-        stage = i % STAGES
+        slot = i % SLOTS
         row = group + i * groups
-        mbarrier.wait(ydone.index(stage), (i // STAGES) & 1)
+        mbarrier.wait(ydone.index(slot), (i // SLOTS) & 1)
         y_row = Y + row.to(gl.int64) * N + part * SN
         mask_row = MASK + row.to(gl.int64) * (N // 8) + part * (SN // 8)
         for r in gl.static_range(0, SR, MASK_CHUNK):
-            y = xs.index(stage).slice(r, MASK_CHUNK, dim=0).load(L)
+            y = ys.index(slot).slice(r, MASK_CHUNK, dim=0).load(L)
             gl.store(y_row + r * 256 + offsets, y)
             yf = gl.convert_layout(gl.reshape(y.to(gl.float32), [MASK_CHUNK, 32, 8]), L3, assert_trivial=True)
             keep = (yf > lower) & (yf < upper)
             packed = gl.sum(gl.where(keep, bit[None, None, :], 0), axis=2)
             gl.store(mask_row + r * 32 + bytes_at, packed.to(gl.uint8))
-        fence_async_shared()  # the reads above (the generic proxy) before the TMA's next writes into the stage
-        mbarrier.arrive(empty.index(stage), count=1)
+        if Y_SLOTS == 0:
+            fence_async_shared()  # the reads above (the generic proxy) before the TMA's next writes into the stage
+        mbarrier.arrive(yfree.index(slot), count=1)
 
 
 @gluon.constexpr_function
@@ -219,16 +231,19 @@ def _round_and_clamp(y, out_dtype: gl.constexpr, lower, upper, L: gl.constexpr):
 
 
 @gluon.jit
-def _fwd_compute(xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, SUMS, N, eps, lower, upper, group, groups, part,
-                 my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr,
+def _fwd_compute(xs, ready, empty, ys, ydone, yfree, W, B, Y, MEAN, RSTD, SUMS, N, eps, lower, upper, group,
+                 groups, part, my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr,
                  PARTS_P2: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr, ZERO_CENTERED: gl.constexpr,
                  IS_RMS: gl.constexpr, HAS_BIAS: gl.constexpr, MAX_POLLS: gl.constexpr, TRAINING: gl.constexpr,
-                 CLAMP_MASK: gl.constexpr, MASK_APART: gl.constexpr):  # fmt: skip
+                 CLAMP_MASK: gl.constexpr, MASK_APART: gl.constexpr, SLOTS: gl.constexpr,
+                 Y_SLOTS: gl.constexpr):  # fmt: skip
     """The compute warps: the slice's weights (and bias) read once; each step publishes the statistics of the row
     ``AHEAD`` ahead, works out this row's from the group's, stores its y (part 0 its mean and rstd where
     ``TRAINING``; with ``CLAMP_MASK`` y clamped) and releases its stage. With ``MASK_APART`` (the clamped ReLU's
-    training forward) it writes the clamped y over its stage and signals ``ydone`` instead: ``_fwd_masker`` stores y
-    and the mask and releases the stage."""
+    training forward) it writes the clamped y into slot ``i % SLOTS`` of ``ys`` instead and signals ``ydone``: the mask
+    partition stores y and the mask. Where y has ``Y_SLOTS`` slots of its own, it waits for its slot (``yfree``) and
+    releases x's stage itself: no CTA barrier then stands between the warps' reads of x and their writes of y. Without
+    (``Y_SLOTS`` 0) ``ys`` is x's stages: y is written over x's and the mask partition releases the stage."""
     SN: gl.constexpr = SR * 256
     parts = gl.arange(0, PARTS_P2, layout=PL)
     others = (parts < PARTS) & (parts != part)
@@ -270,8 +285,10 @@ def _fwd_compute(xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, SUMS, N, eps, low
         y = xhat * w
         if HAS_BIAS:
             y += b
-        if MASK_APART:  # y clamped over its stage; the mask partition stores it and its mask (``_fwd_masker``)
-            xs.index(stage).store(_clamp_16(y.to(x.dtype), lower, upper, L))
+        if MASK_APART:  # y clamped into its slot; the mask partition stores it and its mask (``_fwd_masker``)
+            if Y_SLOTS > 0:
+                mbarrier.wait(yfree.index(i % SLOTS), ((i // SLOTS) & 1) ^ 1)
+            ys.index(i % SLOTS).store(_clamp_16(y.to(x.dtype), lower, upper, L))
         else:
             if CLAMP_MASK:  # an inference call's (no mask)
                 y = _round_and_clamp(y, x.dtype, lower, upper, L)
@@ -281,8 +298,8 @@ def _fwd_compute(xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, SUMS, N, eps, low
             if not IS_RMS:
                 gl.store(MEAN + row, mean)
         if MASK_APART:
-            mbarrier.arrive(ydone.index(stage), count=1)
-        else:
+            mbarrier.arrive(ydone.index(i % SLOTS), count=1)
+        if Y_SLOTS > 0 or not MASK_APART:
             fence_async_shared()  # the reads above (the generic proxy) before the TMA's writes into the stage
             mbarrier.arrive(empty.index(stage), count=1)
         if AHEAD == 2:
@@ -294,11 +311,11 @@ def _fwd_compute(xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, SUMS, N, eps, low
 
 @gluon.jit
 def split_staged_fwd_kernel(
-    xd, W, B, Y, MEAN, RSTD, MASK, SUMS, M, N, eps, lower, upper, keep_from, keep_to,
-    SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, L3: gl.constexpr, PARTS: gl.constexpr,
-    PARTS_P2: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr,
-    ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, HAS_BIAS: gl.constexpr, MAX_POLLS: gl.constexpr,
-    TRAINING: gl.constexpr, CLAMP_MASK: gl.constexpr, KEEP_BY_BITS: gl.constexpr,
+    xd, W, B, Y, MEAN, RSTD, MASK, SUMS, M, N, eps, lower, upper,
+    SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr, PARTS_P2: gl.constexpr,
+    VALID: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr,
+    HAS_BIAS: gl.constexpr, MAX_POLLS: gl.constexpr, TRAINING: gl.constexpr, CLAMP_MASK: gl.constexpr,
+    Y_SLOTS: gl.constexpr,
 ):  # fmt: skip
     """RMSNorm's or LayerNorm's y ``[M, N]`` (rows contiguous), rstd and mean ``[M]`` (float32) of rows split in
     ``PARTS`` slices of ``SR`` rows of 256, ``groups`` = programs / PARTS groups of programs (every program of the grid
@@ -307,37 +324,46 @@ def split_staged_fwd_kernel(
     inference call, y alone): neither statistic is stored, ``MEAN`` and ``RSTD`` placeholders (y). ``CLAMP_MASK``
     (LayerNorm + clamped ReLU): y clamped to ``[lower, upper]`` and, where ``TRAINING``, the packed mask stored in
     ``MASK`` (uint8 ``[M, N / 8]``, rows contiguous; else a placeholder, y) by a partition of 4 warps of their own
-    (``_fwd_masker``: its bits from y as stored), the compute warps writing the clamped y over its stage. ``keep_from``,
-    ``keep_to``, ``L3`` and ``KEEP_BY_BITS`` (the mask's thresholds as ``norm_fwd_kernel`` takes them, the compute
-    warps' view of the mask bytes) are no longer read since round 94: ``ops`` still passes them (its launch is checked
-    on a GPU alone). ``SUMS``: int64 ``[M, PARTS]``, filled with ``SENTINEL`` before the launch."""
+    (``_fwd_masker``: its bits from y as stored), the compute warps writing the clamped y into ``Y_SLOTS`` slots of
+    shared memory of its own, or over x's stage where ``Y_SLOTS`` is 0. ``SUMS``: int64 ``[M, PARTS]``, filled with
+    ``SENTINEL`` before the launch."""
     groups, part, group, my_rows = _split_program(M, PARTS)
     xs = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
     ready, empty = _stage_barriers(STAGES)
     MASK_APART: gl.constexpr = CLAMP_MASK and TRAINING  # the fused training forward's mask partition
-    ydone = ready  # its barriers (the compute warps' y written over a stage); a placeholder without it
+    # its slots of y and their barriers (y over x's stages, ``yfree`` their ``empty``, without slots of its own);
+    # placeholders without it
+    ys, ydone, yfree = xs, ready, empty
+    SLOTS: gl.constexpr = Y_SLOTS if Y_SLOTS > 0 else STAGES
     if MASK_APART:
-        ydone = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        for st in gl.static_range(STAGES):
-            mbarrier.init(ydone.index(st), count=1)
+        if Y_SLOTS > 0:
+            ys = gl.allocate_shared_memory(xd.dtype, [Y_SLOTS, SR, 256], xd.layout)
+            ydone, yfree = _stage_barriers(Y_SLOTS)
+        else:  # (as round 94's kernel allocates them: its machine code unchanged)
+            ydone = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+            for st in gl.static_range(STAGES):
+                mbarrier.init(ydone.index(st), count=1)
     # each partition's arguments written out in both calls: a tuple held in a variable cannot carry the layouts
     if MASK_APART:
         gl.warp_specialize(
             [
-                (_fwd_compute, (xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, SUMS, N, eps, lower, upper, group,
-                                groups, part, my_rows, SR, L, PL, PARTS, PARTS_P2, STAGES, AHEAD, ZERO_CENTERED,
-                                IS_RMS, HAS_BIAS, MAX_POLLS, TRAINING, CLAMP_MASK, MASK_APART)),
+                (_fwd_compute, (xs, ready, empty, ys, ydone, yfree, W, B, Y, MEAN, RSTD, SUMS, N, eps, lower, upper,
+                                group, groups, part, my_rows, SR, L, PL, PARTS, PARTS_P2, STAGES, AHEAD,
+                                ZERO_CENTERED, IS_RMS, HAS_BIAS, MAX_POLLS, TRAINING, CLAMP_MASK, MASK_APART,
+                                SLOTS, Y_SLOTS)),
                 (_fwd_loader, (xd, xs, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES, AHEAD)),
-                (_fwd_masker, (xs, ydone, empty, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR, STAGES)),
+                (_fwd_masker, (ys, ydone, yfree, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR, SLOTS,
+                               Y_SLOTS)),
             ],
             [1, MASKER_WARPS], [LOADER_REGISTERS, MASKER_REGISTERS],
         )  # fmt: skip
     else:
         gl.warp_specialize(
             [
-                (_fwd_compute, (xs, ready, empty, ydone, W, B, Y, MEAN, RSTD, SUMS, N, eps, lower, upper, group,
-                                groups, part, my_rows, SR, L, PL, PARTS, PARTS_P2, STAGES, AHEAD, ZERO_CENTERED,
-                                IS_RMS, HAS_BIAS, MAX_POLLS, TRAINING, CLAMP_MASK, MASK_APART)),
+                (_fwd_compute, (xs, ready, empty, ys, ydone, yfree, W, B, Y, MEAN, RSTD, SUMS, N, eps, lower, upper,
+                                group, groups, part, my_rows, SR, L, PL, PARTS, PARTS_P2, STAGES, AHEAD,
+                                ZERO_CENTERED, IS_RMS, HAS_BIAS, MAX_POLLS, TRAINING, CLAMP_MASK, MASK_APART,
+                                SLOTS, Y_SLOTS)),
                 (_fwd_loader, (xd, xs, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES, AHEAD)),
             ],
             [1], [LOADER_REGISTERS],
@@ -346,19 +372,19 @@ def split_staged_fwd_kernel(
 
 def constexprs(n: int, slice_n: int, num_warps: int, stages: int, ahead: int, zero_centered: bool, is_rms: bool,
                has_bias: bool, max_polls: int, training: bool = True, clamp_mask: bool = False,
-               keep_by_bits: bool = False) -> dict:  # fmt: skip
+               y_slots: int = 0) -> dict:  # fmt: skip
     """``split_staged_fwd_kernel``'s constexpr arguments for rows of n columns in slices of ``slice_n``, ``stages``
     rows in flight, the statistics published ``ahead`` rows ahead (``norm_bwd_staged.slices_constexprs``); not
     ``training``: y alone (an inference call); ``clamp_mask``: LayerNorm + clamped ReLU (and its mask where
-    ``training``); ``keep_by_bits``: the mask's interval is positive (``0 < keep_from <= keep_to``)."""
+    ``training``); ``y_slots``: the clamped ReLU's training forward's y in that many slices of shared memory of its
+    own (0: over x's stage)."""
     if clamp_mask and is_rms:
         raise ValueError("clamp_mask is LayerNorm's (LayerNorm + clamped ReLU), not RMSNorm's")
-    if keep_by_bits and not (clamp_mask and training):
-        raise ValueError("keep_by_bits describes the mask: it needs clamp_mask and training")
+    if y_slots < 0 or (y_slots and not (clamp_mask and training)):
+        raise ValueError(f"y_slots ({y_slots}) are the clamped ReLU's training forward's: 0 or more, with its mask")
     values = slices_constexprs(n, slice_n, num_warps, stages, ahead)
-    l3 = mask_layout(values["SR"], num_warps) if clamp_mask else values["L"]  # (without the mask a placeholder)
     flags = dict(ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_BIAS=has_bias, MAX_POLLS=max_polls)
-    return values | flags | dict(L3=l3, TRAINING=training, CLAMP_MASK=clamp_mask, KEEP_BY_BITS=keep_by_bits)
+    return values | flags | dict(TRAINING=training, CLAMP_MASK=clamp_mask, Y_SLOTS=y_slots)
 
 
 def descriptor(x, slice_rows: int) -> TensorDescriptor:

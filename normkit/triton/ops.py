@@ -60,7 +60,7 @@ class _ForwardPlan(NamedTuple):
     blocks_per_program: int
     num_warps: int
     values: tuple  # the constexprs, in norm_fwd_kernel's order
-    thresholds: tuple  # lower, upper, keep_from, keep_to
+    thresholds: tuple  # lower, upper, keep_from, keep_to (the split staged forward's: lower, upper)
     stat_dtype: torch.dtype
     row_blocks: int
     programs_per_sm: int  # a persistent grid's (0: one program a row block)
@@ -137,11 +137,12 @@ def _forward_plan(
         stages, ahead = config.split_staged_fwd_form(is_rms)
         values = STAGED_FWD.constexprs(
             n, cfg.block_n, cfg.num_warps, stages, ahead, zero_centered_gamma, is_rms, has_bias, config.GPU_MAX_POLLS,
-            training, clamp is not None, has_mask and 0.0 < keep_from <= keep_to,
+            training, clamp is not None, config.split_staged_fwd_y_slots(w_bytes) if has_mask else 0,
         )  # fmt: skip
         programs = config.split_staged_groups(device, m, cfg.parts) * cfg.parts
         values = SPLIT_STAGED_FWD.values(**values)
-        return _ForwardPlan(programs, 1, cfg.num_warps, values, thresholds, stat_dtype, m, 0, [], {})
+        # its mask's bits compare y as stored against the bounds themselves (``norm_fwd_staged._fwd_masker``)
+        return _ForwardPlan(programs, 1, cfg.num_warps, values, thresholds[:2], stat_dtype, m, 0, [], {})
     whole_chunks = _whole_chunks(m, n, cfg)
     unrolled = min(whole_chunks or cfg.num_chunks, 8)
     pass_two_unroll = unrolled if has_mask and _pass_two_unrolled(m, cfg) else None
@@ -227,7 +228,7 @@ def _staged_forward(plan: _ForwardPlan, x, weight, bias, eps, y, mean, rstd, mas
     """The split staged forward's launch (``SPLIT_STAGED_FWD``) of a plan that takes it: x's descriptor kept encoded
     with the plan by x's address, as the staged backward's (``_staged_backward``); the row statistics' slots
     (``SUMS``) filled with ``SENTINEL`` first. An inference call (mean and rstd None) passes y for both, a call
-    without a mask (None) y for it; the clamp's bounds and the mask's thresholds are the plan's."""
+    without a mask (None) y for it; the clamp's bounds (its mask's thresholds) are the plan's."""
     m, n = x.shape
     sums = x.new_full((m, plan.values[_FWD_PARTS_AT]), SENTINEL, dtype=torch.int64)
     # RMSNorm passes rstd for the mean, an inference call y for both, and the weights for an absent bias (none read)
