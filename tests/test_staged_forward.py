@@ -210,8 +210,8 @@ def test_split_staged_forward_compiles_for_hopper():
     Gluon), in the rule's forms: LayerNorm's at 65536 (5 stages, two rows ahead) with a bias and without, and at 32768
     (2 slices a row), RMSNorm's at 65536 (4 stages, one row ahead), bf16 x with float32 weights and fp16 with fp16,
     zero-centered gamma, training and inference calls; its 8 compute warps, the load warp's group of 4 and, in the
-    clamped ReLU's training forward, the mask partition's 4, its y in slots of its own (float32 weights) or over x's
-    stage (16-bit weights); its shared memory (the stages of a slice of x, and those slots of y) fits a Hopper SM."""
+    clamped ReLU's training forward, the mask partition's 4, its y in slots of its own (bf16 x) or over x's stage
+    (fp16 x); its shared memory (the stages of a slice of x, and those slots of y) fits a Hopper SM."""
     pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
     cases = [  # n, x, weights, zero-centered, RMSNorm, bias, training, clamped ReLU
         (65536, "bfloat16", "float32", False, False, True, True, False),
@@ -229,8 +229,7 @@ def test_split_staged_forward_compiles_for_hopper():
     slice_n, warps = config.SPLIT_STAGED_FWD_SLICE_N, config.SPLIT_STAGED_FWD_WARPS
     cases = [(c[0], slice_n, warps, *config.split_staged_fwd_form(c[4]), *c[1:]) for c in cases]
     # the clamped ReLU's training forward's slots of y, by the rule (its weights)
-    cases = [(*c, config.split_staged_fwd_y_slots(4 if c[6] == "float32" else 2) if c[-1] and c[-2] else 0)
-             for c in cases]  # fmt: skip
+    cases = [(*c, config.split_staged_fwd_y_slots(c[5] == "float16") if c[-1] and c[-2] else 0) for c in cases]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run(
         [sys.executable, "-c", COMPILE, str(KERNEL_FILE.parent), json.dumps(cases)], env=env, capture_output=True,
@@ -343,8 +342,8 @@ def test_split_staged_forward_plan_of_the_clamped_relu():
     """The clamped ReLU's plan (worked out on the CPU): ``CLAMP_MASK``, ``TRAINING`` as the call's; the plan's bounds
     alone (the mask partition's bits compare y as stored against them, ``norm_fwd_staged._fwd_masker``), whether its
     interval is positive (bounds 0 and 6) or reaches below zero (-0.25 and 1); the training call's y in slots of its
-    own with float32 weights (``config.split_staged_fwd_y_slots``), over x's stage with fp16 weights and in no slots
-    in an inference call; ``constexprs`` refuses slots of y without the mask, or fewer than none."""
+    own of bf16 x (``config.split_staged_fwd_y_slots``), over x's stage of fp16 x and in no slots in an inference
+    call; ``constexprs`` refuses slots of y without the mask, or fewer than none."""
     staged = pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -355,8 +354,11 @@ def test_split_staged_forward_plan_of_the_clamped_relu():
         assert v["CLAMP_MASK"] and v["TRAINING"] == training and "KEEP_BY_BITS" not in v, (clamp, training)
         assert plan.thresholds == clamp, (clamp, training)
         assert v["Y_SLOTS"] == (config.SPLIT_STAGED_FWD_Y_SLOTS if training else 0) == (2 if training else 0)
-    fp16 = (32768, 65536, torch.float16, torch.float16, True, False, False, (0.0, 6.0), True, -1, config.generation)
-    assert dict(zip(ops.SPLIT_STAGED_FWD.constexpr_names, ops._forward_plan(*fp16, 1, True).values))["Y_SLOTS"] == 0
+    for x_dtype, w_dtype, slots in ((torch.float16, torch.float16, 0), (torch.float16, torch.float32, 0),
+                                    (torch.bfloat16, torch.bfloat16, 2)):  # fmt: skip
+        key = (32768, 65536, x_dtype, w_dtype, True, False, False, (0.0, 6.0), True, -1, config.generation)
+        v = dict(zip(ops.SPLIT_STAGED_FWD.constexpr_names, ops._forward_plan(*key, 1, True).values))
+        assert v["Y_SLOTS"] == slots, (x_dtype, w_dtype)
     with pytest.raises(ValueError, match=r"y_slots \(2\) are the clamped ReLU's training forward's"):
         staged.constexprs(65536, 16384, 8, 5, 2, False, False, True, 1, False, True, 2)
     with pytest.raises(ValueError, match=r"y_slots \(-1\)"):

@@ -1369,7 +1369,7 @@ SPLIT_STAGED_FWD_WARPS = 8
 # 4 in flight (``norm_fwd_staged.py``'s AHEAD)
 SPLIT_STAGED_FWD_FORMS = {False: (5, 2), True: (4, 1)}
 # the clamped ReLU's training forward: its clamped y in 2 slices of shared memory of its own, apart from x's stages
-# (``norm_fwd_staged._fwd_masker``), where the weights are float32; with 16-bit weights y over x's stage
+# (``norm_fwd_staged._fwd_masker``), of bf16 x; of fp16 x y over x's stage
 SPLIT_STAGED_FWD_Y_SLOTS = 2
 
 
@@ -1378,18 +1378,21 @@ def split_staged_fwd_form(is_rms: bool) -> tuple[int, int]:
     return SPLIT_STAGED_FWD_FORMS[is_rms]
 
 
-def split_staged_fwd_y_slots(w_bytes: int) -> int:
+def split_staged_fwd_y_slots(x_fp16: bool) -> int:
     """The clamped ReLU's training forward's slots of y in the split staged forward (``norm_fwd_staged``'s
-    ``Y_SLOTS``): ``SPLIT_STAGED_FWD_Y_SLOTS`` with float32 weights (``w_bytes`` 4), else 0 (y written over x's
-    stage, round 94's way).
+    ``Y_SLOTS``): ``SPLIT_STAGED_FWD_Y_SLOTS`` of bf16 x, 0 of fp16 x (``x_fp16``: y written over x's stage and stored
+    by the mask partition, round 94's way).
 
-    Round 95 (H200, GPU runs 718 and 720, ``bench.ab`` against round 94's kernel, GB/s now over before): y in 2 slots
-    of its own, so that the compute warps no longer wait at a CTA barrier between their reads of x and their writes of
-    y (Nsight Compute, run 714: 10.6% of the kernel's warp samples there). bf16 x, float32 weights: x1.011 / x1.008 /
-    x1.006 at 32768 / 8192 / 4096 rows of 65536, x1.043 at 32768 x 32768; fp16 x, float32 weights x0.999 (8192 rows);
-    fp16 x and weights x0.994 / x0.989 / x0.988 at 32768 / 8192 / 4096 rows, which keep y over x's stage. One slot ran
-    as two (x1.010 at 32768 x 65536 bf16)."""
-    return SPLIT_STAGED_FWD_Y_SLOTS if w_bytes == 4 else 0
+    Round 95 (H200, GPU runs 718-722, ``bench.ab`` against round 94's kernel, GB/s now over before): y in 2 slots of
+    its own, so that the compute warps no longer wait at a CTA barrier between their reads of x and their writes of y
+    (Nsight Compute, run 714: 10.6% of the kernel's warp samples there), and stored by the compute warps (the mask
+    partition makes the mask alone). bf16 x, float32 weights: x1.015 / x1.014 / x1.013 at 32768 / 8192 / 4096 rows of
+    65536 (run 722); with y still stored by the mask partition x1.011 / x1.008 / x1.006, x1.043 at 32768 x 32768, and
+    with bf16 weights x1.011 / x1.006 at 32768 / 8192 rows. fp16 x: x1.001 / x0.999 with float32 weights (8192 rows),
+    x0.992-0.994 / x0.989 / x0.988 with fp16 weights at 32768 / 8192 / 4096 rows: y stays over x's stage. One slot ran
+    as two (x1.010 at 32768 x 65536 bf16); the mask partition of 8 warps spills (184 bytes of stack, compiled for
+    sm_90 on the CPU; not run)."""
+    return 0 if x_fp16 else SPLIT_STAGED_FWD_Y_SLOTS
 
 
 def _split_staged_fwd_config(n: int) -> LaunchConfig:

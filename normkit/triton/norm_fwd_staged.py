@@ -55,14 +55,17 @@ the inference calls of both) at 32768 rows, x1.026-1.091 at 4096, x1.039 / x1.11
 weights; without a bias x0.970 / x0.992 (32768 / 8192 rows) and with 16-bit weights x0.989-1.009, which keep the
 chunked forward.
 
-Round 95 (H200, GPU runs 718-721, ``bench.ab`` in turns against round 94's). With float32 weights the fused training
-forward's clamped y goes into 2 slots of shared memory of its own (``Y_SLOTS``; ``config.split_staged_fwd_y_slots``),
-which the mask partition frees after its stores; the compute warps release x's stage themselves, and no CTA barrier
-stands between their reads of x and their writes of y (the kernel's barriers 36 -> 33): x1.011 / x1.008 / x1.006 at
-32768 / 8192 / 4096 rows of 65536 (bf16 x; its time 1.063x the plain forward's at 32768 rows), x1.043 at 32768 x
-32768. With fp16 weights it ran x0.988-0.994 (y stays over x's stage there). Releasing x's stage right after its reads
-(before y is worked out and stored) ran x0.93-0.97 in the plain forward; the split staged backward's stage released
-after its reads of x and dy, x0.91-0.96 (``norm_bwd_staged``).
+Round 95 (H200, GPU runs 718-722, ``bench.ab`` in turns against round 94's). Of bf16 x, the fused training forward's
+clamped y goes into 2 slots of shared memory of its own (``Y_SLOTS``; ``config.split_staged_fwd_y_slots``) rather
+than over x's stage, and the compute warps store y from their registers and release x's stage themselves; the mask
+partition reads y from its slot, stores the mask and frees the slot. No CTA barrier then stands between the compute
+warps' reads of x and their writes of y (the kernel's barriers 36 -> 33). Float32 weights: x1.015 / x1.014 / x1.013
+at 32768 / 8192 / 4096 rows of 65536 (run 722; its time 1.06x the plain forward's at 32768 rows), the slots with the
+mask partition still storing y x1.011 / x1.008 / x1.006 and x1.043 at 32768 x 32768 (runs 718, 720); bf16 weights
+x1.011 / x1.006 at 32768 / 8192 rows (those slots). Of fp16 x: x0.988-0.994 with fp16 weights, x0.999-1.001 with
+float32 weights: y stays over x's stage there. Releasing x's stage right after its reads (before y is worked out
+and stored) ran x0.93-0.97 in the plain forward; the split staged backward's stage released after its reads of x and
+dy, x0.91-0.96 (``norm_bwd_staged``).
 """
 
 from __future__ import annotations
@@ -113,11 +116,12 @@ def _fwd_loader(xd, xs, ready, empty, group, groups, part, my_rows, SR: gl.const
 def _fwd_masker(ys, ydone, yfree, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR: gl.constexpr,
                 SLOTS: gl.constexpr, Y_SLOTS: gl.constexpr):  # fmt: skip
     """LayerNorm + clamped ReLU's training forward, its mask partition (4 warps): each row's clamped y, which the
-    compute warps wrote into its slot of ``ys`` (``ydone``; ``SLOTS`` slots), stored to ``Y`` and its mask's bytes to
-    ``MASK``, ``MASK_CHUNK`` rows of 256 at a time (8 columns a thread: one byte; bit ``j`` set where ``lower < y <
+    compute warps wrote into its slot of ``ys`` (``ydone``; ``SLOTS`` slots), read ``MASK_CHUNK`` rows of 256 at a
+    time and its mask's bytes stored to ``MASK`` (8 columns a thread: one byte; bit ``j`` set where ``lower < y <
     upper`` for y as stored, compared in float32 as ``ops.mask_thresholds`` defines it); then the slot released
-    (``yfree``): to the compute warps where y has ``Y_SLOTS`` slots of its own, else (y written over x's stage, ``ys``
-    x's stages and ``yfree`` their ``empty``) to the load warp."""
+    (``yfree``). Where y has ``Y_SLOTS`` slots of its own the compute warps have stored y and the slot goes back to
+    them; else (``ys`` x's stages, y written over x's, ``yfree`` their ``empty``) this partition stores y to ``Y``
+    too and the stage goes back to the load warp."""
     L: gl.constexpr = MASK_CHUNK_LAYOUT
     L3: gl.constexpr = MASK_BYTES_LAYOUT
     SN: gl.constexpr = SR * 256
@@ -134,7 +138,8 @@ def _fwd_masker(ys, ydone, yfree, Y, MASK, N, lower, upper, group, groups, part,
         mask_row = MASK + row.to(gl.int64) * (N // 8) + part * (SN // 8)
         for r in gl.static_range(0, SR, MASK_CHUNK):
             y = ys.index(slot).slice(r, MASK_CHUNK, dim=0).load(L)
-            gl.store(y_row + r * 256 + offsets, y)
+            if Y_SLOTS == 0:
+                gl.store(y_row + r * 256 + offsets, y)
             yf = gl.convert_layout(gl.reshape(y.to(gl.float32), [MASK_CHUNK, 32, 8]), L3, assert_trivial=True)
             keep = (yf > lower) & (yf < upper)
             packed = gl.sum(gl.where(keep, bit[None, None, :], 0), axis=2)
@@ -240,10 +245,11 @@ def _fwd_compute(xs, ready, empty, ys, ydone, yfree, W, B, Y, MEAN, RSTD, SUMS, 
     """The compute warps: the slice's weights (and bias) read once; each step publishes the statistics of the row
     ``AHEAD`` ahead, works out this row's from the group's, stores its y (part 0 its mean and rstd where
     ``TRAINING``; with ``CLAMP_MASK`` y clamped) and releases its stage. With ``MASK_APART`` (the clamped ReLU's
-    training forward) it writes the clamped y into slot ``i % SLOTS`` of ``ys`` instead and signals ``ydone``: the mask
-    partition stores y and the mask. Where y has ``Y_SLOTS`` slots of its own, it waits for its slot (``yfree``) and
-    releases x's stage itself: no CTA barrier then stands between the warps' reads of x and their writes of y. Without
-    (``Y_SLOTS`` 0) ``ys`` is x's stages: y is written over x's and the mask partition releases the stage."""
+    training forward) it also writes the clamped y into slot ``i % SLOTS`` of ``ys`` and signals ``ydone``: the mask
+    partition makes the mask from it. Where y has ``Y_SLOTS`` slots of its own, the compute warps wait for their slot
+    (``yfree``), store y themselves and release x's stage: no CTA barrier then stands between their reads of x and
+    their writes of y. Without (``Y_SLOTS`` 0) ``ys`` is x's stages: y is written over x's, and the mask partition
+    stores it and releases the stage."""
     SN: gl.constexpr = SR * 256
     parts = gl.arange(0, PARTS_P2, layout=PL)
     others = (parts < PARTS) & (parts != part)
@@ -288,7 +294,10 @@ def _fwd_compute(xs, ready, empty, ys, ydone, yfree, W, B, Y, MEAN, RSTD, SUMS, 
         if MASK_APART:  # y clamped into its slot; the mask partition stores it and its mask (``_fwd_masker``)
             if Y_SLOTS > 0:
                 mbarrier.wait(yfree.index(i % SLOTS), ((i // SLOTS) & 1) ^ 1)
-            ys.index(i % SLOTS).store(_clamp_16(y.to(x.dtype), lower, upper, L))
+            y = _clamp_16(y.to(x.dtype), lower, upper, L)
+            ys.index(i % SLOTS).store(y)
+            if Y_SLOTS > 0:  # stored from the registers here, the mask partition making the mask alone
+                gl.store(Y + row.to(gl.int64) * N + col0 + offsets, y)
         else:
             if CLAMP_MASK:  # an inference call's (no mask)
                 y = _round_and_clamp(y, x.dtype, lower, upper, L)

@@ -137,7 +137,7 @@ def _forward_plan(
         stages, ahead = config.split_staged_fwd_form(is_rms)
         values = STAGED_FWD.constexprs(
             n, cfg.block_n, cfg.num_warps, stages, ahead, zero_centered_gamma, is_rms, has_bias, config.GPU_MAX_POLLS,
-            training, clamp is not None, config.split_staged_fwd_y_slots(w_bytes) if has_mask else 0,
+            training, clamp is not None, config.split_staged_fwd_y_slots(x_dtype == torch.float16) if has_mask else 0,
         )  # fmt: skip
         programs = config.split_staged_groups(device, m, cfg.parts) * cfg.parts
         values = SPLIT_STAGED_FWD.values(**values)
