@@ -1383,15 +1383,15 @@ def split_staged_fwd_y_slots(x_fp16: bool) -> int:
     ``Y_SLOTS``): ``SPLIT_STAGED_FWD_Y_SLOTS`` of bf16 x, 0 of fp16 x (``x_fp16``: y written over x's stage and stored
     by the mask partition, round 94's way).
 
-    Round 95 (H200, GPU runs 718-722, ``bench.ab`` against round 94's kernel, GB/s now over before): y in 2 slots of
+    Round 95 (H200, GPU runs 718-724, ``bench.ab`` against round 94's kernel, GB/s now over before): y in 2 slots of
     its own, so that the compute warps no longer wait at a CTA barrier between their reads of x and their writes of y
     (Nsight Compute, run 714: 10.6% of the kernel's warp samples there), and stored by the compute warps (the mask
     partition makes the mask alone). bf16 x, float32 weights: x1.015 / x1.014 / x1.013 at 32768 / 8192 / 4096 rows of
     65536 (run 722); with y still stored by the mask partition x1.011 / x1.008 / x1.006, x1.043 at 32768 x 32768, and
-    with bf16 weights x1.011 / x1.006 at 32768 / 8192 rows. fp16 x: x1.001 / x0.999 with float32 weights (8192 rows),
-    x0.992-0.994 / x0.989 / x0.988 with fp16 weights at 32768 / 8192 / 4096 rows: y stays over x's stage. One slot ran
-    as two (x1.010 at 32768 x 65536 bf16); the mask partition of 8 warps spills (184 bytes of stack, compiled for
-    sm_90 on the CPU; not run)."""
+    with bf16 weights x1.011 / x1.006 at 32768 / 8192 rows. fp16 x: x1.001 / x0.999 / x1.000 with float32 weights
+    (8192 rows), x0.992-0.994 / x0.989 / x0.988 with fp16 weights at 32768 / 8192 / 4096 rows (y stored by the compute
+    warps x0.998 / x0.997 / x0.995, run 724): y stays over x's stage. One slot ran as two (x1.010 at 32768 x 65536
+    bf16); the mask partition of 8 warps spills (184 bytes of stack, compiled for sm_90 on the CPU; not run)."""
     return 0 if x_fp16 else SPLIT_STAGED_FWD_Y_SLOTS
 
 
