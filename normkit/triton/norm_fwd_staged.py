@@ -55,17 +55,19 @@ the inference calls of both) at 32768 rows, x1.026-1.091 at 4096, x1.039 / x1.11
 weights; without a bias x0.970 / x0.992 (32768 / 8192 rows) and with 16-bit weights x0.989-1.009, which keep the
 chunked forward.
 
-Round 95 (H200, GPU runs 718-722, ``bench.ab`` in turns against round 94's). Of bf16 x, the fused training forward's
+Round 95 (H200, GPU runs 718-725, ``bench.ab`` in turns against round 94's). Of bf16 x, the fused training forward's
 clamped y goes into 2 slots of shared memory of its own (``Y_SLOTS``; ``config.split_staged_fwd_y_slots``) rather
 than over x's stage, and the compute warps store y from their registers and release x's stage themselves; the mask
 partition reads y from its slot, stores the mask and frees the slot. No CTA barrier then stands between the compute
-warps' reads of x and their writes of y (the kernel's barriers 36 -> 33). Float32 weights: x1.015 / x1.014 / x1.013
-at 32768 / 8192 / 4096 rows of 65536 (run 722; its time 1.06x the plain forward's at 32768 rows), the slots with the
-mask partition still storing y x1.011 / x1.008 / x1.006 and x1.043 at 32768 x 32768 (runs 718, 720); bf16 weights
-x1.011 / x1.006 at 32768 / 8192 rows (those slots). Of fp16 x: x0.988-0.994 with fp16 weights, x0.999-1.001 with
-float32 weights: y stays over x's stage there. Releasing x's stage right after its reads (before y is worked out
-and stored) ran x0.93-0.97 in the plain forward; the split staged backward's stage released after its reads of x and
-dy, x0.91-0.96 (``norm_bwd_staged``).
+warps' reads of x and their writes of y (the kernel's barriers 36 -> 33). Float32 weights: x1.015-1.016 / x1.014 /
+x1.013 at 32768 / 8192 / 4096 rows of 65536 (runs 722-723; its time 1.060x the plain forward's at 32768 rows), the
+slots with the mask partition still storing y x1.011 / x1.008 / x1.006 and x1.043 at 32768 x 32768 (runs 718, 720);
+bf16 weights x1.011 / x1.006 at 32768 / 8192 rows (those slots). Of fp16 x: x0.988-0.994 with fp16 weights,
+x0.999-1.001 with float32 weights (x0.995-1.000 with y stored by the compute warps, run 724): y stays over x's stage
+there. Releasing x's stage right after its reads (before y is worked out and stored) ran x0.93-0.97 in the plain
+forward; the split staged backward's stage released after its reads of x and dy, x0.91-0.96 (``norm_bwd_staged``);
+the mask partition releasing x's stage too, so that the compute warps' step ends on one arrive and its barrier
+rather than two, level (x0.997-1.001, run 725).
 """
 
 from __future__ import annotations
@@ -291,7 +293,8 @@ def _fwd_compute(xs, ready, empty, ys, ydone, yfree, W, B, Y, MEAN, RSTD, SUMS, 
         y = xhat * w
         if HAS_BIAS:
             y += b
-        if MASK_APART:  # y clamped into its slot; the mask partition stores it and its mask (``_fwd_masker``)
+        if MASK_APART:  # y clamped into its slot: the mask partition makes its mask (``_fwd_masker``; stores y too
+            # where y has no slots of its own)
             if Y_SLOTS > 0:
                 mbarrier.wait(yfree.index(i % SLOTS), ((i // SLOTS) & 1) ^ 1)
             y = _clamp_16(y.to(x.dtype), lower, upper, L)
