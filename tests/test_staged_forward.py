@@ -228,7 +228,7 @@ def test_split_staged_forward_compiles_for_hopper():
     ]
     slice_n, warps = config.SPLIT_STAGED_FWD_SLICE_N, config.SPLIT_STAGED_FWD_WARPS
     cases = [(c[0], slice_n, warps, *config.split_staged_fwd_form(c[4]), *c[1:]) for c in cases]
-    # the clamped ReLU's training forward's slots of y, by the rule (its weights)
+    # the clamped ReLU's training forward's slots of y, by the rule (x's dtype)
     cases = [(*c, config.split_staged_fwd_y_slots(c[5] == "float16") if c[-1] and c[-2] else 0) for c in cases]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run(

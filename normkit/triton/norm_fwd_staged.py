@@ -253,6 +253,8 @@ def _fwd_compute(xs, ready, empty, ys, ydone, yfree, W, B, Y, MEAN, RSTD, SUMS, 
     their writes of y. Without (``Y_SLOTS`` 0) ``ys`` is x's stages: y is written over x's, and the mask partition
     stores it and releases the stage."""
     SN: gl.constexpr = SR * 256
+    # these warps store y and release x's stage (without slots of y's own, the clamped ReLU's mask partition does)
+    STORES_Y: gl.constexpr = Y_SLOTS > 0 or not MASK_APART
     parts = gl.arange(0, PARTS_P2, layout=PL)
     others = (parts < PARTS) & (parts != part)
     offsets = _offsets(0, SR, L)
@@ -293,17 +295,14 @@ def _fwd_compute(xs, ready, empty, ys, ydone, yfree, W, B, Y, MEAN, RSTD, SUMS, 
         y = xhat * w
         if HAS_BIAS:
             y += b
+        if MASK_APART and Y_SLOTS > 0:  # y's slot free (the mask partition done with its row before)
+            mbarrier.wait(yfree.index(i % SLOTS), ((i // SLOTS) & 1) ^ 1)
+        if CLAMP_MASK:
+            y = _round_and_clamp(y, x.dtype, lower, upper, L)
         if MASK_APART:  # y clamped into its slot: the mask partition makes its mask (``_fwd_masker``; stores y too
             # where y has no slots of its own)
-            if Y_SLOTS > 0:
-                mbarrier.wait(yfree.index(i % SLOTS), ((i // SLOTS) & 1) ^ 1)
-            y = _clamp_16(y.to(x.dtype), lower, upper, L)
             ys.index(i % SLOTS).store(y)
-            if Y_SLOTS > 0:  # stored from the registers here, the mask partition making the mask alone
-                gl.store(Y + row.to(gl.int64) * N + col0 + offsets, y)
-        else:
-            if CLAMP_MASK:  # an inference call's (no mask)
-                y = _round_and_clamp(y, x.dtype, lower, upper, L)
+        if STORES_Y:
             gl.store(Y + row.to(gl.int64) * N + col0 + offsets, y.to(x.dtype))
         if TRAINING and part == 0:
             gl.store(RSTD + row, rstd)
@@ -311,7 +310,7 @@ def _fwd_compute(xs, ready, empty, ys, ydone, yfree, W, B, Y, MEAN, RSTD, SUMS, 
                 gl.store(MEAN + row, mean)
         if MASK_APART:
             mbarrier.arrive(ydone.index(i % SLOTS), count=1)
-        if Y_SLOTS > 0 or not MASK_APART:
+        if STORES_Y:
             fence_async_shared()  # the reads above (the generic proxy) before the TMA's writes into the stage
             mbarrier.arrive(empty.index(stage), count=1)
         if AHEAD == 2:
