@@ -655,8 +655,9 @@ def test_split_staged_rows():
 def test_split_staged_plan():
     """The plan of a split staged launch (worked out on the CPU too): slices of 32 rows of 256 at 4 stages and 8 warps
     (16384 columns), of 64 at 3 stages and 16 warps (32768, 65536), the row's slices and their slots rounded to a power
-    of two, zero-centered gamma, LayerNorm's dB; the rows ahead and the order of the sums; one group on the CPU. The
-    masked backward's is LayerNorm's but for ``HAS_MASK`` and the mask's layout (``L3``)."""
+    of two, zero-centered gamma, LayerNorm's dB; the rows ahead and the order of the sums; the sums a warp each
+    (``WARP_SUMS``: LayerNorm's at 16384 and 32768, not RMSNorm's); one group on the CPU. The masked backward's is
+    LayerNorm's but for ``HAS_MASK``, the mask's layout (``L3``) and its sums a slice each at 32768."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -673,6 +674,7 @@ def test_split_staged_plan():
             True, False, False, False, 1
         ), n  # fmt: skip
         assert v["FETCH_FIRST"] == (n != 32768), n  # this row's sums fetched before the publish at 16384 and 65536
+        assert not v["WARP_SUMS"], n
         assert values(_plan(32768, n, zero_centered_gamma=True, dtype=torch.bfloat16))["ZERO_CENTERED"], n
     for n in (16384, 32768):
         for has_dbias in (True, False):
@@ -681,11 +683,13 @@ def test_split_staged_plan():
             assert (ln["IS_RMS"], ln["HAS_DBIAS"], ln["PARTS"], ln["W_SHARED"]) == (False, has_dbias, slices, has_dbias)
             ahead = 2 if has_dbias or n == 16384 else 1  # in slices of 8192 two rows ahead
             assert ln["AHEAD"] == ahead < ln["STAGES"] and ln["FETCH_FIRST"] == (ahead == 1), (n, has_dbias)
-            assert not ln["HAS_MASK"] and ln["L3"] == ln["L"], (n, has_dbias)  # (a placeholder)
+            assert not ln["HAS_MASK"] and ln["L3"] == ln["L"] and ln["WARP_SUMS"], (n, has_dbias)  # (a placeholder)
             plan = _plan(32768, n, is_rms=False, has_dbias=has_dbias, dtype=torch.bfloat16, has_mask=True)
             masked, layout = values(plan), ops.STAGED.mask_layout(plan.cfg.block_n // 256, plan.cfg.num_warps)
-            assert masked["HAS_MASK"] and masked["L3"] == layout, (n, has_dbias)
-            assert masked | dict(HAS_MASK=False, L3=masked["L"]) == ln, (n, has_dbias)  # the rest is LayerNorm's
+            assert masked["HAS_MASK"] and masked["L3"] == layout and masked["WARP_SUMS"] == (n == 16384), n
+            # the rest is LayerNorm's
+            assert masked | dict(HAS_MASK=False, L3=masked["L"], WARP_SUMS=True) == ln, (n, has_dbias)
+    assert not values(_plan(32768, 65536, is_rms=False, has_dbias=False, dtype=torch.bfloat16))["WARP_SUMS"]
     assert config.split_staged_groups(-1, 32768, 8) == 1
     assert ops.STAGED.SENTINEL == ops.SENTINEL  # the kernel's empty slot is the one ops fills the slots with
 
@@ -726,9 +730,9 @@ spec.loader.exec_module(staged)
 kernel = staged.split_staged_kernel
 POINTER = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}
 for (n, slice_n, warps, stages, shared, ahead, first, dtype, w_dtype, zero_centered, is_rms, has_dbias,
-     has_mask) in json.loads(sys.argv[2]):  # fmt: skip
+     has_mask, warp_sums) in json.loads(sys.argv[2]):  # fmt: skip
     values = staged.split_constexprs(n, slice_n, warps, stages, zero_centered, is_rms, has_dbias, 1 << 22, shared,
-                                     ahead, first, has_mask)
+                                     ahead, first, has_mask, warp_sums)
     x, w = torch.empty(64, n, dtype=getattr(torch, dtype)), torch.empty(n, dtype=getattr(torch, w_dtype))
     descriptors = staged.descriptors(x, x, w if shared else None, [values["SR"]])
     mask = torch.empty(64, n // 8, dtype=torch.uint8)
@@ -753,9 +757,10 @@ def test_split_staged_kernel_compiles_for_hopper():
     dB and without) at 16384-65536 columns, bf16 x with float32 weights and fp16 with fp16, zero-centered gamma, the
     weights staged (with dB) or read from global memory, pass one a row ahead (this row's sums fetched before the next
     row's publish or after) or two (LayerNorm's in slices of 8192); its compute warps (8 or 16) and the load warp's
-    group of 4; its shared memory (the stages of a slice of x and dy, the staged weights) fits a Hopper SM. With the
-    clamped ReLU's mask (LayerNorm's, with dB and without, in slices of 8192 and 16384; its bytes staged too), and
-    where the mask's layout cannot hold a thread's 8 columns of its slice, a ValueError before any compile."""
+    group of 4; its shared memory (the stages of a slice of x and dy, the staged weights) fits a Hopper SM; the row
+    sums a slice each or a warp each (``config.split_staged_warp_sums``: LayerNorm's). With the clamped ReLU's mask
+    (LayerNorm's, with dB and without, in slices of 8192 and 16384; its bytes staged too), and where the mask's layout
+    cannot hold a thread's 8 columns of its slice, a ValueError before any compile."""
     staged = pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     cases = [(65536, "bfloat16", "float32", False, True, False), (16384, "float16", "float16", True, True, False)]
     cases += [(32768, "bfloat16", "float32", True, False, True), (16384, "float16", "float16", False, False, True)]
@@ -769,7 +774,11 @@ def test_split_staged_kernel_compiles_for_hopper():
         (c[0], config.split_staged_slice(c[0], c[5]), config.split_staged_weights_shared(c[5]),
          config.split_staged_ahead(c[0], c[5], c[4]), config.split_staged_fetch_first(c[0], c[5], c[4])) for c in cases
     ]  # fmt: skip
-    cases = [(n, s, *config.SPLIT_STAGED_SLICES[s], *form, *c[1:]) for (n, s, *form), c in zip(forms, cases)]
+    cases = [
+        (n, s, *config.SPLIT_STAGED_SLICES[s], *form, *c[1:], config.split_staged_warp_sums(n, c[5], c[4], c[6]))
+        for (n, s, *form), c in zip(forms, cases)
+    ]  # fmt: skip
+    assert {c[-1] for c in cases} == {True, False}  # both forms of the sums
     assert {f[1:] for f in forms} == {
         (8192, False, 1, True), (8192, False, 2, False), (8192, True, 2, False), (16384, False, 1, True),
         (16384, False, 1, False),
@@ -782,7 +791,7 @@ def test_split_staged_kernel_compiles_for_hopper():
     assert done.returncode == 0, done.stderr[-3000:]
     compiled = [json.loads(line) for line in done.stdout.splitlines()]
     assert [c["n"] for c in compiled] == [case[0] for case in cases]
-    for c, (n, slice_n, warps, stages, shared, _, _, _, w_dtype, *_, has_mask) in zip(compiled, cases):
+    for c, (n, slice_n, warps, stages, shared, _, _, _, w_dtype, *_, has_mask, _) in zip(compiled, cases):
         assert c["cubin"] > 0 and 0 < c["shared"] <= HOPPER_SHARED_MEMORY, (n, slice_n, c)
         weights = slice_n * (4 if w_dtype == "float32" else 2) if shared else 0
         mask = stages * slice_n // 8 if has_mask else 0
@@ -850,11 +859,13 @@ def test_masked_split_staged_backward_on_the_gpu(m, n, has_dbias, dtypes, zero_c
 
 
 @pytest.mark.gpu
-def test_masked_split_staged_backward_at_the_rules_rows():
+def test_masked_split_staged_backward_at_the_rules_rows(monkeypatch):
     """The masked backward's rule launch, many rows a program (32768 x 16384 and 4096 x 32768, with dB and without);
-    a mask of all ones (dx, dW and dB then the plain backward's, bit for bit) and of all zeros (then zero); 65536 with
-    dB and fewer rows than the rule's keep the split rows, and so do masks the TMA cannot stage (rows apart by more
-    than their bytes, a start not on 16 bytes), read there as they lie."""
+    a mask of all ones (dx, dW and dB then the plain backward's of the same form, bit for bit: at 32768 columns the
+    plain one publishes its sums a warp each, the masked one a slice each, ``config.split_staged_warp_sums``, so the
+    plain one is launched as the masked one's form there) and of all zeros (then zero); 65536 with dB and fewer rows
+    than the rule's keep the split rows, and so do masks the TMA cannot stage (rows apart by more than their bytes, a
+    start not on 16 bytes), read there as they lie."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -882,7 +893,9 @@ def test_masked_split_staged_backward_at_the_rules_rows():
                 compare(g, e, f"masked backward {name}, mask stride {packed.stride(0)}")
             if packed is zeros:
                 assert not any(g.any() for g in got)  # every bit clear: dy as zeros
-        plain = ops.layer_norm_bwd(dy, x, w, mean, rstd)
+        with config.limits(), monkeypatch.context() as patched:  # a new plan, as the masked one's form
+            patched.setitem(config.SPLIT_STAGED_WARP_SUMS_N, False, config.SPLIT_STAGED_WARP_SUMS_N[True])
+            plain = ops.layer_norm_bwd(dy, x, w, mean, rstd)
     assert spy.call_count == 3
     for name, g, e in zip(("dx", "dw", "db"), got, plain):  # every bit set: the plain backward's bits
         assert torch.equal(g, e), name

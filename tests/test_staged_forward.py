@@ -191,7 +191,8 @@ for n, slice_n, warps, stages, ahead, dtype, w_dtype, zero_centered, is_rms, has
                                clamp, slots)
     x = torch.empty(64, n, dtype=getattr(torch, dtype))
     stats = "*fp32" if training else POINTER[dtype]  # an inference call passes y for the statistics
-    signature = {"xd": mangle_type(staged.descriptor(x, values["SR"])), "W": POINTER[w_dtype], "B": POINTER[w_dtype],
+    x_rows = mangle_type(staged.descriptor(x, values["SR"]))  # y's descriptor the same type as x's
+    signature = {"xd": x_rows, "yd": x_rows, "W": POINTER[w_dtype], "B": POINTER[w_dtype],
                  "Y": POINTER[dtype], "MEAN": stats, "RSTD": stats, "MASK": "*u8" if clamp and training else
                  POINTER[dtype], "SUMS": "*i64", "M": "i32", "N": "i32", "eps": "fp32", "lower": "fp32",
                  "upper": "fp32"}

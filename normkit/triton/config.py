@@ -1297,6 +1297,29 @@ def split_staged_fetch_first(n: int, has_dbias: bool, is_rms: bool) -> bool:
     return not has_dbias and n in SPLIT_STAGED_FETCH_FIRST_N[is_rms]
 
 
+# the split staged backward's row sums published a warp each (``split_staged_warp_sums``), by has_mask: LayerNorm's
+# at these columns
+SPLIT_STAGED_WARP_SUMS_N = {False: (16384, 32768), True: (16384,)}
+
+
+def split_staged_warp_sums(n: int, has_dbias: bool, is_rms: bool, has_mask: bool) -> bool:
+    """Whether the split staged backward publishes its row sums a warp each (``norm_bwd_staged._split_compute``'s
+    WARP_SUMS): each warp's two sums within the warp, to a slot of its own, and every warp fetches and adds all the
+    row's slots, so no exchange between the compute warps (two or three CTA barriers a row) stands in a step; else a
+    slice's sums as one reduction over the warps. LayerNorm's at ``SPLIT_STAGED_WARP_SUMS_N`` (the masked
+    backward's at 16384).
+
+    Round 96 (H200, bf16 x, float32 weights, in turns against round 95's kernel, GB/s now over before). GPU run 726,
+    every form a warp each: LayerNorm's with dB at 32768 x 16384 / 32768 x1.075 / x1.115 (92 / 95% of the copy), at
+    4096 x 32768 fp16 x1.137; the masked backward at 32768 x 16384 x1.106 (91%), but at 32768 x 32768 x0.981;
+    RMSNorm's x0.965 / x0.988 / x0.976 at 32768 x 16384 / 32768 / 65536, x0.985 at 4096 x 32768 fp16; LayerNorm's
+    without dB at 32768 x 65536 x1.000. Run 727: without dB at 32768 x 16384 / 32768 x1.070 / x1.022, 8192 x 32768
+    x1.026; the masked at 32768 x 32768 x0.984, 8192 x 32768 x0.991; as landed (dB's forms), x1.107 / x1.075 / x1.084
+    the masked / LayerNorm's / zero-centered at 32768 x 16384, LayerNorm's x1.116 at 32768 x 32768, x1.084-1.137 at
+    8192 and 4096 rows."""
+    return not is_rms and n in SPLIT_STAGED_WARP_SUMS_N[has_mask]
+
+
 def split_staged_stages(slice_n: int) -> int:
     """Rows in flight of the split staged backward's slices of ``slice_n`` columns (``SPLIT_STAGED_SLICES``)."""
     return SPLIT_STAGED_SLICES[slice_n][1]
@@ -1391,7 +1414,9 @@ def split_staged_fwd_y_slots(x_fp16: bool) -> int:
     with bf16 weights x1.011 / x1.006 at 32768 / 8192 rows. fp16 x: x1.001 / x0.999 / x1.000 with float32 weights
     (8192 rows), x0.992-0.994 / x0.989 / x0.988 with fp16 weights at 32768 / 8192 / 4096 rows (y stored by the compute
     warps x0.998 / x0.997 / x0.995, run 724): y stays over x's stage. One slot ran as two (x1.010 at 32768 x 65536
-    bf16); the mask partition of 8 warps spills (184 bytes of stack, compiled for sm_90 on the CPU; not run)."""
+    bf16); the mask partition of 8 warps spills (184 bytes of stack, compiled for sm_90 on the CPU; not run). Round 96
+    (runs 726-728): the mask partition has the TMA store y from its slot: x1.008-1.011 at 4096-32768 rows of 65536
+    (bf16 x, float32 weights; 1.051x the plain forward's time at 32768 rows); of fp16 x from x's stage, x0.98."""
     return 0 if x_fp16 else SPLIT_STAGED_FWD_Y_SLOTS
 
 

@@ -134,6 +134,17 @@ stage is released (one thread arrives, once all have read it). The stage release
 before dx is worked out and stored, ran x0.956 / x0.938 at 32768 x 16384 / 32768 (LayerNorm's without the mask
 x0.953 / x0.912; RMSNorm's x0.962 / x1.015): not taken.
 
+Round 96 (H200, GPU runs 726-728). The split staged backward's row sums a warp each (``WARP_SUMS``): each compute warp
+sums its rows of the slice within the warp (``_warp_sums``) and publishes its pair to a slot of its own (a row's slots
+``PARTS`` x warps), and every warp fetches all the row's slots and adds them with shuffles (``_warp_row_means``), so
+no exchange between the compute warps stands in a step (sm_90: 2 CTA barriers a row in the loop, 5 before). LayerNorm's
+in turns against round 95's: with dB x1.075 / x1.116 at 32768 x 16384 / 32768 (92 / 95% of the copy), x1.084 at 8192
+x 16384, x1.132 at 4096 x 32768 fp16; without dB x1.070 / x1.025; the masked backward x1.107 at 32768 x 16384 (its
+time 1.030x the plain backward's). Not taken (``config.split_staged_warp_sums``): RMSNorm's (x0.965-0.988), the masked
+backward at 32768 (x0.981-0.991), LayerNorm's without dB at 65536 (x1.000). The masked backward's dy held in registers
+from pass one to pass two (its bits tested once: 84 register moves a row for the rotation) ran x0.950-0.964, written
+back into its stage (a CTA barrier more a row) x0.916-0.935: not taken.
+
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
 """
@@ -589,21 +600,33 @@ def _masked_dy(dys, ms, SR: gl.constexpr, L: gl.constexpr, L3: gl.constexpr, HAS
 
 @gluon.jit
 def _publish_slice(xs, dys, w, mean, rstd, slot, ms, SR: gl.constexpr, L: gl.constexpr, L3: gl.constexpr,
-                   IS_RMS: gl.constexpr, HAS_MASK: gl.constexpr):  # fmt: skip
+                   IS_RMS: gl.constexpr, HAS_MASK: gl.constexpr, WARP_SUMS: gl.constexpr):  # fmt: skip
     """Pass one over a row's slice: its sums (RMSNorm's ``sum(w dy x)``; LayerNorm's ``sum(xhat w dy)`` and ``sum(w
-    dy)``, as one reduction of the pair: ``_sum_pair``; dy masked where ``HAS_MASK``, ``_masked_dy``), packed,
-    published to ``slot`` and returned. The pair rather than two sums (round 93, GPU run 707, in turns against round
-    91's kernel at 32768 rows, bf16 x, float32 weights): the masked backward x1.015 / x1.020 at 16384 / 32768 columns,
-    LayerNorm's with dB x1.004, without x1.001 / x1.012."""
+    dy)``; dy masked where ``HAS_MASK``, ``_masked_dy``), packed, published and returned. Where ``WARP_SUMS`` a warp's
+    sums each, within the warp (``_warp_sums``), to ``slot + warp``: no exchange between the warps. Else the slice's
+    sums, the pair as one reduction (``_sum_pair``), to ``slot``. The pair rather than two sums (round 93, GPU run 707,
+    in turns against round 91's kernel at 32768 rows, bf16 x, float32 weights): the masked backward x1.015 / x1.020 at
+    16384 / 32768 columns, LayerNorm's with dB x1.004, without x1.001 / x1.012."""
     wdy = w * _masked_dy(dys, ms, SR, L, L3, HAS_MASK)
     if IS_RMS:
-        s1 = gl.sum(gl.sum(wdy * xs.load(L).to(gl.float32), axis=1), axis=0)
+        products = wdy * xs.load(L).to(gl.float32)
+        if WARP_SUMS:
+            s1 = _warp_sums(products, SR, L)
+        else:
+            s1 = gl.sum(gl.sum(products, axis=1), axis=0)
         s2 = s1 * 0.0
     else:
         xhat = (xs.load(L).to(gl.float32) - mean) * rstd
-        s1, s2 = _sum_pair(xhat * wdy, wdy)
+        if WARP_SUMS:
+            s1 = _warp_sums(xhat * wdy, SR, L)
+            s2 = _warp_sums(wdy, SR, L)
+        else:
+            s1, s2 = _sum_pair(xhat * wdy, wdy)
     own = _pack_sums(s1, s2)
-    gl.atomic_xchg(slot, own, sem="relaxed")
+    if WARP_SUMS:
+        gl.atomic_xchg(slot + gl.arange(0, _warps(L), layout=_warp_sums_layout(_warps(L))), own, sem="relaxed")
+    else:
+        gl.atomic_xchg(slot, own, sem="relaxed")
     return own
 
 
@@ -619,13 +642,26 @@ def _slices_sums(sums, slots, own, parts, part, others, PARTS: gl.constexpr, MAX
     the other slices' (``sums``, fetched; those missing from ``slots`` again until all are there, at most
     ``MAX_POLLS`` times: a slice missing after that leaves NaN). ``parts``' layout gives every thread all the slots,
     so each thread's loop ends on its own loads."""
-    missing = others & (sums == SENTINEL)
+    sums = _polled(sums, slots, parts, others, MAX_POLLS)
+    return _unpacked(gl.where(parts == part, own, gl.where(parts < PARTS, sums, 0)))
+
+
+@gluon.jit
+def _polled(sums, slots, at, wanted, MAX_POLLS: gl.constexpr):
+    """A row's slots as fetched (``sums``, at ``slots + at``), those ``wanted`` still missing (``SENTINEL``) fetched
+    again until all are there, at most ``MAX_POLLS`` times."""
+    missing = wanted & (sums == SENTINEL)
     polls = 0
     while (gl.max(missing.to(gl.int32), axis=0) > 0) & (polls < MAX_POLLS):
-        sums = gl.where(missing, gl.load(slots + parts, mask=missing, other=SENTINEL, volatile=True), sums)
-        missing = others & (sums == SENTINEL)
+        sums = gl.where(missing, gl.load(slots + at, mask=missing, other=SENTINEL, volatile=True), sums)
+        missing = wanted & (sums == SENTINEL)
         polls += 1
-    sums = gl.where(parts == part, own, gl.where(parts < PARTS, sums, 0))
+    return sums
+
+
+@gluon.jit
+def _unpacked(sums):
+    """Packed pairs of sums (``_pack_sums``) as their two float32 sums."""
     s1 = (sums >> 32).to(gl.uint32).to(gl.float32, bitcast=True)
     s2 = (sums & 0xFFFFFFFF).to(gl.uint32).to(gl.float32, bitcast=True)
     return s1, s2
@@ -639,11 +675,35 @@ def _row_means(sums, slots, own, parts, part, others, N, PARTS: gl.constexpr, MA
 
 
 @gluon.jit
+def _warp_row_means(sums, slots, at, T: gl.constexpr, N, MAX_POLLS: gl.constexpr):
+    """A row's means of its sums published a warp each (``T`` slots; ``at``: ``_slots_layout``'s indices, as
+    fetched, ``sums``): those still missing fetched again until all are there, at most ``MAX_POLLS`` times (a slot
+    missing after that leaves NaN), then summed within each warp (every warp holds all the slots)."""
+    valid = at < T
+    s1, s2 = _unpacked(gl.where(valid, _polled(sums, slots, at, valid, MAX_POLLS), 0))
+    return gl.sum(s1, axis=0) / N, gl.sum(s2, axis=0) / N
+
+
+@gluon.constexpr_function
+def _slots_layout(slots, warps):
+    """A row's sums' slots (``slots``, a power of 2) over a warp's lanes, every warp holding all of them
+    (``WARP_SUMS``'s fetch: a warp sums them with shuffles alone)."""
+    return gl.BlockedLayout([max(slots // 32, 1)], [32], [warps], [0])
+
+
+@gluon.constexpr_function
+def _slice_slots(L, WARP_SUMS):
+    """The slots of a row's sums a slice publishes: one a warp (``L``'s) where ``WARP_SUMS``, else one."""
+    return _warps(L) if WARP_SUMS else 1
+
+
+@gluon.jit
 def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group, groups, part,
                    my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, L3: gl.constexpr,
                    PARTS: gl.constexpr, PARTS_P2: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr,
                    IS_RMS: gl.constexpr, HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr,
-                   AHEAD: gl.constexpr, FETCH_FIRST: gl.constexpr, HAS_MASK: gl.constexpr):  # fmt: skip
+                   AHEAD: gl.constexpr, FETCH_FIRST: gl.constexpr, HAS_MASK: gl.constexpr,
+                   WARP_SUMS: gl.constexpr):  # fmt: skip
     """The compute warps: each step publishes the slice sums of the row ``AHEAD`` ahead (its slice staged by then)
     and reads this row's, which the other programs of the group published ``AHEAD`` steps ago; then this row's dx, dW
     terms (and dB's) and its stage released. With ``AHEAD`` 1 it fetches them after the publish (before it with
@@ -652,13 +712,21 @@ def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTI
     staged). The slice's weights are held in registers (float32) across the loop, read once from ``ws`` (``W_SHARED``:
     staged by the TMA, ``wbar`` its barrier) or from global memory (``W``, a pointer: no shared memory for them, which
     gives slices of 16384 a third stage). ``HAS_MASK``: dy masked by the clamped ReLU's bits in both passes (the slice's
-    mask bytes staged with x and dy, ``ms``; ``_masked_dy``)."""
+    mask bytes staged with x and dy, ``ms``; ``_masked_dy``). ``WARP_SUMS``: the sums published a warp each (a row's
+    ``PARTS`` x warps slots), fetched and added by every warp (``_warp_row_means``); else a slice's each (``PARTS``
+    slots; ``_row_means``)."""
     dw = gl.zeros([SR, 256], gl.float32, L)
     db = dw
     if HAS_DBIAS:
         db = gl.zeros([SR, 256], gl.float32, L)
-    parts = gl.arange(0, PARTS_P2, layout=PL)
-    others = (parts < PARTS) & (parts != part)
+    SLOTS: gl.constexpr = _slice_slots(L, WARP_SUMS)  # a slice's slots of a row's sums
+    T: gl.constexpr = PARTS * SLOTS  # a row's
+    if WARP_SUMS:  # all the row's slots, fetched by every warp
+        parts = gl.arange(0, PARTS_P2 * SLOTS, layout=_slots_layout(PARTS_P2 * SLOTS, _warps(L)))
+        others = parts < T
+    else:  # the other slices' slots
+        parts = gl.arange(0, PARTS_P2, layout=PL)
+        others = (parts < PARTS) & (parts != part)
     offsets = _offsets(0, SR, L)
     col0 = part * (SR * 256)
     if W_SHARED:
@@ -676,18 +744,19 @@ def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTI
     if AHEAD == 2:
         rstd_2, mean_2 = gl.load(RSTD + third), gl.load(MEAN + third)
     mbarrier.wait(ready.index(0), 0)
-    own = _publish_slice(xs.index(0), dys.index(0), w, mean, rstd, SUMS + group.to(gl.int64) * PARTS + part,
-                         ms.index(0), SR, L, L3, IS_RMS, HAS_MASK)  # fmt: skip
+    own = _publish_slice(xs.index(0), dys.index(0), w, mean, rstd, SUMS + group.to(gl.int64) * T + part * SLOTS,
+                         ms.index(0), SR, L, L3, IS_RMS, HAS_MASK, WARP_SUMS)  # fmt: skip
     own_1 = own
     if AHEAD == 2:
         mbarrier.wait(ready.index(1), 0)
-        own_1 = _publish_slice(xs.index(1), dys.index(1), w, mean_1, rstd_1, SUMS + second.to(gl.int64) * PARTS + part,
-                               ms.index(1), SR, L, L3, IS_RMS, HAS_MASK)  # fmt: skip
-        fetched = _fetch_sums(SUMS + group.to(gl.int64) * PARTS, parts, others)
+        own_1 = _publish_slice(xs.index(1), dys.index(1), w, mean_1, rstd_1,
+                               SUMS + second.to(gl.int64) * T + part * SLOTS, ms.index(1), SR, L, L3, IS_RMS, HAS_MASK,
+                               WARP_SUMS)  # fmt: skip
+        fetched = _fetch_sums(SUMS + group.to(gl.int64) * T, parts, others)
     for i in range(my_rows):
         row = group + i * groups
         stage = i % STAGES
-        slots = SUMS + row.to(gl.int64) * PARTS
+        slots = SUMS + row.to(gl.int64) * T
         # the row AHEAD ahead published (the last row's again at the last steps: the same bits); the statistics of
         # the row after it loaded
         ahead = group + gl.minimum(i + AHEAD, my_rows - 1) * groups
@@ -696,7 +765,7 @@ def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTI
         mean_further = gl.load(MEAN + further)
         if AHEAD == 2:
             following = group + gl.minimum(i + 1, my_rows - 1) * groups
-            fetched_next = _fetch_sums(SUMS + following.to(gl.int64) * PARTS, parts, others)
+            fetched_next = _fetch_sums(SUMS + following.to(gl.int64) * T, parts, others)
         if AHEAD == 1 and FETCH_FIRST:  # this row's sums fetched before the next row's publish
             fetched = _fetch_sums(slots, parts, others)
         ahead_stage = (i + AHEAD) % STAGES
@@ -706,15 +775,18 @@ def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTI
         else:
             rstd_ahead, mean_ahead = rstd_1, mean_1
         own_ahead = _publish_slice(xs.index(ahead_stage), dys.index(ahead_stage), w, mean_ahead, rstd_ahead,
-                                   SUMS + ahead.to(gl.int64) * PARTS + part, ms.index(ahead_stage), SR, L, L3,
-                                   IS_RMS, HAS_MASK)  # fmt: skip
+                                   SUMS + ahead.to(gl.int64) * T + part * SLOTS, ms.index(ahead_stage), SR, L, L3,
+                                   IS_RMS, HAS_MASK, WARP_SUMS)  # fmt: skip
         if AHEAD == 1 and not FETCH_FIRST:
             # the slots' address taken again after the publish, as round 87's kernel took it: taken only at the step's
             # start, ptxas orders this form otherwise, and LayerNorm's without dB at 32768 x 16384 ran x0.976 (GPU run
             # 685); so the machine code of this form is round 87's, bit for bit (compiled for sm_90)
-            slots = SUMS + row.to(gl.int64) * PARTS
+            slots = SUMS + row.to(gl.int64) * T
             fetched = _fetch_sums(slots, parts, others)
-        c1, c2 = _row_means(fetched, slots, own, parts, part, others, N, PARTS, MAX_POLLS)
+        if WARP_SUMS:
+            c1, c2 = _warp_row_means(fetched, slots, parts, T, N, MAX_POLLS)
+        else:
+            c1, c2 = _row_means(fetched, slots, own, parts, part, others, N, PARTS, MAX_POLLS)
         x = xs.index(stage).load(L)
         xf = x.to(gl.float32)
         dy = _masked_dy(dys.index(stage), ms.index(stage), SR, L, L3, HAS_MASK)
@@ -781,7 +853,7 @@ def split_staged_kernel(
     SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, L3: gl.constexpr, PARTS: gl.constexpr,
     PARTS_P2: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr,
     IS_RMS: gl.constexpr, HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr,
-    AHEAD: gl.constexpr, FETCH_FIRST: gl.constexpr, HAS_MASK: gl.constexpr,
+    AHEAD: gl.constexpr, FETCH_FIRST: gl.constexpr, HAS_MASK: gl.constexpr, WARP_SUMS: gl.constexpr,
 ):  # fmt: skip
     """RMSNorm's or LayerNorm's dx ``[M, N]`` and float32 dW (dB) partials of rows split in ``PARTS`` slices of ``SR``
     rows of 256: program ``p`` takes slice ``p % PARTS`` of the rows ``g, g + groups, ...`` of its group ``g = p //
@@ -816,7 +888,7 @@ def split_staged_kernel(
         [
             (_split_compute, (xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group,
                               groups, part, my_rows, SR, L, PL, L3, PARTS, PARTS_P2, STAGES, ZERO_CENTERED, IS_RMS,
-                              HAS_DBIAS, MAX_POLLS, W_SHARED, AHEAD, FETCH_FIRST, HAS_MASK)),
+                              HAS_DBIAS, MAX_POLLS, W_SHARED, AHEAD, FETCH_FIRST, HAS_MASK, WARP_SUMS)),
             (_split_loader, (xd, dyd, md, xs, dys, ms, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES,
                              AHEAD, HAS_MASK)),
         ],
@@ -935,12 +1007,12 @@ def slices_constexprs(n: int, slice_n: int, num_warps: int, stages: int, ahead: 
 
 def split_constexprs(n: int, slice_n: int, num_warps: int, stages: int, zero_centered: bool, is_rms: bool,
                      has_dbias: bool, max_polls: int, weights_shared: bool, ahead: int = 1,
-                     fetch_first: bool = False, has_mask: bool = False) -> dict:  # fmt: skip
+                     fetch_first: bool = False, has_mask: bool = False, warp_sums: bool = False) -> dict:  # fmt: skip
     """``split_staged_kernel``'s constexpr arguments for rows of n columns in slices of ``slice_n``
     (``slices_constexprs``); ``weights_shared``: the weights staged by the TMA (their descriptor the kernel's ``W``);
     ``ahead``: the rows pass one runs ahead; ``fetch_first`` (one row ahead only): this row's sums fetched before the
     next row's publish; ``has_mask``: LayerNorm + clamped ReLU's backward (``L3``: ``mask_layout``, else ``L`` as a
-    placeholder)."""
+    placeholder); ``warp_sums``: the row sums published a warp each (``SUMS`` then ``[M, slices x num_warps]``)."""
     if fetch_first and ahead != 1:
         raise ValueError(f"fetch_first orders the steps of one row ahead, got ahead = {ahead}")
     if has_mask and is_rms:
@@ -948,4 +1020,5 @@ def split_constexprs(n: int, slice_n: int, num_warps: int, stages: int, zero_cen
     values = slices_constexprs(n, slice_n, num_warps, stages, ahead)
     l3 = mask_layout(values["SR"], num_warps) if has_mask else values["L"]
     flags = dict(ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_DBIAS=has_dbias, MAX_POLLS=max_polls)
-    return values | flags | dict(L3=l3, W_SHARED=weights_shared, FETCH_FIRST=fetch_first, HAS_MASK=has_mask)
+    flags |= dict(W_SHARED=weights_shared, FETCH_FIRST=fetch_first, HAS_MASK=has_mask, WARP_SUMS=warp_sums)
+    return values | dict(L3=l3) | flags

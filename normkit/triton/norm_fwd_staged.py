@@ -68,6 +68,13 @@ there. Releasing x's stage right after its reads (before y is worked out and sto
 forward; the split staged backward's stage released after its reads of x and dy, x0.91-0.96 (``norm_bwd_staged``);
 the mask partition releasing x's stage too, so that the compute warps' step ends on one arrive and its barrier
 rather than two, level (x0.997-1.001, run 725).
+
+Round 96 (H200, GPU runs 726-728, in turns against round 95's). Where y has slots of its own, the mask partition has
+the TMA store y from the slot (one thread issues it as the partition starts the row's mask; the slot is freed once the
+TMA has read it), so the compute warps store no y from their registers: x1.008-1.011 at 4096-32768 rows of 65536
+(bf16 x, float32 weights; the fused forward's time 1.051x the plain forward's at 32768 rows), x1.001 at 32768 x 32768.
+The same of fp16 x, from x's stage (y over it): x0.982-0.983, not taken. The forward's statistics published a warp
+each (the split staged backward's ``WARP_SUMS``): x0.966-0.998 (bf16 x), x1.022 fused fp16 x: not taken.
 """
 
 from __future__ import annotations
@@ -115,15 +122,16 @@ def _fwd_loader(xd, xs, ready, empty, group, groups, part, my_rows, SR: gl.const
 
 
 @gluon.jit
-def _fwd_masker(ys, ydone, yfree, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR: gl.constexpr,
-                SLOTS: gl.constexpr, Y_SLOTS: gl.constexpr):  # fmt: skip
+def _fwd_masker(ys, ydone, yfree, yd, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR: gl.constexpr,
+                VALID: gl.constexpr, SLOTS: gl.constexpr, Y_SLOTS: gl.constexpr):  # fmt: skip
     """LayerNorm + clamped ReLU's training forward, its mask partition (4 warps): each row's clamped y, which the
     compute warps wrote into its slot of ``ys`` (``ydone``; ``SLOTS`` slots), read ``MASK_CHUNK`` rows of 256 at a
     time and its mask's bytes stored to ``MASK`` (8 columns a thread: one byte; bit ``j`` set where ``lower < y <
     upper`` for y as stored, compared in float32 as ``ops.mask_thresholds`` defines it); then the slot released
-    (``yfree``). Where y has ``Y_SLOTS`` slots of its own the compute warps have stored y and the slot goes back to
-    them; else (``ys`` x's stages, y written over x's, ``yfree`` their ``empty``) this partition stores y to ``Y``
-    too and the stage goes back to the load warp."""
+    (``yfree``). Where y has ``Y_SLOTS`` slots of its own, this partition has the TMA store y from its slot (``yd``,
+    y's descriptor) as it makes the mask, and the slot goes back to the compute warps once the TMA has read it; else
+    (``ys`` x's stages, y written over x's, ``yfree`` their ``empty``) it stores y to ``Y`` from its registers and the
+    stage goes back to the load warp."""
     L: gl.constexpr = MASK_CHUNK_LAYOUT
     L3: gl.constexpr = MASK_BYTES_LAYOUT
     SN: gl.constexpr = SR * 256
@@ -138,6 +146,8 @@ def _fwd_masker(ys, ydone, yfree, Y, MASK, N, lower, upper, group, groups, part,
         mbarrier.wait(ydone.index(slot), (i // SLOTS) & 1)
         y_row = Y + row.to(gl.int64) * N + part * SN
         mask_row = MASK + row.to(gl.int64) * (N // 8) + part * (SN // 8)
+        if Y_SLOTS > 0:  # y from its slot by the TMA (y's rows of 256 as x's: the load warp's coordinates)
+            tma.async_copy_shared_to_global(yd, [row * VALID + part * SR, 0], ys.index(slot))
         for r in gl.static_range(0, SR, MASK_CHUNK):
             y = ys.index(slot).slice(r, MASK_CHUNK, dim=0).load(L)
             if Y_SLOTS == 0:
@@ -148,6 +158,8 @@ def _fwd_masker(ys, ydone, yfree, Y, MASK, N, lower, upper, group, groups, part,
             gl.store(mask_row + r * 32 + bytes_at, packed.to(gl.uint8))
         if Y_SLOTS == 0:
             fence_async_shared()  # the reads above (the generic proxy) before the TMA's next writes into the stage
+        else:
+            tma.store_wait(0)  # the TMA done reading the slot
         mbarrier.arrive(yfree.index(slot), count=1)
 
 
@@ -249,12 +261,12 @@ def _fwd_compute(xs, ready, empty, ys, ydone, yfree, W, B, Y, MEAN, RSTD, SUMS, 
     ``TRAINING``; with ``CLAMP_MASK`` y clamped) and releases its stage. With ``MASK_APART`` (the clamped ReLU's
     training forward) it also writes the clamped y into slot ``i % SLOTS`` of ``ys`` and signals ``ydone``: the mask
     partition makes the mask from it. Where y has ``Y_SLOTS`` slots of its own, the compute warps wait for their slot
-    (``yfree``), store y themselves and release x's stage: no CTA barrier then stands between their reads of x and
-    their writes of y. Without (``Y_SLOTS`` 0) ``ys`` is x's stages: y is written over x's, and the mask partition
-    stores it and releases the stage."""
+    (``yfree``) and release x's stage themselves: no CTA barrier then stands between their reads of x and their
+    writes of y, and the mask partition stores y from the slot by the TMA. Without (``Y_SLOTS`` 0) ``ys`` is x's
+    stages: y is written over x's, and the mask partition stores it and releases the stage."""
     SN: gl.constexpr = SR * 256
-    # these warps store y and release x's stage (without slots of y's own, the clamped ReLU's mask partition does)
-    STORES_Y: gl.constexpr = Y_SLOTS > 0 or not MASK_APART
+    # these warps store y to global memory (the clamped ReLU's training forward: its mask partition does)
+    STORES_Y: gl.constexpr = not MASK_APART
     parts = gl.arange(0, PARTS_P2, layout=PL)
     others = (parts < PARTS) & (parts != part)
     offsets = _offsets(0, SR, L)
@@ -308,9 +320,13 @@ def _fwd_compute(xs, ready, empty, ys, ydone, yfree, W, B, Y, MEAN, RSTD, SUMS, 
             gl.store(RSTD + row, rstd)
             if not IS_RMS:
                 gl.store(MEAN + row, mean)
-        if MASK_APART:
+        if MASK_APART and Y_SLOTS > 0:
+            fence_async_shared()  # y's writes and x's reads (the generic proxy) before the TMA's read and writes
             mbarrier.arrive(ydone.index(i % SLOTS), count=1)
-        if STORES_Y:
+            mbarrier.arrive(empty.index(stage), count=1)
+        elif MASK_APART:  # the mask partition releases the stage
+            mbarrier.arrive(ydone.index(i % SLOTS), count=1)
+        else:
             fence_async_shared()  # the reads above (the generic proxy) before the TMA's writes into the stage
             mbarrier.arrive(empty.index(stage), count=1)
         if AHEAD == 2:
@@ -322,7 +338,7 @@ def _fwd_compute(xs, ready, empty, ys, ydone, yfree, W, B, Y, MEAN, RSTD, SUMS, 
 
 @gluon.jit
 def split_staged_fwd_kernel(
-    xd, W, B, Y, MEAN, RSTD, MASK, SUMS, M, N, eps, lower, upper,
+    xd, yd, W, B, Y, MEAN, RSTD, MASK, SUMS, M, N, eps, lower, upper,
     SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, PARTS: gl.constexpr, PARTS_P2: gl.constexpr,
     VALID: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr,
     HAS_BIAS: gl.constexpr, MAX_POLLS: gl.constexpr, TRAINING: gl.constexpr, CLAMP_MASK: gl.constexpr,
@@ -330,7 +346,8 @@ def split_staged_fwd_kernel(
 ):  # fmt: skip
     """RMSNorm's or LayerNorm's y ``[M, N]`` (rows contiguous), rstd and mean ``[M]`` (float32) of rows split in
     ``PARTS`` slices of ``SR`` rows of 256, ``groups`` = programs / PARTS groups of programs (every program of the grid
-    runs at once: one a SM). ``xd``: x's descriptor (``descriptor``). ``W``, ``B``: the weights and bias (contiguous;
+    runs at once: one a SM). ``xd``: x's descriptor (``descriptor``); ``yd``: y's (the fused training forward's where
+    y has slots of its own; else a placeholder, x's). ``W``, ``B``: the weights and bias (contiguous;
     ``B`` is ``W`` without a bias, not read). ``MEAN``: RMSNorm passes ``RSTD``, not written. Not ``TRAINING`` (an
     inference call, y alone): neither statistic is stored, ``MEAN`` and ``RSTD`` placeholders (y). ``CLAMP_MASK``
     (LayerNorm + clamped ReLU): y clamped to ``[lower, upper]`` and, where ``TRAINING``, the packed mask stored in
@@ -363,8 +380,8 @@ def split_staged_fwd_kernel(
                                 ZERO_CENTERED, IS_RMS, HAS_BIAS, MAX_POLLS, TRAINING, CLAMP_MASK, MASK_APART,
                                 SLOTS, Y_SLOTS)),
                 (_fwd_loader, (xd, xs, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES, AHEAD)),
-                (_fwd_masker, (ys, ydone, yfree, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR, SLOTS,
-                               Y_SLOTS)),
+                (_fwd_masker, (ys, ydone, yfree, yd, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR,
+                               VALID, SLOTS, Y_SLOTS)),
             ],
             [1, MASKER_WARPS], [LOADER_REGISTERS, MASKER_REGISTERS],
         )  # fmt: skip

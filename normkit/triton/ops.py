@@ -39,10 +39,14 @@ SPLIT_STAGED_SHARED_W_BWD = Launcher(STAGED.split_staged_kernel) if STAGED is no
 _W_SHARED_AT = SPLIT_STAGED_BWD.constexpr_names.index("W_SHARED") if STAGED is not None else None
 SPLIT_STAGED_FWD = Launcher(STAGED_FWD.split_staged_fwd_kernel) if STAGED_FWD is not None else None
 # where a split staged forward plan's values hold a slice's rows of 256 and the slices a row
-_FWD_SR_AT, _FWD_PARTS_AT = (
-    (SPLIT_STAGED_FWD.constexpr_names.index(k) for k in ("SR", "PARTS")) if STAGED_FWD is not None else (0, 0)
+_FWD_SR_AT, _FWD_PARTS_AT, _FWD_Y_SLOTS_AT = (
+    (SPLIT_STAGED_FWD.constexpr_names.index(k) for k in ("SR", "PARTS", "Y_SLOTS"))
+    if STAGED_FWD is not None
+    else (0, 0, 0)
 )
 _MASK_TMA_AT = NORM_BWD_TMA.constexpr_names.index("MASK_TMA")  # where a plan's values hold it
+# where a split staged backward plan's values hold WARP_SUMS
+_WARP_SUMS_AT = SPLIT_STAGED_BWD.constexpr_names.index("WARP_SUMS") if STAGED is not None else 0
 TMA_STAGES = 3  # norm_bwd_tma_kernel's STAGES: two row blocks in flight (GPU run 142: 4 stages 0.92-1.0x of 3)
 MASK_BY_TMA = True  # norm_bwd_tma_kernel's MASK_TMA where the mask's rows allow it (_mask_tma)
 ENCODED_ROWS = 256  # a backward plan's rows whose TMA descriptors it keeps encoded (_keep_encoded)
@@ -67,7 +71,8 @@ class _ForwardPlan(NamedTuple):
     # a persistent grid's ``(programs, blocks_per_program)`` as launched, worked out at the plan's first call: fewer
     # programs where fewer fit a SM than it asks (``_persistent_grid``); empty before
     fitted: list
-    # the split staged forward's (``SPLIT_STAGED_FWD``): x's descriptor kept encoded by x's address
+    # the split staged forward's (``SPLIT_STAGED_FWD``): x's descriptor kept encoded by x's address (x's and y's by
+    # both, where the TMA stores y)
     # (``_staged_forward``); None for ``norm_fwd_kernel``'s plans
     encoded: dict | None = None
 
@@ -226,7 +231,8 @@ def _staged_x(x: torch.Tensor) -> bool:
 
 def _staged_forward(plan: _ForwardPlan, x, weight, bias, eps, y, mean, rstd, mask) -> None:
     """The split staged forward's launch (``SPLIT_STAGED_FWD``) of a plan that takes it: x's descriptor kept encoded
-    with the plan by x's address, as the staged backward's (``_staged_backward``); the row statistics' slots
+    with the plan by x's address (and y's by both addresses, where the TMA stores y: the fused training forward's y
+    in slots of its own), as the staged backward's (``_staged_backward``); the row statistics' slots
     (``SUMS``) filled with ``SENTINEL`` first. An inference call (mean and rstd None) passes y for both, a call
     without a mask (None) y for it; the clamp's bounds (its mask's thresholds) are the plan's."""
     m, n = x.shape
@@ -236,12 +242,16 @@ def _staged_forward(plan: _ForwardPlan, x, weight, bias, eps, y, mean, rstd, mas
     stats = (mean if mean is not None else rstd, rstd, mask if mask is not None else y)
     args = (weight, bias if bias is not None else weight, y, *stats, sums, m, n, eps, *plan.thresholds)
     grid = (plan.programs,)
-    encoded = plan.encoded.get(x.data_ptr())
+    # y's descriptor where the TMA stores y (from its slots), else x's in its place, not read
+    y_by_tma = plan.values[_FWD_Y_SLOTS_AT] > 0
+    rows = (x.data_ptr(), y.data_ptr()) if y_by_tma else x.data_ptr()
+    encoded = plan.encoded.get(rows)
     if encoded is None or not SPLIT_STAGED_FWD.launch_encoded(grid, encoded, args, plan.num_warps, plan.values):
-        head = (STAGED_FWD.descriptor(x, plan.values[_FWD_SR_AT]),)
-        kept = SPLIT_STAGED_FWD.launch(grid, (*head, *args), plan.num_warps, plan.values, head=1)
+        x_rows = STAGED_FWD.descriptor(x, plan.values[_FWD_SR_AT])
+        head = (x_rows, STAGED_FWD.descriptor(y, plan.values[_FWD_SR_AT]) if y_by_tma else x_rows)
+        kept = SPLIT_STAGED_FWD.launch(grid, (*head, *args), plan.num_warps, plan.values, head=2)
         if kept is not None:
-            _keep_encoded(plan, x.data_ptr(), kept)
+            _keep_encoded(plan, rows, kept)
 
 
 def _persistent_grid(plan: _ForwardPlan, args: tuple, device: int) -> tuple[int, int]:
@@ -623,7 +633,7 @@ def _backward_plan(
                 n, cfg.block_n, cfg.num_warps, config.split_staged_stages(cfg.block_n), zero_centered_gamma, is_rms,
                 has_dbias, config.GPU_MAX_POLLS, config.split_staged_weights_shared(has_dbias),
                 config.split_staged_ahead(n, has_dbias, is_rms), config.split_staged_fetch_first(n, has_dbias, is_rms),
-                has_mask,
+                has_mask, config.split_staged_warp_sums(n, has_dbias, is_rms, has_mask),
             )  # fmt: skip
             programs = config.split_staged_groups(device, m, cfg.parts) * cfg.parts
             return _BackwardPlan(cfg, programs, 1, SPLIT_STAGED_BWD.values(**values), [], {})
@@ -742,8 +752,8 @@ def _rows_of(dy, x, dx, mask) -> tuple:
 
 def _keep_encoded(plan: _BackwardPlan | _ForwardPlan, rows, encoded: tuple) -> None:
     """Keeps ``Launcher.launch``'s encoded descriptors of these rows with the plan (a backward's, or the split staged
-    forward's: ``rows`` its x's address), at most ``ENCODED_ROWS`` of them (all forgotten when full: a new address of
-    dy, x or dx is new rows)."""
+    forward's: ``rows`` its x's address, or x's and y's), at most ``ENCODED_ROWS`` of them (all forgotten when full: a
+    new address of dy, x or dx is new rows)."""
     if len(plan.encoded) >= ENCODED_ROWS:
         plan.encoded.clear()
     plan.encoded[rows] = encoded
@@ -762,7 +772,9 @@ def _staged_backward(plan: _BackwardPlan, dy, x, weight, mean, rstd, dx, partial
     split = plan.cfg.parts > 1
     staged_weights = not split or plan.values[_W_SHARED_AT]
     launcher = STAGED_BWD if not split else SPLIT_STAGED_SHARED_W_BWD if staged_weights else SPLIT_STAGED_BWD
-    sums = (x.new_full((x.shape[0], plan.cfg.parts), SENTINEL, dtype=torch.int64),) if split else ()
+    # a row's sums' slots: a slice's each, or a compute warp's each (``WARP_SUMS``)
+    slots = plan.cfg.parts * (plan.cfg.num_warps if split and plan.values[_WARP_SUMS_AT] else 1)
+    sums = (x.new_full((x.shape[0], slots), SENTINEL, dtype=torch.int64),) if split else ()
     args = (*(() if staged_weights else (weight,)), mean, rstd, dx, partial, *sums, *x.shape)
     grid, num_warps = (plan.programs,), plan.cfg.num_warps
     rows = (dy.data_ptr(), x.data_ptr(), weight.data_ptr(), mask.data_ptr() if mask is not None else 0)
