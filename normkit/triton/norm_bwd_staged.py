@@ -675,11 +675,11 @@ def _row_means(sums, slots, own, parts, part, others, N, PARTS: gl.constexpr, MA
 
 
 @gluon.jit
-def _warp_row_means(sums, slots, at, T: gl.constexpr, N, MAX_POLLS: gl.constexpr):
-    """A row's means of its sums published a warp each (``T`` slots; ``at``: ``_slots_layout``'s indices, as
+def _warp_row_means(sums, slots, at, ROW_SLOTS: gl.constexpr, N, MAX_POLLS: gl.constexpr):
+    """A row's means of its sums published a warp each (``ROW_SLOTS`` slots; ``at``: ``_slots_layout``'s indices, as
     fetched, ``sums``): those still missing fetched again until all are there, at most ``MAX_POLLS`` times (a slot
     missing after that leaves NaN), then summed within each warp (every warp holds all the slots)."""
-    valid = at < T
+    valid = at < ROW_SLOTS
     s1, s2 = _unpacked(gl.where(valid, _polled(sums, slots, at, valid, MAX_POLLS), 0))
     return gl.sum(s1, axis=0) / N, gl.sum(s2, axis=0) / N
 
@@ -720,13 +720,15 @@ def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTI
     if HAS_DBIAS:
         db = gl.zeros([SR, 256], gl.float32, L)
     SLOTS: gl.constexpr = _slice_slots(L, WARP_SUMS)  # a slice's slots of a row's sums
-    T: gl.constexpr = PARTS * SLOTS  # a row's
-    if WARP_SUMS:  # all the row's slots, fetched by every warp
-        parts = gl.arange(0, PARTS_P2 * SLOTS, layout=_slots_layout(PARTS_P2 * SLOTS, _warps(L)))
-        others = parts < T
-    else:  # the other slices' slots
-        parts = gl.arange(0, PARTS_P2, layout=PL)
-        others = (parts < PARTS) & (parts != part)
+    ROW_SLOTS: gl.constexpr = PARTS * SLOTS
+    # the slots a step fetches (``at``, of which ``wanted``): all the row's, by every warp, where WARP_SUMS; else the
+    # other slices'
+    if WARP_SUMS:
+        at = gl.arange(0, PARTS_P2 * SLOTS, layout=_slots_layout(PARTS_P2 * SLOTS, _warps(L)))
+        wanted = at < ROW_SLOTS
+    else:
+        at = gl.arange(0, PARTS_P2, layout=PL)
+        wanted = (at < PARTS) & (at != part)
     offsets = _offsets(0, SR, L)
     col0 = part * (SR * 256)
     if W_SHARED:
@@ -744,19 +746,20 @@ def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTI
     if AHEAD == 2:
         rstd_2, mean_2 = gl.load(RSTD + third), gl.load(MEAN + third)
     mbarrier.wait(ready.index(0), 0)
-    own = _publish_slice(xs.index(0), dys.index(0), w, mean, rstd, SUMS + group.to(gl.int64) * T + part * SLOTS,
-                         ms.index(0), SR, L, L3, IS_RMS, HAS_MASK, WARP_SUMS)  # fmt: skip
+    own = _publish_slice(xs.index(0), dys.index(0), w, mean, rstd,
+                         SUMS + group.to(gl.int64) * ROW_SLOTS + part * SLOTS, ms.index(0), SR, L, L3, IS_RMS,
+                         HAS_MASK, WARP_SUMS)  # fmt: skip
     own_1 = own
     if AHEAD == 2:
         mbarrier.wait(ready.index(1), 0)
         own_1 = _publish_slice(xs.index(1), dys.index(1), w, mean_1, rstd_1,
-                               SUMS + second.to(gl.int64) * T + part * SLOTS, ms.index(1), SR, L, L3, IS_RMS, HAS_MASK,
-                               WARP_SUMS)  # fmt: skip
-        fetched = _fetch_sums(SUMS + group.to(gl.int64) * T, parts, others)
+                               SUMS + second.to(gl.int64) * ROW_SLOTS + part * SLOTS, ms.index(1), SR, L, L3,
+                               IS_RMS, HAS_MASK, WARP_SUMS)  # fmt: skip
+        fetched = _fetch_sums(SUMS + group.to(gl.int64) * ROW_SLOTS, at, wanted)
     for i in range(my_rows):
         row = group + i * groups
         stage = i % STAGES
-        slots = SUMS + row.to(gl.int64) * T
+        slots = SUMS + row.to(gl.int64) * ROW_SLOTS
         # the row AHEAD ahead published (the last row's again at the last steps: the same bits); the statistics of
         # the row after it loaded
         ahead = group + gl.minimum(i + AHEAD, my_rows - 1) * groups
@@ -765,9 +768,9 @@ def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTI
         mean_further = gl.load(MEAN + further)
         if AHEAD == 2:
             following = group + gl.minimum(i + 1, my_rows - 1) * groups
-            fetched_next = _fetch_sums(SUMS + following.to(gl.int64) * T, parts, others)
+            fetched_next = _fetch_sums(SUMS + following.to(gl.int64) * ROW_SLOTS, at, wanted)
         if AHEAD == 1 and FETCH_FIRST:  # this row's sums fetched before the next row's publish
-            fetched = _fetch_sums(slots, parts, others)
+            fetched = _fetch_sums(slots, at, wanted)
         ahead_stage = (i + AHEAD) % STAGES
         mbarrier.wait(ready.index(ahead_stage), ((i + AHEAD) // STAGES) & 1)
         if AHEAD == 2:
@@ -775,18 +778,18 @@ def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTI
         else:
             rstd_ahead, mean_ahead = rstd_1, mean_1
         own_ahead = _publish_slice(xs.index(ahead_stage), dys.index(ahead_stage), w, mean_ahead, rstd_ahead,
-                                   SUMS + ahead.to(gl.int64) * T + part * SLOTS, ms.index(ahead_stage), SR, L, L3,
-                                   IS_RMS, HAS_MASK, WARP_SUMS)  # fmt: skip
+                                   SUMS + ahead.to(gl.int64) * ROW_SLOTS + part * SLOTS, ms.index(ahead_stage), SR,
+                                   L, L3, IS_RMS, HAS_MASK, WARP_SUMS)  # fmt: skip
         if AHEAD == 1 and not FETCH_FIRST:
             # the slots' address taken again after the publish, as round 87's kernel took it: taken only at the step's
             # start, ptxas orders this form otherwise, and LayerNorm's without dB at 32768 x 16384 ran x0.976 (GPU run
             # 685); so the machine code of this form is round 87's, bit for bit (compiled for sm_90)
-            slots = SUMS + row.to(gl.int64) * T
-            fetched = _fetch_sums(slots, parts, others)
+            slots = SUMS + row.to(gl.int64) * ROW_SLOTS
+            fetched = _fetch_sums(slots, at, wanted)
         if WARP_SUMS:
-            c1, c2 = _warp_row_means(fetched, slots, parts, T, N, MAX_POLLS)
+            c1, c2 = _warp_row_means(fetched, slots, at, ROW_SLOTS, N, MAX_POLLS)
         else:
-            c1, c2 = _row_means(fetched, slots, own, parts, part, others, N, PARTS, MAX_POLLS)
+            c1, c2 = _row_means(fetched, slots, own, at, part, wanted, N, PARTS, MAX_POLLS)
         x = xs.index(stage).load(L)
         xf = x.to(gl.float32)
         dy = _masked_dy(dys.index(stage), ms.index(stage), SR, L, L3, HAS_MASK)

@@ -144,7 +144,8 @@ def _fwd_masker(ys, ydone, yfree, yd, Y, MASK, N, lower, upper, group, groups, p
         slot = i % SLOTS
         row = group + i * groups
         mbarrier.wait(ydone.index(slot), (i // SLOTS) & 1)
-        y_row = Y + row.to(gl.int64) * N + part * SN
+        if Y_SLOTS == 0:  # y stored from the registers
+            y_row = Y + row.to(gl.int64) * N + part * SN
         mask_row = MASK + row.to(gl.int64) * (N // 8) + part * (SN // 8)
         if Y_SLOTS > 0:  # y from its slot by the TMA (y's rows of 256 as x's: the load warp's coordinates)
             tma.async_copy_shared_to_global(yd, [row * VALID + part * SR, 0], ys.index(slot))
