@@ -3,7 +3,6 @@ rules take it,
 how it cuts a row, that it compiles for a Hopper GPU on a machine without one, and its answers on the GPU, at the
 rules' shapes and, forced, at odd ones."""
 
-import contextlib
 import itertools
 import json
 import os
@@ -598,7 +597,7 @@ def test_staged_launch_takes_its_descriptors_parts_from_the_plan(monkeypatch):
 def test_split_staged_rule():
     """Where the rules take the split staged kernel (``config._split_staged_bwd``): calls of at least 4096 rows of
     16-bit x, RMSNorm's at 16384 / 32768 / 65536 without dB, LayerNorm's (with the clamped ReLU's mask or without) at
-    16384 (with dB from 8192 rows) and 32768 with dB or without, at 65536 without dB only; each row in slices of 16384
+    16384 (with dB from 8192 rows), 32768 and 65536 with dB or without; each row in slices of 16384
     at 16 compute warps at 32768 and 65536 without dB, else of 8192 at 8, with 16-bit or float32 weights; only where
     the kernel can run (``staged``)."""
     m = config.LIMITS["split_staged_min_m"]
@@ -625,7 +624,8 @@ def test_split_staged_rule():
         assert not config.bwd_config(fewest - 1, 16384, has_dbias, **ln).staged
         assert not config.bwd_config(32768, 16384, has_dbias, has_mask=has_mask, tma=True, staged=True,
                                      x_bytes=4).staged  # fmt: skip
-        assert config.bwd_config(32768, 65536, has_dbias, **ln).staged != has_dbias  # with dB: split rows
+        got = config.bwd_config(m, 65536, has_dbias, **ln)  # with dB in 8 slices of 8192 (since round 97)
+        assert got.staged and (got.parts, got.block_n) == ((8, 8192) if has_dbias else (4, 16384)), has_dbias
     assert config.bwd_config(m, 65536, False, tma=True, staged=True, w_bytes=4) == expected
     assert [config.split_staged_stages(s) for s in (8192, 16384)] == [4, 3]
     for n in (8192, 24576, 49152, 131072, 16640):  # other widths: not taken
@@ -656,8 +656,9 @@ def test_split_staged_plan():
     """The plan of a split staged launch (worked out on the CPU too): slices of 32 rows of 256 at 4 stages and 8 warps
     (16384 columns), of 64 at 3 stages and 16 warps (32768, 65536), the row's slices and their slots rounded to a power
     of two, zero-centered gamma, LayerNorm's dB; the rows ahead and the order of the sums; the sums a warp each
-    (``WARP_SUMS``: LayerNorm's at 16384 and 32768, not RMSNorm's); one group on the CPU. The masked backward's is
-    LayerNorm's but for ``HAS_MASK``, the mask's layout (``L3``) and its sums a slice each at 32768."""
+    (``WARP_SUMS``: LayerNorm's at 16384 and 32768, and with dB at 65536; not RMSNorm's); one group on the CPU. The
+    masked backward's is LayerNorm's but for ``HAS_MASK``, the mask's layout (``L3``) and its sums a slice each at
+    32768."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -690,6 +691,9 @@ def test_split_staged_plan():
             # the rest is LayerNorm's
             assert masked | dict(HAS_MASK=False, L3=masked["L"], WARP_SUMS=True) == ln, (n, has_dbias)
     assert not values(_plan(32768, 65536, is_rms=False, has_dbias=False, dtype=torch.bfloat16))["WARP_SUMS"]
+    for has_mask in (False, True):  # with dB at 65536: 8 slices of 8192 a row, two rows ahead, sums a warp each
+        v = values(_plan(32768, 65536, is_rms=False, has_dbias=True, dtype=torch.bfloat16, has_mask=has_mask))
+        assert (v["PARTS"], v["AHEAD"], v["W_SHARED"], v["HAS_MASK"], v["WARP_SUMS"]) == (8, 2, True, has_mask, True)
     assert config.split_staged_groups(-1, 32768, 8) == 1
     assert ops.STAGED.SENTINEL == ops.SENTINEL  # the kernel's empty slot is the one ops fills the slots with
 
@@ -809,7 +813,7 @@ def test_split_staged_kernel_compiles_for_hopper():
     [("rms_norm", 1, 65536, False), ("rms_norm", 7, 16384, False), ("rms_norm", 100, 32768, False),
      ("rms_norm", 4097, 65536, False), ("layer_norm", 1, 32768, True), ("layer_norm", 100, 16384, True),
      ("layer_norm", 4097, 32768, True), ("layer_norm", 7, 32768, False), ("layer_norm", 4097, 16384, False),
-     ("layer_norm", 100, 65536, False)],
+     ("layer_norm", 100, 65536, False), ("layer_norm", 100, 65536, True)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.float32), (torch.float16, torch.float16)],
                          ids=["bf16-fp32", "fp16"])  # fmt: skip
@@ -847,14 +851,11 @@ def test_split_staged_backward_at_the_rules_rows():
                          ids=["bf16-fp32", "fp16"])  # fmt: skip
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
 def test_masked_split_staged_backward_on_the_gpu(m, n, has_dbias, dtypes, zero_centered_gamma):
-    """LayerNorm + clamped ReLU's backward by the split staged kernel, taken from one row on (its fewest rows lowered;
-    at 65536 with dB forced: the rule keeps the split rows there), against the reference: dy masked in both passes,
-    slices of 8192 (with dB, two rows ahead; without at 16384) and of 16384 (without dB at 32768 and 65536)."""
+    """LayerNorm + clamped ReLU's backward by the split staged kernel, taken from one row on (its fewest rows lowered),
+    against the reference: dy masked in both passes, slices of 8192 (with dB, two rows ahead; without at 16384) and
+    of 16384 (without dB at 32768 and 65536)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
-    limits = config.limits(split_staged_min_m=1, ln_dbias_split_staged_16384_min_m=1)
-    at_65536 = has_dbias and n == 65536
-    forced = config.forced(bwd=LaunchConfig(1, 8192, 1, 8, 1, parts=8, staged=True)) if at_65536 else None
-    with limits, forced or contextlib.nullcontext():
+    with config.limits(split_staged_min_m=1, ln_dbias_split_staged_16384_min_m=1):
         _check(m, n, *dtypes, 1, zero_centered_gamma, op="layer_norm_clamped_relu", has_dbias=has_dbias)
 
 
@@ -863,9 +864,9 @@ def test_masked_split_staged_backward_at_the_rules_rows(monkeypatch):
     """The masked backward's rule launch, many rows a program (32768 x 16384 and 4096 x 32768, with dB and without);
     a mask of all ones (dx, dW and dB then the plain backward's of the same form, bit for bit: at 32768 columns the
     plain one publishes its sums a warp each, the masked one a slice each, ``config.split_staged_warp_sums``, so the
-    plain one is launched as the masked one's form there) and of all zeros (then zero); 65536 with dB and fewer rows
-    than the rule's keep the split rows, and so do masks the TMA cannot stage (rows apart by more than their bytes, a
-    start not on 16 bytes), read there as they lie."""
+    plain one is launched as the masked one's form there) and of all zeros (then zero); 65536 with dB takes the kernel
+    too (a warp's sums); fewer rows than the rule's keep the split rows, and so do masks the TMA cannot stage (rows
+    apart by more than their bytes, a start not on 16 bytes), read there as they lie."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -873,7 +874,7 @@ def test_masked_split_staged_backward_at_the_rules_rows(monkeypatch):
                                     (4096, 32768, (torch.bfloat16, torch.float32), False),
                                     (4096, 32768, (torch.bfloat16, torch.float32), True)):  # fmt: skip
         _check(m, n, *dtypes, 1, op="layer_norm_clamped_relu", has_dbias=has_dbias)
-    _check(4096, 65536, torch.bfloat16, torch.float32, 0, op="layer_norm_clamped_relu", has_dbias=True)
+    _check(4096, 65536, torch.bfloat16, torch.float32, 1, op="layer_norm_clamped_relu", has_dbias=True)
     _check(4095, 32768, torch.bfloat16, torch.float32, 0, op="layer_norm_clamped_relu", has_dbias=True)
     x, w, _ = make_inputs(4096, 32768, torch.bfloat16, torch.float32, bias=False)
     _, (dy, mask, x, w, mean, rstd) = backward_call("layer_norm_clamped_relu", x, w, None)

@@ -1238,7 +1238,7 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
 # ``LIMITS["split_staged_min_m"]`` rows (4096), LayerNorm's with dB at 16384 columns from
 # ``LIMITS["ln_dbias_split_staged_16384_min_m"]`` (8192)
 SPLIT_STAGED_RMS_BWD_N = (16384, 32768, 65536)
-SPLIT_STAGED_LN_BWD_N = (16384, 32768)  # with dB (at 65536 x1.000 of the split rows in round 86)
+SPLIT_STAGED_LN_BWD_N = (16384, 32768, 65536)  # with dB (65536 since round 97, with a warp's sums)
 SPLIT_STAGED_LN_NO_DB_BWD_N = (16384, 32768, 65536)
 SPLIT_STAGED_WIDE_N = (32768, 65536)  # without dB: in slices of 16384
 # a slice's columns -> (its compute warps, its rows in flight): 16384's 3 stages of x and dy take 192 KB
@@ -1300,6 +1300,7 @@ def split_staged_fetch_first(n: int, has_dbias: bool, is_rms: bool) -> bool:
 # the split staged backward's row sums published a warp each (``split_staged_warp_sums``), by has_mask: LayerNorm's
 # at these columns
 SPLIT_STAGED_WARP_SUMS_N = {False: (16384, 32768), True: (16384,)}
+SPLIT_STAGED_WARP_SUMS_DB_N = (65536,)  # with dB, masked or not
 
 
 def split_staged_warp_sums(n: int, has_dbias: bool, is_rms: bool, has_mask: bool) -> bool:
@@ -1316,8 +1317,14 @@ def split_staged_warp_sums(n: int, has_dbias: bool, is_rms: bool, has_mask: bool
     without dB at 32768 x 65536 x1.000. Run 727: without dB at 32768 x 16384 / 32768 x1.070 / x1.022, 8192 x 32768
     x1.026; the masked at 32768 x 32768 x0.984, 8192 x 32768 x0.991; as landed (dB's forms), x1.107 / x1.075 / x1.084
     the masked / LayerNorm's / zero-centered at 32768 x 16384, LayerNorm's x1.116 at 32768 x 32768, x1.084-1.137 at
-    8192 and 4096 rows."""
-    return not is_rms and n in SPLIT_STAGED_WARP_SUMS_N[has_mask]
+    8192 and 4096 rows.
+
+    Round 97 (GPU runs 729-730, against round 96's rule, which kept LayerNorm's with dB at 65536 on the split rows):
+    with dB at 65536 (``SPLIT_STAGED_WARP_SUMS_DB_N``, ``SPLIT_STAGED_LN_BWD_N``), the masked backward too, in 8
+    slices of 8192 a row: LayerNorm's x1.061 / x1.057 / x1.192 at 32768 / 8192 / 4096 rows (the last fp16), the
+    zero-centered x1.057, the masked x1.210 / x1.177 / x1.083. Nsight Compute on the masked backward at 32768 x 32768
+    (run 729): 1.85 ms with a slice's sums, 1.88 with a warp's; DRAM 73.9 / 72.6% of peak, L2 81.3 / 80.9%."""
+    return not is_rms and (n in SPLIT_STAGED_WARP_SUMS_N[has_mask] or has_dbias and n in SPLIT_STAGED_WARP_SUMS_DB_N)
 
 
 def split_staged_stages(slice_n: int) -> int:
@@ -1344,7 +1351,8 @@ def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: b
     x1.267 at 4096 x 32768 fp16. Its bits first read from global memory in both passes ran x0.863 / x1.001 at 32768
     rows (run 698: each step waited on the bytes' trip), hence staged by the TMA with x and dy. Not taken: with dB at
     65536 (x1.010 of the split rows, run 699, 67% of the copy either way: LayerNorm's plain backward keeps the split
-    rows there too), the masked dy stored back over the stage in pass one for pass two to read (x0.983-0.993, run 700).
+    rows there too; taken in round 97 with a warp's sums, ``split_staged_warp_sums``), the masked dy stored back over
+    the stage in pass one for pass two to read (x0.983-0.993, run 700).
 
     Round 89 (H200; ``bench.ab`` against 9d9fd24, GPU run 691, GB/s now over before): LayerNorm's at 16384 columns,
     two rows ahead since rounds 88-89 (``split_staged_ahead``), at fewer than 32768 rows: without dB x1.029 / x1.053 /

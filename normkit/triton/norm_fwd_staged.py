@@ -75,6 +75,11 @@ TMA has read it), so the compute warps store no y from their registers: x1.008-1
 (bf16 x, float32 weights; the fused forward's time 1.051x the plain forward's at 32768 rows), x1.001 at 32768 x 32768.
 The same of fp16 x, from x's stage (y over it): x0.982-0.983, not taken. The forward's statistics published a warp
 each (the split staged backward's ``WARP_SUMS``): x0.966-0.998 (bf16 x), x1.022 fused fp16 x: not taken.
+
+Round 97 (H200, GPU runs 729-730, in turns against round 96's). Where the TMA stores y, the mask partition gives x's
+stage back to the load warp as soon as ``ydone`` says the compute warps are done with it; their step ends on one fence
+and one arrive: x1.004 / x1.006 at 32768 / 8192 rows of 65536 (x1.006 as landed), the fused forward's time 1.042x /
+1.043x the plain forward's at 32768 x 65536 (runs 729 / 730).
 """
 
 from __future__ import annotations
@@ -122,14 +127,16 @@ def _fwd_loader(xd, xs, ready, empty, group, groups, part, my_rows, SR: gl.const
 
 
 @gluon.jit
-def _fwd_masker(ys, ydone, yfree, yd, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR: gl.constexpr,
-                VALID: gl.constexpr, SLOTS: gl.constexpr, Y_SLOTS: gl.constexpr):  # fmt: skip
+def _fwd_masker(ys, ydone, yfree, empty, yd, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR: gl.constexpr,
+                VALID: gl.constexpr, SLOTS: gl.constexpr, Y_SLOTS: gl.constexpr, STAGES: gl.constexpr):  # fmt: skip
     """LayerNorm + clamped ReLU's training forward, its mask partition (4 warps): each row's clamped y, which the
     compute warps wrote into its slot of ``ys`` (``ydone``; ``SLOTS`` slots), read ``MASK_CHUNK`` rows of 256 at a
     time and its mask's bytes stored to ``MASK`` (8 columns a thread: one byte; bit ``j`` set where ``lower < y <
     upper`` for y as stored, compared in float32 as ``ops.mask_thresholds`` defines it); then the slot released
     (``yfree``). Where y has ``Y_SLOTS`` slots of its own, this partition has the TMA store y from its slot (``yd``,
-    y's descriptor) as it makes the mask, and the slot goes back to the compute warps once the TMA has read it; else
+    y's descriptor) as it makes the mask, and the slot goes back to the compute warps once the TMA has read it; x's
+    stage (``empty``, ``STAGES`` of them) goes back to the load warp as soon as ``ydone`` says the compute warps are
+    done with it (round 97); else
     (``ys`` x's stages, y written over x's, ``yfree`` their ``empty``) it stores y to ``Y`` from its registers and the
     stage goes back to the load warp."""
     L: gl.constexpr = MASK_CHUNK_LAYOUT
@@ -148,6 +155,7 @@ def _fwd_masker(ys, ydone, yfree, yd, Y, MASK, N, lower, upper, group, groups, p
             y_row = Y + row.to(gl.int64) * N + part * SN
         mask_row = MASK + row.to(gl.int64) * (N // 8) + part * (SN // 8)
         if Y_SLOTS > 0:  # y from its slot by the TMA (y's rows of 256 as x's: the load warp's coordinates)
+            mbarrier.arrive(empty.index(i % STAGES), count=1)  # x's stage: the compute warps read it before ydone
             tma.async_copy_shared_to_global(yd, [row * VALID + part * SR, 0], ys.index(slot))
         for r in gl.static_range(0, SR, MASK_CHUNK):
             y = ys.index(slot).slice(r, MASK_CHUNK, dim=0).load(L)
@@ -321,11 +329,9 @@ def _fwd_compute(xs, ready, empty, ys, ydone, yfree, W, B, Y, MEAN, RSTD, SUMS, 
             gl.store(RSTD + row, rstd)
             if not IS_RMS:
                 gl.store(MEAN + row, mean)
-        if MASK_APART and Y_SLOTS > 0:
-            fence_async_shared()  # y's writes and x's reads (the generic proxy) before the TMA's read and writes
-            mbarrier.arrive(ydone.index(i % SLOTS), count=1)
-            mbarrier.arrive(empty.index(stage), count=1)
-        elif MASK_APART:  # the mask partition releases the stage
+        if MASK_APART:  # the mask partition releases x's stage (``_fwd_masker``)
+            if Y_SLOTS > 0:
+                fence_async_shared()  # y's writes and x's reads (the generic proxy) before the TMA's read and writes
             mbarrier.arrive(ydone.index(i % SLOTS), count=1)
         else:
             fence_async_shared()  # the reads above (the generic proxy) before the TMA's writes into the stage
@@ -381,8 +387,8 @@ def split_staged_fwd_kernel(
                                 ZERO_CENTERED, IS_RMS, HAS_BIAS, MAX_POLLS, TRAINING, CLAMP_MASK, MASK_APART,
                                 SLOTS, Y_SLOTS)),
                 (_fwd_loader, (xd, xs, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES, AHEAD)),
-                (_fwd_masker, (ys, ydone, yfree, yd, Y, MASK, N, lower, upper, group, groups, part, my_rows, SR,
-                               VALID, SLOTS, Y_SLOTS)),
+                (_fwd_masker, (ys, ydone, yfree, empty, yd, Y, MASK, N, lower, upper, group, groups, part, my_rows,
+                               SR, VALID, SLOTS, Y_SLOTS, STAGES)),
             ],
             [1, MASKER_WARPS], [LOADER_REGISTERS, MASKER_REGISTERS],
         )  # fmt: skip
