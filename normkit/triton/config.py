@@ -1308,7 +1308,7 @@ def split_staged_warp_sums(n: int, has_dbias: bool, is_rms: bool, has_mask: bool
     WARP_SUMS): each warp's two sums within the warp, to a slot of its own, and every warp fetches and adds all the
     row's slots, so no exchange between the compute warps (two or three CTA barriers a row) stands in a step; else a
     slice's sums as one reduction over the warps. LayerNorm's at ``SPLIT_STAGED_WARP_SUMS_N`` (the masked
-    backward's at 16384).
+    backward's at 16384) and, with dB, masked or not, at ``SPLIT_STAGED_WARP_SUMS_DB_N``.
 
     Round 96 (H200, bf16 x, float32 weights, in turns against round 95's kernel, GB/s now over before). GPU run 726,
     every form a warp each: LayerNorm's with dB at 32768 x 16384 / 32768 x1.075 / x1.115 (92 / 95% of the copy), at

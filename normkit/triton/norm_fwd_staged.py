@@ -136,9 +136,8 @@ def _fwd_masker(ys, ydone, yfree, empty, yd, Y, MASK, N, lower, upper, group, gr
     (``yfree``). Where y has ``Y_SLOTS`` slots of its own, this partition has the TMA store y from its slot (``yd``,
     y's descriptor) as it makes the mask, and the slot goes back to the compute warps once the TMA has read it; x's
     stage (``empty``, ``STAGES`` of them) goes back to the load warp as soon as ``ydone`` says the compute warps are
-    done with it (round 97); else
-    (``ys`` x's stages, y written over x's, ``yfree`` their ``empty``) it stores y to ``Y`` from its registers and the
-    stage goes back to the load warp."""
+    done with it (round 97); else (``ys`` x's stages, y written over x's, ``yfree`` their ``empty``) it stores y to
+    ``Y`` from its registers and the stage goes back to the load warp."""
     L: gl.constexpr = MASK_CHUNK_LAYOUT
     L3: gl.constexpr = MASK_BYTES_LAYOUT
     SN: gl.constexpr = SR * 256
@@ -268,11 +267,11 @@ def _fwd_compute(xs, ready, empty, ys, ydone, yfree, W, B, Y, MEAN, RSTD, SUMS, 
     """The compute warps: the slice's weights (and bias) read once; each step publishes the statistics of the row
     ``AHEAD`` ahead, works out this row's from the group's, stores its y (part 0 its mean and rstd where
     ``TRAINING``; with ``CLAMP_MASK`` y clamped) and releases its stage. With ``MASK_APART`` (the clamped ReLU's
-    training forward) it also writes the clamped y into slot ``i % SLOTS`` of ``ys`` and signals ``ydone``: the mask
-    partition makes the mask from it. Where y has ``Y_SLOTS`` slots of its own, the compute warps wait for their slot
-    (``yfree``) and release x's stage themselves: no CTA barrier then stands between their reads of x and their
+    training forward) it writes the clamped y into slot ``i % SLOTS`` of ``ys`` instead and signals ``ydone``: the
+    mask partition makes the mask from it, stores y and releases x's stage. Where y has ``Y_SLOTS`` slots of its own,
+    the compute warps wait for their slot (``yfree``): no CTA barrier then stands between their reads of x and their
     writes of y, and the mask partition stores y from the slot by the TMA. Without (``Y_SLOTS`` 0) ``ys`` is x's
-    stages: y is written over x's, and the mask partition stores it and releases the stage."""
+    stages: y is written over x's."""
     SN: gl.constexpr = SR * 256
     # these warps store y to global memory (the clamped ReLU's training forward: its mask partition does)
     STORES_Y: gl.constexpr = not MASK_APART
