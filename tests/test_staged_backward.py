@@ -657,8 +657,8 @@ def test_split_staged_plan():
     (16384 columns), of 64 at 3 stages and 16 warps (32768, 65536), the row's slices and their slots rounded to a power
     of two, zero-centered gamma, LayerNorm's dB; the rows ahead and the order of the sums; the sums a warp each
     (``WARP_SUMS``: LayerNorm's at 16384 and 32768, and with dB at 65536; not RMSNorm's); one group on the CPU. The
-    masked backward's is LayerNorm's but for ``HAS_MASK``, the mask's layout (``L3``) and its sums a slice each at
-    32768."""
+    masked backward's is LayerNorm's but for ``HAS_MASK``, the mask's layout (``L3``), its sums a slice each at 32768
+    without dB, and with dB at 32768 and 65536 one row ahead, this row's sums fetched first, a warp's sums each."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -687,13 +687,20 @@ def test_split_staged_plan():
             assert not ln["HAS_MASK"] and ln["L3"] == ln["L"] and ln["WARP_SUMS"], (n, has_dbias)  # (a placeholder)
             plan = _plan(32768, n, is_rms=False, has_dbias=has_dbias, dtype=torch.bfloat16, has_mask=True)
             masked, layout = values(plan), ops.STAGED.mask_layout(plan.cfg.block_n // 256, plan.cfg.num_warps)
-            assert masked["HAS_MASK"] and masked["L3"] == layout and masked["WARP_SUMS"] == (n == 16384), n
+            one_ahead = has_dbias and n == 32768  # config.SPLIT_STAGED_MASKED_ONE_AHEAD_N
+            assert masked["HAS_MASK"] and masked["L3"] == layout, n
+            assert masked["WARP_SUMS"] == (n == 16384 or one_ahead), (n, has_dbias)
+            order = (ln["AHEAD"], ln["FETCH_FIRST"])
+            assert (masked["AHEAD"], masked["FETCH_FIRST"]) == ((1, True) if one_ahead else order), (n, has_dbias)
             # the rest is LayerNorm's
-            assert masked | dict(HAS_MASK=False, L3=masked["L"], WARP_SUMS=True) == ln, (n, has_dbias)
+            rest = dict(HAS_MASK=False, L3=masked["L"], WARP_SUMS=True, AHEAD=order[0], FETCH_FIRST=order[1])
+            assert masked | rest == ln, (n, has_dbias)
     assert not values(_plan(32768, 65536, is_rms=False, has_dbias=False, dtype=torch.bfloat16))["WARP_SUMS"]
-    for has_mask in (False, True):  # with dB at 65536: 8 slices of 8192 a row, two rows ahead, sums a warp each
+    for has_mask in (False, True):  # with dB at 65536: 8 slices of 8192 a row, sums a warp each; two rows ahead, the
+        # masked one one row ahead, this row's sums fetched first
         v = values(_plan(32768, 65536, is_rms=False, has_dbias=True, dtype=torch.bfloat16, has_mask=has_mask))
-        assert (v["PARTS"], v["AHEAD"], v["W_SHARED"], v["HAS_MASK"], v["WARP_SUMS"]) == (8, 2, True, has_mask, True)
+        assert (v["PARTS"], v["W_SHARED"], v["HAS_MASK"], v["WARP_SUMS"]) == (8, True, has_mask, True)
+        assert (v["AHEAD"], v["FETCH_FIRST"]) == ((1, True) if has_mask else (2, False))
     assert config.split_staged_groups(-1, 32768, 8) == 1
     assert ops.STAGED.SENTINEL == ops.SENTINEL  # the kernel's empty slot is the one ops fills the slots with
 
@@ -776,7 +783,8 @@ def test_split_staged_kernel_compiles_for_hopper():
     cases += [(16384, "bfloat16", "float32", False, False, False, True)]
     forms = [
         (c[0], config.split_staged_slice(c[0], c[5]), config.split_staged_weights_shared(c[5]),
-         config.split_staged_ahead(c[0], c[5], c[4]), config.split_staged_fetch_first(c[0], c[5], c[4])) for c in cases
+         config.split_staged_ahead(c[0], c[5], c[4], c[6]), config.split_staged_fetch_first(c[0], c[5], c[4], c[6]))
+        for c in cases
     ]  # fmt: skip
     cases = [
         (n, s, *config.SPLIT_STAGED_SLICES[s], *form, *c[1:], config.split_staged_warp_sums(n, c[5], c[4], c[6]))
@@ -784,8 +792,8 @@ def test_split_staged_kernel_compiles_for_hopper():
     ]  # fmt: skip
     assert {c[-1] for c in cases} == {True, False}  # both forms of the sums
     assert {f[1:] for f in forms} == {
-        (8192, False, 1, True), (8192, False, 2, False), (8192, True, 2, False), (16384, False, 1, True),
-        (16384, False, 1, False),
+        (8192, False, 1, True), (8192, False, 2, False), (8192, True, 2, False), (8192, True, 1, True),
+        (16384, False, 1, True), (16384, False, 1, False),
     }  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run(
@@ -860,13 +868,13 @@ def test_masked_split_staged_backward_on_the_gpu(m, n, has_dbias, dtypes, zero_c
 
 
 @pytest.mark.gpu
-def test_masked_split_staged_backward_at_the_rules_rows(monkeypatch):
+def test_masked_split_staged_backward_at_the_rules_rows():
     """The masked backward's rule launch, many rows a program (32768 x 16384 and 4096 x 32768, with dB and without);
-    a mask of all ones (dx, dW and dB then the plain backward's of the same form, bit for bit: at 32768 columns the
-    plain one publishes its sums a warp each, the masked one a slice each, ``config.split_staged_warp_sums``, so the
-    plain one is launched as the masked one's form there) and of all zeros (then zero); 65536 with dB takes the kernel
-    too (a warp's sums); fewer rows than the rule's keep the split rows, and so do masks the TMA cannot stage (rows
-    apart by more than their bytes, a start not on 16 bytes), read there as they lie."""
+    a mask of all ones (dx, dW and dB then the plain backward's, bit for bit: at 4096 x 32768 with dB both publish
+    their sums a warp each, the masked one a row ahead, this row's sums fetched first, the plain one two rows ahead,
+    which orders the same arithmetic differently in time only) and of all zeros (then zero); 65536 with dB takes the
+    kernel too (a warp's sums); fewer rows than the rule's keep the split rows, and so do masks the TMA cannot stage
+    (rows apart by more than their bytes, a start not on 16 bytes), read there as they lie."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -894,9 +902,7 @@ def test_masked_split_staged_backward_at_the_rules_rows(monkeypatch):
                 compare(g, e, f"masked backward {name}, mask stride {packed.stride(0)}")
             if packed is zeros:
                 assert not any(g.any() for g in got)  # every bit clear: dy as zeros
-        with config.limits(), monkeypatch.context() as patched:  # a new plan, as the masked one's form
-            patched.setitem(config.SPLIT_STAGED_WARP_SUMS_N, False, config.SPLIT_STAGED_WARP_SUMS_N[True])
-            plain = ops.layer_norm_bwd(dy, x, w, mean, rstd)
+        plain = ops.layer_norm_bwd(dy, x, w, mean, rstd)
     assert spy.call_count == 3
     for name, g, e in zip(("dx", "dw", "db"), got, plain):  # every bit set: the plain backward's bits
         assert torch.equal(g, e), name

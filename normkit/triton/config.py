@@ -1261,7 +1261,24 @@ def split_staged_weights_shared(has_dbias: bool) -> bool:
     return has_dbias
 
 
-def split_staged_ahead(n: int, has_dbias: bool, is_rms: bool) -> int:
+# the masked backward with dB at these columns: one row ahead, this row's sums fetched first, a warp's sums each
+SPLIT_STAGED_MASKED_ONE_AHEAD_N = (32768, 65536)
+
+
+def _masked_one_ahead(n: int, has_dbias: bool, has_mask: bool) -> bool:
+    """Whether the masked backward (with dB) at n columns takes ``SPLIT_STAGED_MASKED_ONE_AHEAD_N``'s form: one row
+    ahead (``split_staged_ahead``), this row's sums fetched before the next row's publish
+    (``split_staged_fetch_first``), a warp's sums each (``split_staged_warp_sums``).
+
+    Round 98 (H200, bf16 x, float32 weights but where fp16 is named; the form forced in turns against round 97's rule
+    of two rows ahead, GPU runs 734-735, GB/s now over before): the masked backward x1.113 at 32768 x 32768 (92% of the
+    copy: 1.041x the plain backward's time, 1.16x before), x1.121 at 32768 x 65536, x1.135 / x1.103 at 4096 x 32768 /
+    65536 fp16; not at 16384 (x0.991). LayerNorm's plain backward with dB in this form ran x0.912 / x0.927 / x0.993 at
+    32768 x 16384 / 32768 / 65536, so it keeps two rows ahead."""
+    return has_mask and has_dbias and n in SPLIT_STAGED_MASKED_ONE_AHEAD_N
+
+
+def split_staged_ahead(n: int, has_dbias: bool, is_rms: bool, has_mask: bool = False) -> int:
     """The rows the split staged backward's pass one runs ahead (``norm_bwd_staged._split_compute``'s AHEAD): 2 for
     LayerNorm's in slices of 8192 (``split_staged_slice``: with dB, and without at 16384), which fetch each row's slice
     sums a step before they use them, else 1 (the next row's published after this row's sums are fetched or before:
@@ -1275,13 +1292,15 @@ def split_staged_ahead(n: int, has_dbias: bool, is_rms: bool) -> int:
     against the landed rule's other forms): LayerNorm's without dB at 32768 x 16384 two rows ahead x1.028 over one
     (x1.001 at 8192 rows, where the rule does not take the kernel), RMSNorm's there x0.968 of the sums fetched
     first."""
+    if _masked_one_ahead(n, has_dbias, has_mask):
+        return 1
     return 2 if not is_rms and split_staged_slice(n, has_dbias) == 8192 else 1
 
 
 SPLIT_STAGED_FETCH_FIRST_N = {True: (16384, 65536), False: (32768, 65536)}  # without dB, by is_rms
 
 
-def split_staged_fetch_first(n: int, has_dbias: bool, is_rms: bool) -> bool:
+def split_staged_fetch_first(n: int, has_dbias: bool, is_rms: bool, has_mask: bool = False) -> bool:
     """Whether the split staged backward one row ahead fetches this row's slice sums before it publishes the next
     row's (``norm_bwd_staged._split_compute``'s FETCH_FIRST), so the trip to L2 for them overlaps the publish: without
     dB at ``SPLIT_STAGED_FETCH_FIRST_N`` (RMSNorm at 16384 and 65536, LayerNorm at 32768 and 65536).
@@ -1294,7 +1313,7 @@ def split_staged_fetch_first(n: int, has_dbias: bool, is_rms: bool) -> bool:
     landed with ``split_staged_ahead`` (runs 688-689, against round 88's rule): at 32768 rows LayerNorm without dB at
     16384 / 32768 / 65536 x1.028 / x1.056 / x1.046 (86 / 97 / 95% of the copy), RMSNorm x1.022 / x1.002 / x1.011; at
     4096 rows LayerNorm without dB at 32768 / 65536 x1.070 / x1.079, RMSNorm at 16384 / 65536 x1.020 / x1.020."""
-    return not has_dbias and n in SPLIT_STAGED_FETCH_FIRST_N[is_rms]
+    return not has_dbias and n in SPLIT_STAGED_FETCH_FIRST_N[is_rms] or _masked_one_ahead(n, has_dbias, has_mask)
 
 
 # the split staged backward's row sums published a warp each (``split_staged_warp_sums``), by has_mask: LayerNorm's
@@ -1324,6 +1343,8 @@ def split_staged_warp_sums(n: int, has_dbias: bool, is_rms: bool, has_mask: bool
     slices of 8192 a row: LayerNorm's x1.061 / x1.057 / x1.192 at 32768 / 8192 / 4096 rows (the last fp16), the
     zero-centered x1.057, the masked x1.210 / x1.177 / x1.083. Nsight Compute on the masked backward at 32768 x 32768
     (run 729): 1.85 ms with a slice's sums, 1.88 with a warp's; DRAM 73.9 / 72.6% of peak, L2 81.3 / 80.9%."""
+    if _masked_one_ahead(n, has_dbias, has_mask):
+        return True
     return not is_rms and (n in SPLIT_STAGED_WARP_SUMS_N[has_mask] or has_dbias and n in SPLIT_STAGED_WARP_SUMS_DB_N)
 
 

@@ -632,8 +632,9 @@ def _backward_plan(
             values = STAGED.split_constexprs(
                 n, cfg.block_n, cfg.num_warps, config.split_staged_stages(cfg.block_n), zero_centered_gamma, is_rms,
                 has_dbias, config.GPU_MAX_POLLS, config.split_staged_weights_shared(has_dbias),
-                config.split_staged_ahead(n, has_dbias, is_rms), config.split_staged_fetch_first(n, has_dbias, is_rms),
-                has_mask, config.split_staged_warp_sums(n, has_dbias, is_rms, has_mask),
+                config.split_staged_ahead(n, has_dbias, is_rms, has_mask),
+                config.split_staged_fetch_first(n, has_dbias, is_rms, has_mask), has_mask,
+                config.split_staged_warp_sums(n, has_dbias, is_rms, has_mask),
             )  # fmt: skip
             programs = config.split_staged_groups(device, m, cfg.parts) * cfg.parts
             return _BackwardPlan(cfg, programs, 1, SPLIT_STAGED_BWD.values(**values), [], {})
