@@ -1274,15 +1274,17 @@ def _masked_one_ahead(n: int, has_dbias: bool, has_mask: bool) -> bool:
     of two rows ahead, GPU runs 734-735, GB/s now over before): the masked backward x1.113 at 32768 x 32768 (92% of the
     copy: 1.041x the plain backward's time, 1.16x before), x1.121 at 32768 x 65536, x1.135 / x1.103 at 4096 x 32768 /
     65536 fp16; not at 16384 (x0.991). LayerNorm's plain backward with dB in this form ran x0.912 / x0.927 / x0.993 at
-    32768 x 16384 / 32768 / 65536, so it keeps two rows ahead."""
+    32768 x 16384 / 32768 / 65536, so it keeps two rows ahead. As landed (run 736, against round 97's rule): x1.108 /
+    x1.123 / x1.128 at 32768 / 8192 / 4096 x 32768, x1.123 at 8192 x 65536; the masked backward 1.045x the plain
+    backward's time at 32768 x 32768 and 0.951x at 32768 x 65536 (90.4% of the copy, the plain one 84.2%)."""
     return has_mask and has_dbias and n in SPLIT_STAGED_MASKED_ONE_AHEAD_N
 
 
 def split_staged_ahead(n: int, has_dbias: bool, is_rms: bool, has_mask: bool = False) -> int:
     """The rows the split staged backward's pass one runs ahead (``norm_bwd_staged._split_compute``'s AHEAD): 2 for
     LayerNorm's in slices of 8192 (``split_staged_slice``: with dB, and without at 16384), which fetch each row's slice
-    sums a step before they use them, else 1 (the next row's published after this row's sums are fetched or before:
-    ``split_staged_fetch_first``).
+    sums a step before they use them, but the masked backward's with dB at 32768-65536 (``_masked_one_ahead``), else 1
+    (the next row's published after this row's sums are fetched or before: ``split_staged_fetch_first``).
 
     Round 88 (H200, GPU run 682, the probe's forms forced at 32768 rows of bf16 x, float32 weights, in turns, their
     speed over round 87's rule): LayerNorm's with dB two rows ahead x1.037 / x1.038 at 32768 / 16384 columns (4 or 5
@@ -1303,7 +1305,8 @@ SPLIT_STAGED_FETCH_FIRST_N = {True: (16384, 65536), False: (32768, 65536)}  # wi
 def split_staged_fetch_first(n: int, has_dbias: bool, is_rms: bool, has_mask: bool = False) -> bool:
     """Whether the split staged backward one row ahead fetches this row's slice sums before it publishes the next
     row's (``norm_bwd_staged._split_compute``'s FETCH_FIRST), so the trip to L2 for them overlaps the publish: without
-    dB at ``SPLIT_STAGED_FETCH_FIRST_N`` (RMSNorm at 16384 and 65536, LayerNorm at 32768 and 65536).
+    dB at ``SPLIT_STAGED_FETCH_FIRST_N`` (RMSNorm at 16384 and 65536, LayerNorm at 32768 and 65536), and the masked
+    backward with dB at 32768-65536 (``_masked_one_ahead``).
 
     Round 89 (H200, bf16 x, float32 weights; ``bench.ab`` against round 88's rule, GPU run 687, GB/s now over before
     at 32768 / 8192 rows): LayerNorm without dB at 32768 x1.048 / x1.061, 65536 x1.043 / x1.051 (95-97% of the copy at
@@ -1327,7 +1330,8 @@ def split_staged_warp_sums(n: int, has_dbias: bool, is_rms: bool, has_mask: bool
     WARP_SUMS): each warp's two sums within the warp, to a slot of its own, and every warp fetches and adds all the
     row's slots, so no exchange between the compute warps (two or three CTA barriers a row) stands in a step; else a
     slice's sums as one reduction over the warps. LayerNorm's at ``SPLIT_STAGED_WARP_SUMS_N`` (the masked
-    backward's at 16384) and, with dB, masked or not, at ``SPLIT_STAGED_WARP_SUMS_DB_N``.
+    backward's at 16384) and, with dB, masked or not, at ``SPLIT_STAGED_WARP_SUMS_DB_N``; the masked backward's with dB
+    at 32768-65536 too (``_masked_one_ahead``).
 
     Round 96 (H200, bf16 x, float32 weights, in turns against round 95's kernel, GB/s now over before). GPU run 726,
     every form a warp each: LayerNorm's with dB at 32768 x 16384 / 32768 x1.075 / x1.115 (92 / 95% of the copy), at

@@ -147,12 +147,12 @@ back into its stage (a CTA barrier more a row) x0.916-0.935: not taken.
 
 Round 98 (H200, GPU runs 733-736). The masked backward with dB at 32768 and 65536 runs one row ahead, fetches this
 row's sums before it publishes the next row's (``FETCH_FIRST``) and publishes a warp's sums each
-(``config.SPLIT_STAGED_MASKED_ONE_AHEAD_N``): x1.113 / x1.121 at 32768 x 32768 / 65536, its time 1.041x the plain
-backward's at 32768 x 32768 (1.16x before). In Nsight Compute (run 734, 32768 x 32768) the rule's masked form before
-it spent 16% of its compute warps' samples at the CTA barrier before a stage's release. Not taken: the compute warps
-as two partitions of 4, each over half the slice's rows with its own barrier and arrive (that barrier's samples from
-10.8% of all to 1.1%, the wait moved to the fetched sums; x0.91-1.03), the masked dy written back into its stage in
-pass one again (x0.91-0.97).
+(``config.SPLIT_STAGED_MASKED_ONE_AHEAD_N``): x1.113 / x1.121 at 32768 x 32768 / 65536, its time 1.041-1.045x the
+plain backward's at 32768 x 32768 (1.16x before). In Nsight Compute (run 734, 32768 x 32768) the rule's masked form
+before it spent 16% of its compute warps' samples at the CTA barrier before a stage's release. Not taken: the compute
+warps as two partitions of 4, each over half the slice's rows with its own barrier and arrive (that barrier's samples
+from 10.8% of all to 1.1%, the wait moved to the fetched sums; x0.91-1.03), the masked dy written back into its stage
+in pass one again (x0.91-0.97).
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
