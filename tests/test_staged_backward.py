@@ -860,8 +860,9 @@ def test_split_staged_backward_at_the_rules_rows():
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
 def test_masked_split_staged_backward_on_the_gpu(m, n, has_dbias, dtypes, zero_centered_gamma):
     """LayerNorm + clamped ReLU's backward by the split staged kernel, taken from one row on (its fewest rows lowered),
-    against the reference: dy masked in both passes, slices of 8192 (with dB, two rows ahead; without at 16384) and
-    of 16384 (without dB at 32768 and 65536)."""
+    against the reference: dy masked in both passes, slices of 8192 (with dB: two rows ahead at 16384, one row ahead
+    with this row's sums fetched first at 32768 and 65536; without dB at 16384) and of 16384 (without dB at 32768 and
+    65536)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     with config.limits(split_staged_min_m=1, ln_dbias_split_staged_16384_min_m=1):
         _check(m, n, *dtypes, 1, zero_centered_gamma, op="layer_norm_clamped_relu", has_dbias=has_dbias)

@@ -1316,7 +1316,7 @@ def split_staged_fetch_first(n: int, has_dbias: bool, is_rms: bool, has_mask: bo
     landed with ``split_staged_ahead`` (runs 688-689, against round 88's rule): at 32768 rows LayerNorm without dB at
     16384 / 32768 / 65536 x1.028 / x1.056 / x1.046 (86 / 97 / 95% of the copy), RMSNorm x1.022 / x1.002 / x1.011; at
     4096 rows LayerNorm without dB at 32768 / 65536 x1.070 / x1.079, RMSNorm at 16384 / 65536 x1.020 / x1.020."""
-    return not has_dbias and n in SPLIT_STAGED_FETCH_FIRST_N[is_rms] or _masked_one_ahead(n, has_dbias, has_mask)
+    return (not has_dbias and n in SPLIT_STAGED_FETCH_FIRST_N[is_rms]) or _masked_one_ahead(n, has_dbias, has_mask)
 
 
 # the split staged backward's row sums published a warp each (``split_staged_warp_sums``), by has_mask: LayerNorm's
