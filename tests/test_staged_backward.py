@@ -628,6 +628,9 @@ def test_split_staged_rule():
         assert got.staged and (got.parts, got.block_n) == ((8, 8192) if has_dbias else (4, 16384)), has_dbias
     assert config.bwd_config(m, 65536, False, tma=True, staged=True, w_bytes=4) == expected
     assert [config.split_staged_stages(s) for s in (8192, 16384)] == [4, 3]
+    # LayerNorm's plain backward with dB: 5 rows in flight (round 99); the masked one's bytes do not fit beside them
+    assert [config.split_staged_stages(8192, True, has_mask) for has_mask in (False, True)] == [5, 4]
+    assert config.split_staged_stages(16384, True) == 3
     for n in (8192, 24576, 49152, 131072, 16640):  # other widths: not taken
         assert not config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=True).staged, n
         assert not config.bwd_config(32768, n, False, tma=True, staged=True).staged, n
@@ -658,7 +661,8 @@ def test_split_staged_plan():
     of two, zero-centered gamma, LayerNorm's dB; the rows ahead and the order of the sums; the sums a warp each
     (``WARP_SUMS``: LayerNorm's at 16384 and 32768, and with dB at 65536; not RMSNorm's); one group on the CPU. The
     masked backward's is LayerNorm's but for ``HAS_MASK``, the mask's layout (``L3``), its sums a slice each at 32768
-    without dB, and with dB at 32768 and 65536 one row ahead, this row's sums fetched first, a warp's sums each."""
+    without dB, and with dB at 32768 and 65536 one row ahead, this row's sums fetched first, a warp's sums each; and
+    its 4 rows in flight with dB, where LayerNorm's plain backward holds 5 (``config.split_staged_stages``)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -684,23 +688,26 @@ def test_split_staged_plan():
             assert (ln["IS_RMS"], ln["HAS_DBIAS"], ln["PARTS"], ln["W_SHARED"]) == (False, has_dbias, slices, has_dbias)
             ahead = 2 if has_dbias or n == 16384 else 1  # in slices of 8192 two rows ahead
             assert ln["AHEAD"] == ahead < ln["STAGES"] and ln["FETCH_FIRST"] == (ahead == 1), (n, has_dbias)
+            assert ln["STAGES"] == (5 if has_dbias else 4 if n == 16384 else 3), (n, has_dbias)  # 5: round 99
             assert not ln["HAS_MASK"] and ln["L3"] == ln["L"] and ln["WARP_SUMS"], (n, has_dbias)  # (a placeholder)
             plan = _plan(32768, n, is_rms=False, has_dbias=has_dbias, dtype=torch.bfloat16, has_mask=True)
             masked, layout = values(plan), ops.STAGED.mask_layout(plan.cfg.block_n // 256, plan.cfg.num_warps)
             one_ahead = has_dbias and n == 32768  # config.SPLIT_STAGED_MASKED_ONE_AHEAD_N
             assert masked["HAS_MASK"] and masked["L3"] == layout, n
             assert masked["WARP_SUMS"] == (n == 16384 or one_ahead), (n, has_dbias)
+            assert masked["STAGES"] == (4 if has_dbias else ln["STAGES"]), (n, has_dbias)  # 5 would not fit the mask
             order = (ln["AHEAD"], ln["FETCH_FIRST"])
             assert (masked["AHEAD"], masked["FETCH_FIRST"]) == ((1, True) if one_ahead else order), (n, has_dbias)
             # the rest is LayerNorm's
             rest = dict(HAS_MASK=False, L3=masked["L"], WARP_SUMS=True, AHEAD=order[0], FETCH_FIRST=order[1])
+            rest["STAGES"] = ln["STAGES"]
             assert masked | rest == ln, (n, has_dbias)
     assert not values(_plan(32768, 65536, is_rms=False, has_dbias=False, dtype=torch.bfloat16))["WARP_SUMS"]
     for has_mask in (False, True):  # with dB at 65536: 8 slices of 8192 a row, sums a warp each; two rows ahead, the
         # masked one one row ahead, this row's sums fetched first
         v = values(_plan(32768, 65536, is_rms=False, has_dbias=True, dtype=torch.bfloat16, has_mask=has_mask))
         assert (v["PARTS"], v["W_SHARED"], v["HAS_MASK"], v["WARP_SUMS"]) == (8, True, has_mask, True)
-        assert (v["AHEAD"], v["FETCH_FIRST"]) == ((1, True) if has_mask else (2, False))
+        assert (v["AHEAD"], v["FETCH_FIRST"], v["STAGES"]) == ((1, True, 4) if has_mask else (2, False, 5))
     assert config.split_staged_groups(-1, 32768, 8) == 1
     assert ops.STAGED.SENTINEL == ops.SENTINEL  # the kernel's empty slot is the one ops fills the slots with
 
@@ -787,10 +794,12 @@ def test_split_staged_kernel_compiles_for_hopper():
         for c in cases
     ]  # fmt: skip
     cases = [
-        (n, s, *config.SPLIT_STAGED_SLICES[s], *form, *c[1:], config.split_staged_warp_sums(n, c[5], c[4], c[6]))
+        (n, s, config.SPLIT_STAGED_SLICES[s][0], config.split_staged_stages(s, c[5], c[6]), *form, *c[1:],
+         config.split_staged_warp_sums(n, c[5], c[4], c[6]))
         for (n, s, *form), c in zip(forms, cases)
     ]  # fmt: skip
     assert {c[-1] for c in cases} == {True, False}  # both forms of the sums
+    assert {c[3] for c in cases} == {3, 4, 5}  # the rows in flight (5: LayerNorm's plain backward with dB)
     assert {f[1:] for f in forms} == {
         (8192, False, 1, True), (8192, False, 2, False), (8192, True, 2, False), (8192, True, 1, True),
         (16384, False, 1, True), (16384, False, 1, False),

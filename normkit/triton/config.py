@@ -1352,8 +1352,23 @@ def split_staged_warp_sums(n: int, has_dbias: bool, is_rms: bool, has_mask: bool
     return not is_rms and (n in SPLIT_STAGED_WARP_SUMS_N[has_mask] or has_dbias and n in SPLIT_STAGED_WARP_SUMS_DB_N)
 
 
-def split_staged_stages(slice_n: int) -> int:
-    """Rows in flight of the split staged backward's slices of ``slice_n`` columns (``SPLIT_STAGED_SLICES``)."""
+# LayerNorm's plain backward with dB (its slices of 8192 and their weights staged): rows in flight
+SPLIT_STAGED_DB_STAGES = 5
+
+
+def split_staged_stages(slice_n: int, has_dbias: bool = False, has_mask: bool = False) -> int:
+    """Rows in flight of the split staged backward's slices of ``slice_n`` columns (``SPLIT_STAGED_SLICES``), but
+    LayerNorm's plain backward with dB: ``SPLIT_STAGED_DB_STAGES`` (5 stages of x and dy and the slice's weights
+    staged take 229484 bytes of shared memory, compiled for sm_90; the masked backward's bytes do not fit beside them:
+    234604 of 232448).
+
+    Round 99 (H200, bf16 x, float32 weights; the form forced by a probe in turns against round 98's rule of 4 stages,
+    GPU run 742, GB/s now over before): x1.033 at 32768 x 32768 (98% of the copy), x1.007 at 32768 x 65536; 3 stages
+    x0.687-0.696. As landed (run 743, against round 98's rule): x1.051 / x1.035 / x1.006 at 32768 x 16384 / 32768 /
+    65536 (96.8 / 97.7 / 84.6% of the copy); not timed at fewer rows. The masked backward keeps 4, so its time over
+    the plain backward's grew: 1.081x at 32768 x 32768 (1.045x before), 0.957x at 65536."""
+    if slice_n == 8192 and has_dbias and not has_mask:
+        return SPLIT_STAGED_DB_STAGES
     return SPLIT_STAGED_SLICES[slice_n][1]
 
 
@@ -1365,10 +1380,11 @@ def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: b
     ``LIMITS["ln_dbias_split_staged_16384_min_m"]`` rows (8192); 16-bit or float32 weights. Each row in slices
     (``split_staged_slice``: of 16384 columns at 32768 and 65536 without dB, else of 8192), one program a slice on one
     SM: a load warp stages the program's slices of x and dy by the TMA (3 rows in flight for slices of 16384, 4 for
-    8192), and its compute warps (16 or 8) publish a row's slice sums a row or two ahead of its dx
-    (``split_staged_ahead``, ``split_staged_fetch_first``), as the split rows' ``AHEAD``. The slice's weights are held
-    in registers, read from global memory but with dB (``split_staged_weights_shared``). The masked backward's bits
-    are staged by the TMA with x and dy (a byte for each thread's 8 columns of a row of 256) and tested in both passes.
+    8192, 5 for LayerNorm's plain backward with dB: ``split_staged_stages``), and its compute warps (16 or 8) publish a
+    row's slice sums a row or two ahead of its dx (``split_staged_ahead``, ``split_staged_fetch_first``), as the split
+    rows' ``AHEAD``. The slice's weights are held in registers, read from global memory but with dB
+    (``split_staged_weights_shared``). The masked backward's bits are staged by the TMA with x and dy (a byte for each
+    thread's 8 columns of a row of 256) and tested in both passes.
 
     Round 91 (H200, bf16 x, float32 weights but where fp16 is named; ``bench.ab`` against round 90's rule, GPU run
     699, GB/s now over before): the masked backward (with dB) at 16384 / 32768 columns x1.053 / x1.245 at 32768 rows

@@ -154,6 +154,14 @@ warps as two partitions of 4, each over half the slice's rows with its own barri
 from 10.8% of all to 1.1%, the wait moved to the fetched sums; x0.91-1.03), the masked dy written back into its stage
 in pass one again (x0.91-0.97).
 
+Round 99 (H200, GPU runs 740-743). LayerNorm's plain backward with dB holds 5 rows in flight (``STAGES``, 4 before;
+``config.split_staged_stages``): x1.051 / x1.035 / x1.006 at 32768 x 16384 / 32768 / 65536 (96.8 / 97.7 / 84.6% of the
+copy). The masked backward's mask does not fit a fifth stage (2156 bytes over). Why the masked backward outran the
+plain one at 32768 x 65536 (0.951x its time): not dy's values nor the GPU's clocks (the plain backward with dy random,
+half zeros or zeros within 0.3%, run 742), not the mask's bytes (not loaded x1.013), but its bit test (untested
+x0.937, the plain backward's speed); in Nsight Compute its compute warps wait less on the partners' sums (15% of the
+samples against 22-25%, run 740).
+
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
 """

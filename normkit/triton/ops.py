@@ -630,8 +630,9 @@ def _backward_plan(
             )
         if cfg.parts > 1:  # the split staged kernel: a group of cfg.parts programs a row, one program a SM
             values = STAGED.split_constexprs(
-                n, cfg.block_n, cfg.num_warps, config.split_staged_stages(cfg.block_n), zero_centered_gamma, is_rms,
-                has_dbias, config.GPU_MAX_POLLS, config.split_staged_weights_shared(has_dbias),
+                n, cfg.block_n, cfg.num_warps, config.split_staged_stages(cfg.block_n, has_dbias, has_mask),
+                zero_centered_gamma, is_rms, has_dbias, config.GPU_MAX_POLLS,
+                config.split_staged_weights_shared(has_dbias),
                 config.split_staged_ahead(n, has_dbias, is_rms, has_mask),
                 config.split_staged_fetch_first(n, has_dbias, is_rms, has_mask), has_mask,
                 config.split_staged_warp_sums(n, has_dbias, is_rms, has_mask),
