@@ -881,10 +881,11 @@ def test_masked_split_staged_backward_on_the_gpu(m, n, has_dbias, dtypes, zero_c
 def test_masked_split_staged_backward_at_the_rules_rows():
     """The masked backward's rule launch, many rows a program (32768 x 16384 and 4096 x 32768, with dB and without);
     a mask of all ones (dx, dW and dB then the plain backward's, bit for bit: at 4096 x 32768 with dB both publish
-    their sums a warp each, the masked one a row ahead, this row's sums fetched first, the plain one two rows ahead,
-    which orders the same arithmetic differently in time only) and of all zeros (then zero); 65536 with dB takes the
-    kernel too (a warp's sums); fewer rows than the rule's keep the split rows, and so do masks the TMA cannot stage
-    (rows apart by more than their bytes, a start not on 16 bytes), read there as they lie."""
+    their sums a warp each, the masked one a row ahead, this row's sums fetched first, 4 rows in flight, the plain one
+    two rows ahead, 5 in flight, which orders the same arithmetic differently in time only) and of all zeros (then
+    zero); 65536 with dB takes the kernel too (a warp's sums); fewer rows than the rule's keep the split rows, and so do
+    masks the TMA cannot stage (rows apart by more than their bytes, a start not on 16 bytes), read there as they
+    lie."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 

@@ -159,8 +159,9 @@ Round 99 (H200, GPU runs 740-743). LayerNorm's plain backward with dB holds 5 ro
 copy). The masked backward's mask does not fit a fifth stage (2156 bytes over). Why the masked backward outran the
 plain one at 32768 x 65536 (0.951x its time): not dy's values nor the GPU's clocks (the plain backward with dy random,
 half zeros or zeros within 0.3%, run 742), not the mask's bytes (not loaded x1.013), but its bit test (untested
-x0.937, the plain backward's speed); in Nsight Compute its compute warps wait less on the partners' sums (15% of the
-samples against 22-25%, run 740).
+x0.937, the plain backward's speed): its longer step gives the step's loads time to arrive. In Nsight Compute (run
+740) 15% of its samples wait on a load, the partners' sums; 22% of the plain backward's, 19% on the move of the row
+statistics loaded in the step into uniform registers, and 25% one row ahead, on the partners' sums.
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
