@@ -627,10 +627,27 @@ def test_split_staged_rule():
         got = config.bwd_config(m, 65536, has_dbias, **ln)  # with dB in 8 slices of 8192 (since round 97)
         assert got.staged and (got.parts, got.block_n) == ((8, 8192) if has_dbias else (4, 16384)), has_dbias
     assert config.bwd_config(m, 65536, False, tma=True, staged=True, w_bytes=4) == expected
-    assert [config.split_staged_stages(s) for s in (8192, 16384)] == [4, 3]
-    # LayerNorm's plain backward with dB: 5 rows in flight (round 99); the masked one's bytes do not fit beside them
-    assert [config.split_staged_stages(8192, True, has_mask) for has_mask in (False, True)] == [5, 4]
-    assert config.split_staged_stages(16384, True) == 3
+    assert [config.split_staged_stages(32768, s) for s in (8192, 16384)] == [4, 3]
+    # LayerNorm's backward with dB: 5 rows in flight (round 99), the masked one's at 16384 and 65536 (round 100)
+    for n in (16384, 32768, 65536):
+        assert [config.split_staged_stages(n, 8192, True, has_mask) for has_mask in (False, True)] == [
+            5, 4 if n == 32768 else 5
+        ], n  # fmt: skip
+        assert config.split_staged_stages(n, 8192, False, True) == 4, n
+    assert config.split_staged_stages(32768, 16384, True) == 3
+    # the row statistics staged by the load warp with dB (masked or not; round 100), else loaded by the compute warps
+    assert [config.split_staged_stats_staged(has_dbias) for has_dbias in (True, False)] == [True, False]
+    for n, has_dbias, is_rms, has_mask in itertools.product((16384, 32768, 65536), *[(False, True)] * 3):
+        if has_mask and is_rms:
+            continue
+        slice_n = config.split_staged_slice(n, has_dbias)
+        form = config.split_staged_form(n, slice_n, has_dbias, is_rms, has_mask)  # each field its rule's
+        assert form == (
+            config.split_staged_stages(n, slice_n, has_dbias, has_mask), config.split_staged_weights_shared(has_dbias),
+            config.split_staged_ahead(n, has_dbias, is_rms, has_mask),
+            config.split_staged_fetch_first(n, has_dbias, is_rms, has_mask),
+            config.split_staged_warp_sums(n, has_dbias, is_rms, has_mask), config.split_staged_stats_staged(has_dbias),
+        ), (n, has_dbias, is_rms, has_mask)  # fmt: skip
     for n in (8192, 24576, 49152, 131072, 16640):  # other widths: not taken
         assert not config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=True).staged, n
         assert not config.bwd_config(32768, n, False, tma=True, staged=True).staged, n
@@ -661,8 +678,9 @@ def test_split_staged_plan():
     of two, zero-centered gamma, LayerNorm's dB; the rows ahead and the order of the sums; the sums a warp each
     (``WARP_SUMS``: LayerNorm's at 16384 and 32768, and with dB at 65536; not RMSNorm's); one group on the CPU. The
     masked backward's is LayerNorm's but for ``HAS_MASK``, the mask's layout (``L3``), its sums a slice each at 32768
-    without dB, and with dB at 32768 and 65536 one row ahead, this row's sums fetched first, a warp's sums each; and
-    its 4 rows in flight with dB, where LayerNorm's plain backward holds 5 (``config.split_staged_stages``)."""
+    without dB, and with dB at 32768 one row ahead, this row's sums fetched first, a warp's sums each, in 4 rows in
+    flight (5 with dB at 16384 and 65536, as LayerNorm's plain backward's: ``config.split_staged_stages``); with dB
+    the row statistics staged (``STATS_STAGED``), masked or not."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -679,7 +697,7 @@ def test_split_staged_plan():
             True, False, False, False, 1
         ), n  # fmt: skip
         assert v["FETCH_FIRST"] == (n != 32768), n  # this row's sums fetched before the publish at 16384 and 65536
-        assert not v["WARP_SUMS"], n
+        assert not v["WARP_SUMS"] and not v["STATS_STAGED"], n
         assert values(_plan(32768, n, zero_centered_gamma=True, dtype=torch.bfloat16))["ZERO_CENTERED"], n
     for n in (16384, 32768):
         for has_dbias in (True, False):
@@ -690,12 +708,14 @@ def test_split_staged_plan():
             assert ln["AHEAD"] == ahead < ln["STAGES"] and ln["FETCH_FIRST"] == (ahead == 1), (n, has_dbias)
             assert ln["STAGES"] == (5 if has_dbias else 4 if n == 16384 else 3), (n, has_dbias)  # 5: round 99
             assert not ln["HAS_MASK"] and ln["L3"] == ln["L"] and ln["WARP_SUMS"], (n, has_dbias)  # (a placeholder)
+            assert ln["STATS_STAGED"] == has_dbias, (n, has_dbias)  # the row statistics staged with dB (round 100)
             plan = _plan(32768, n, is_rms=False, has_dbias=has_dbias, dtype=torch.bfloat16, has_mask=True)
             masked, layout = values(plan), ops.STAGED.mask_layout(plan.cfg.block_n // 256, plan.cfg.num_warps)
             one_ahead = has_dbias and n == 32768  # config.SPLIT_STAGED_MASKED_ONE_AHEAD_N
             assert masked["HAS_MASK"] and masked["L3"] == layout, n
             assert masked["WARP_SUMS"] == (n == 16384 or one_ahead), (n, has_dbias)
-            assert masked["STAGES"] == (4 if has_dbias else ln["STAGES"]), (n, has_dbias)  # 5 would not fit the mask
+            # with dB 5 stages at 16384 (round 100), else 4
+            assert masked["STAGES"] == (4 + (n == 16384) if has_dbias else ln["STAGES"]), (n, has_dbias)
             order = (ln["AHEAD"], ln["FETCH_FIRST"])
             assert (masked["AHEAD"], masked["FETCH_FIRST"]) == ((1, True) if one_ahead else order), (n, has_dbias)
             # the rest is LayerNorm's
@@ -703,11 +723,12 @@ def test_split_staged_plan():
             rest["STAGES"] = ln["STAGES"]
             assert masked | rest == ln, (n, has_dbias)
     assert not values(_plan(32768, 65536, is_rms=False, has_dbias=False, dtype=torch.bfloat16))["WARP_SUMS"]
-    for has_mask in (False, True):  # with dB at 65536: 8 slices of 8192 a row, sums a warp each; two rows ahead, the
-        # masked one one row ahead, this row's sums fetched first
+    for has_mask in (False, True):  # with dB at 65536: 8 slices of 8192 a row, sums a warp each; two rows ahead in 5
+        # stages, masked or not (the masked one one row ahead, this row's sums fetched first, in 4 in rounds 98-99)
         v = values(_plan(32768, 65536, is_rms=False, has_dbias=True, dtype=torch.bfloat16, has_mask=has_mask))
         assert (v["PARTS"], v["W_SHARED"], v["HAS_MASK"], v["WARP_SUMS"]) == (8, True, has_mask, True)
-        assert (v["AHEAD"], v["FETCH_FIRST"], v["STAGES"]) == ((1, True, 4) if has_mask else (2, False, 5))
+        assert (v["AHEAD"], v["FETCH_FIRST"], v["STAGES"]) == (2, False, 5)
+        assert v["STATS_STAGED"]
     assert config.split_staged_groups(-1, 32768, 8) == 1
     assert ops.STAGED.SENTINEL == ops.SENTINEL  # the kernel's empty slot is the one ops fills the slots with
 
@@ -748,9 +769,9 @@ spec.loader.exec_module(staged)
 kernel = staged.split_staged_kernel
 POINTER = {"float16": "*fp16", "bfloat16": "*bf16", "float32": "*fp32"}
 for (n, slice_n, warps, stages, shared, ahead, first, dtype, w_dtype, zero_centered, is_rms, has_dbias,
-     has_mask, warp_sums) in json.loads(sys.argv[2]):  # fmt: skip
+     has_mask, warp_sums, stats_staged) in json.loads(sys.argv[2]):  # fmt: skip
     values = staged.split_constexprs(n, slice_n, warps, stages, zero_centered, is_rms, has_dbias, 1 << 22, shared,
-                                     ahead, first, has_mask, warp_sums)
+                                     ahead, first, has_mask, warp_sums, stats_staged)
     x, w = torch.empty(64, n, dtype=getattr(torch, dtype)), torch.empty(n, dtype=getattr(torch, w_dtype))
     descriptors = staged.descriptors(x, x, w if shared else None, [values["SR"]])
     mask = torch.empty(64, n // 8, dtype=torch.uint8)
@@ -787,20 +808,19 @@ def test_split_staged_kernel_compiles_for_hopper():
     cases = [(*c, False) for c in cases]
     cases += [(32768, "bfloat16", "float32", False, False, True, True), (65536, "float16", "float16", True, False,
                                                                          False, True)]  # fmt: skip
-    cases += [(16384, "bfloat16", "float32", False, False, False, True)]
-    forms = [
-        (c[0], config.split_staged_slice(c[0], c[5]), config.split_staged_weights_shared(c[5]),
-         config.split_staged_ahead(c[0], c[5], c[4], c[6]), config.split_staged_fetch_first(c[0], c[5], c[4], c[6]))
-        for c in cases
-    ]  # fmt: skip
+    cases += [(16384, "bfloat16", "float32", False, False, False, True), (16384, "bfloat16", "float32", False, False,
+                                                                          True, True)]  # fmt: skip
+    slices = [config.split_staged_slice(c[0], c[5]) for c in cases]
+    forms = [config.split_staged_form(c[0], s, c[5], c[4], c[6]) for s, c in zip(slices, cases)]
     cases = [
-        (n, s, config.SPLIT_STAGED_SLICES[s][0], config.split_staged_stages(s, c[5], c[6]), *form, *c[1:],
-         config.split_staged_warp_sums(n, c[5], c[4], c[6]))
-        for (n, s, *form), c in zip(forms, cases)
+        (c[0], s, config.SPLIT_STAGED_SLICES[s][0], f.stages, f.weights_shared, f.ahead, f.fetch_first, *c[1:],
+         f.warp_sums, f.stats_staged)
+        for s, f, c in zip(slices, forms, cases)
     ]  # fmt: skip
-    assert {c[-1] for c in cases} == {True, False}  # both forms of the sums
-    assert {c[3] for c in cases} == {3, 4, 5}  # the rows in flight (5: LayerNorm's plain backward with dB)
-    assert {f[1:] for f in forms} == {
+    assert {f.warp_sums for f in forms} == {True, False}  # both forms of the sums
+    assert {f.stats_staged for f in forms} == {True, False}  # the row statistics staged (with dB) or loaded
+    assert {f.stages for f in forms} == {3, 4, 5}  # the rows in flight (5: LayerNorm's plain backward with dB)
+    assert {(s, f.weights_shared, f.ahead, f.fetch_first) for s, f in zip(slices, forms)} == {
         (8192, False, 1, True), (8192, False, 2, False), (8192, True, 2, False), (8192, True, 1, True),
         (16384, False, 1, True), (16384, False, 1, False),
     }  # fmt: skip
@@ -812,11 +832,12 @@ def test_split_staged_kernel_compiles_for_hopper():
     assert done.returncode == 0, done.stderr[-3000:]
     compiled = [json.loads(line) for line in done.stdout.splitlines()]
     assert [c["n"] for c in compiled] == [case[0] for case in cases]
-    for c, (n, slice_n, warps, stages, shared, _, _, _, w_dtype, *_, has_mask, _) in zip(compiled, cases):
+    for c, (n, slice_n, warps, stages, shared, _, _, _, w_dtype, *_, has_mask, _, stats_staged) in zip(compiled, cases):
         assert c["cubin"] > 0 and 0 < c["shared"] <= HOPPER_SHARED_MEMORY, (n, slice_n, c)
         weights = slice_n * (4 if w_dtype == "float32" else 2) if shared else 0
         mask = stages * slice_n // 8 if has_mask else 0
-        assert c["shared"] >= stages * 2 * slice_n * 2 + weights + mask, (n, slice_n, c)  # the stages, weights
+        stats = stages * 8 if stats_staged else 0
+        assert c["shared"] >= stages * 2 * slice_n * 2 + weights + mask + stats, (n, slice_n, c)  # stages, weights
         assert c["threads"] == 32 * (warps + 4), (n, slice_n, c)
     with pytest.raises(ValueError, match="has_mask is LayerNorm's"):
         staged.split_constexprs(16384, 8192, 8, 4, False, True, False, 1, False, 1, False, True)
@@ -869,9 +890,9 @@ def test_split_staged_backward_at_the_rules_rows():
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
 def test_masked_split_staged_backward_on_the_gpu(m, n, has_dbias, dtypes, zero_centered_gamma):
     """LayerNorm + clamped ReLU's backward by the split staged kernel, taken from one row on (its fewest rows lowered),
-    against the reference: dy masked in both passes, slices of 8192 (with dB: two rows ahead at 16384, one row ahead
-    with this row's sums fetched first at 32768 and 65536; without dB at 16384) and of 16384 (without dB at 32768 and
-    65536)."""
+    against the reference: dy masked in both passes, slices of 8192 (with dB: two rows ahead in 5 stages at 16384 and
+    65536, their partials stored as they lie, one row ahead with this row's sums fetched first at 32768; without dB at
+    16384) and of 16384 (without dB at 32768 and 65536)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     with config.limits(split_staged_min_m=1, ln_dbias_split_staged_16384_min_m=1):
         _check(m, n, *dtypes, 1, zero_centered_gamma, op="layer_norm_clamped_relu", has_dbias=has_dbias)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import torch
 
@@ -1262,7 +1263,7 @@ def split_staged_weights_shared(has_dbias: bool) -> bool:
 
 
 # the masked backward with dB at these columns: one row ahead, this row's sums fetched first, a warp's sums each
-SPLIT_STAGED_MASKED_ONE_AHEAD_N = (32768, 65536)
+SPLIT_STAGED_MASKED_ONE_AHEAD_N = (32768,)  # 65536 too in rounds 98-99
 
 
 def _masked_one_ahead(n: int, has_dbias: bool, has_mask: bool) -> bool:
@@ -1276,14 +1277,19 @@ def _masked_one_ahead(n: int, has_dbias: bool, has_mask: bool) -> bool:
     65536 fp16; not at 16384 (x0.991). LayerNorm's plain backward with dB in this form ran x0.912 / x0.927 / x0.993 at
     32768 x 16384 / 32768 / 65536, so it keeps two rows ahead. As landed (run 736, against round 97's rule): x1.108 /
     x1.123 / x1.128 at 32768 / 8192 / 4096 x 32768, x1.123 at 8192 x 65536; the masked backward 1.045x the plain
-    backward's time at 32768 x 32768 and 0.951x at 32768 x 65536 (90.4% of the copy, the plain one 84.2%)."""
+    backward's time at 32768 x 32768 and 0.951x at 32768 x 65536 (90.4% of the copy, the plain one 84.2%).
+
+    Round 100 (GPU runs 749-750, with the row statistics staged, ``split_staged_stats_staged``): at 65536 the plain
+    backward's order (two rows ahead) in 5 stages (``split_staged_stages``) x1.023 / x1.015 / x1.027 at 32768 / 8192 /
+    4096 rows (the last fp16), in 4 stages x1.001, so 65536 left this form; at 32768 x 32768 that order ran x0.850 (5
+    stages) / x0.860 (4)."""
     return has_mask and has_dbias and n in SPLIT_STAGED_MASKED_ONE_AHEAD_N
 
 
 def split_staged_ahead(n: int, has_dbias: bool, is_rms: bool, has_mask: bool = False) -> int:
     """The rows the split staged backward's pass one runs ahead (``norm_bwd_staged._split_compute``'s AHEAD): 2 for
     LayerNorm's in slices of 8192 (``split_staged_slice``: with dB, and without at 16384), which fetch each row's slice
-    sums a step before they use them, but the masked backward's with dB at 32768-65536 (``_masked_one_ahead``), else 1
+    sums a step before they use them, but the masked backward's with dB at 32768 (``_masked_one_ahead``), else 1
     (the next row's published after this row's sums are fetched or before: ``split_staged_fetch_first``).
 
     Round 88 (H200, GPU run 682, the probe's forms forced at 32768 rows of bf16 x, float32 weights, in turns, their
@@ -1306,7 +1312,7 @@ def split_staged_fetch_first(n: int, has_dbias: bool, is_rms: bool, has_mask: bo
     """Whether the split staged backward one row ahead fetches this row's slice sums before it publishes the next
     row's (``norm_bwd_staged._split_compute``'s FETCH_FIRST), so the trip to L2 for them overlaps the publish: without
     dB at ``SPLIT_STAGED_FETCH_FIRST_N`` (RMSNorm at 16384 and 65536, LayerNorm at 32768 and 65536), and the masked
-    backward with dB at 32768-65536 (``_masked_one_ahead``).
+    backward with dB at 32768 (``_masked_one_ahead``).
 
     Round 89 (H200, bf16 x, float32 weights; ``bench.ab`` against round 88's rule, GPU run 687, GB/s now over before
     at 32768 / 8192 rows): LayerNorm without dB at 32768 x1.048 / x1.061, 65536 x1.043 / x1.051 (95-97% of the copy at
@@ -1331,7 +1337,7 @@ def split_staged_warp_sums(n: int, has_dbias: bool, is_rms: bool, has_mask: bool
     row's slots, so no exchange between the compute warps (two or three CTA barriers a row) stands in a step; else a
     slice's sums as one reduction over the warps. LayerNorm's at ``SPLIT_STAGED_WARP_SUMS_N`` (the masked
     backward's at 16384) and, with dB, masked or not, at ``SPLIT_STAGED_WARP_SUMS_DB_N``; the masked backward's with dB
-    at 32768-65536 too (``_masked_one_ahead``).
+    at 32768 too (``_masked_one_ahead``).
 
     Round 96 (H200, bf16 x, float32 weights, in turns against round 95's kernel, GB/s now over before). GPU run 726,
     every form a warp each: LayerNorm's with dB at 32768 x 16384 / 32768 x1.075 / x1.115 (92 / 95% of the copy), at
@@ -1352,24 +1358,71 @@ def split_staged_warp_sums(n: int, has_dbias: bool, is_rms: bool, has_mask: bool
     return not is_rms and (n in SPLIT_STAGED_WARP_SUMS_N[has_mask] or has_dbias and n in SPLIT_STAGED_WARP_SUMS_DB_N)
 
 
-# LayerNorm's plain backward with dB (its slices of 8192 and their weights staged): rows in flight
+# LayerNorm's backward with dB (its slices of 8192 and their weights staged): rows in flight; the masked one's at
+# these columns only
 SPLIT_STAGED_DB_STAGES = 5
+SPLIT_STAGED_MASKED_DB_STAGES_N = (16384, 65536)
 
 
-def split_staged_stages(slice_n: int, has_dbias: bool = False, has_mask: bool = False) -> int:
-    """Rows in flight of the split staged backward's slices of ``slice_n`` columns (``SPLIT_STAGED_SLICES``), but
-    LayerNorm's plain backward with dB: ``SPLIT_STAGED_DB_STAGES`` (5 stages of x and dy and the slice's weights
-    staged take 229484 bytes of shared memory, compiled for sm_90; the masked backward's bytes do not fit beside them:
-    234604 of 232448).
+def split_staged_stages(n: int, slice_n: int, has_dbias: bool = False, has_mask: bool = False) -> int:
+    """Rows in flight of the split staged backward at n columns in slices of ``slice_n`` (``SPLIT_STAGED_SLICES``),
+    but LayerNorm's with dB: ``SPLIT_STAGED_DB_STAGES`` (5 stages of x and dy and the slice's weights staged take
+    229484 bytes of shared memory, compiled for sm_90), the masked one's at ``SPLIT_STAGED_MASKED_DB_STAGES_N`` only
+    (its mask's bytes beside 5 stages leave no room for the partial's layout change, so it stores its dW and dB
+    partials as they lie: ``norm_bwd_staged._scratch_fits``).
 
     Round 99 (H200, bf16 x, float32 weights; the form forced by a probe in turns against round 98's rule of 4 stages,
     GPU run 742, GB/s now over before): x1.033 at 32768 x 32768 (98% of the copy), x1.007 at 32768 x 65536; 3 stages
     x0.687-0.696. As landed (run 743, against round 98's rule): x1.051 / x1.035 / x1.006 at 32768 x 16384 / 32768 /
-    65536 (96.8 / 97.7 / 84.6% of the copy); not timed at fewer rows. The masked backward keeps 4, so its time over
-    the plain backward's grew: 1.081x at 32768 x 32768 (1.045x before), 0.957x at 65536."""
-    if slice_n == 8192 and has_dbias and not has_mask:
+    65536 (96.8 / 97.7 / 84.6% of the copy); not timed at fewer rows.
+
+    Round 100 (GPU runs 747-750, with the row statistics staged, ``split_staged_stats_staged``; in turns against that
+    kernel): the masked backward in 5 stages, its partials stored as they lie, x1.025 at 32768 x 16384 in a probe
+    (x1.026 / x1.016 at 32768 / 8192 rows as landed, run 749), at 65536 in the plain backward's order x1.023
+    (``_masked_one_ahead``); one row ahead in 5 stages x1.000 / x0.995 at 32768 x 32768 / 65536, x0.990 / x0.993 at
+    4096 x 32768 / 65536 fp16; its partials stored so in 4 stages x0.997 / x1.001 at 32768 x 16384 / 32768."""
+    if slice_n == 8192 and has_dbias and (not has_mask or n in SPLIT_STAGED_MASKED_DB_STAGES_N):
         return SPLIT_STAGED_DB_STAGES
     return SPLIT_STAGED_SLICES[slice_n][1]
+
+
+def split_staged_stats_staged(has_dbias: bool) -> bool:
+    """Whether the split staged backward's load warp stages each row's mean and rstd with its slice
+    (``norm_bwd_staged._split_loader``'s STATS_STAGED): LayerNorm's with dB, masked or not. Else the compute warps
+    load them from global memory a row or two ahead and carry them in registers from step to step: ptxas moves the
+    loaded pair into uniform registers at the step's end for that rotation, so each step waits out the load's trip
+    (19% of the plain backward's warp samples at 32768 x 65536 in Nsight Compute, GPU run 740).
+
+    Round 100 (H200, bf16 x, float32 weights but where fp16 is named; a probe in turns against round 99's kernel, GPU
+    run 746, GB/s now over before): LayerNorm's with dB x0.996 / x1.003 / x1.129 at 32768 x 16384 / 32768 / 65536 (96%
+    of the copy at 65536, 84% before), x0.997 / x1.125 at 4096 x 32768 / 65536 fp16; the masked backward x1.015 /
+    x1.037 / x1.011, x1.042 / x1.024 at 4096 rows. Not taken: LayerNorm's without dB x1.004 / x0.946 / x0.998,
+    RMSNorm's x1.005 / x1.000 / x0.985 (x0.999 / x0.987 at 4096 fp16)."""
+    return has_dbias
+
+
+class SplitStagedForm(NamedTuple):
+    """The split staged backward's form for a call (``split_staged_form``): its rows in flight, its slice's weights
+    staged, the rows its pass one runs ahead, the order of its sums' fetch, its sums a warp's each and its row
+    statistics staged."""
+
+    stages: int
+    weights_shared: bool
+    ahead: int
+    fetch_first: bool
+    warp_sums: bool
+    stats_staged: bool
+
+
+def split_staged_form(n: int, slice_n: int, has_dbias: bool, is_rms: bool, has_mask: bool) -> SplitStagedForm:
+    """The split staged backward's form at n columns in slices of ``slice_n`` (``split_staged_slice``), each field
+    its rule's: ``split_staged_stages``, ``split_staged_weights_shared``, ``split_staged_ahead``,
+    ``split_staged_fetch_first``, ``split_staged_warp_sums``, ``split_staged_stats_staged``."""
+    return SplitStagedForm(
+        split_staged_stages(n, slice_n, has_dbias, has_mask), split_staged_weights_shared(has_dbias),
+        split_staged_ahead(n, has_dbias, is_rms, has_mask), split_staged_fetch_first(n, has_dbias, is_rms, has_mask),
+        split_staged_warp_sums(n, has_dbias, is_rms, has_mask), split_staged_stats_staged(has_dbias),
+    )  # fmt: skip
 
 
 def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:

@@ -163,6 +163,16 @@ x0.937, the plain backward's speed): its longer step gives the step's loads time
 740) 15% of its samples wait on a load, the partners' sums; 22% of the plain backward's, 19% on the move of the row
 statistics loaded in the step into uniform registers, and 25% one row ahead, on the partners' sums.
 
+Round 100 (H200, GPU runs 746-750). The split staged backward's load warp stages each row's mean and rstd with its
+slice (``STATS_STAGED``: a slot of the stage, stored before the stage's arrive), so the compute warps read them after
+the stage's wait and no load or move of them stands in their step (``config.split_staged_stats_staged``: LayerNorm's
+with dB, masked or not): LayerNorm's with dB x1.133 at 32768 x 65536 (96% of the copy), x1.122 at 4096 x 65536 fp16,
+level at 16384-32768; the masked backward x1.014-1.041. The masked backward with dB holds 5 rows in flight at 16384
+and 65536 (``config.split_staged_stages``), its dW and dB partials stored as they lie where the layout change's
+scratch does not fit beside the stages (``_scratch_fits``); at 65536 it runs two rows ahead, as the plain backward
+(x1.023 / x1.026 at 32768 x 65536 / 16384). Its time over the plain backward's at 32768 rows: 1.029 / 1.031 / 1.040x
+at 16384 / 32768 / 65536.
+
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
 """
@@ -574,22 +584,49 @@ def norm_bwd_staged_kernel(
 
 
 @gluon.jit
-def _split_loader(xd, dyd, md, xs, dys, ms, ready, empty, group, groups, part, my_rows, SR: gl.constexpr,
-                  VALID: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr,
-                  HAS_MASK: gl.constexpr):  # fmt: skip
+def _split_loader(xd, dyd, md, xs, dys, ms, ready, empty, group, groups, part, my_rows, MEAN, RSTD, st,
+                  SR: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr, AHEAD: gl.constexpr,
+                  HAS_MASK: gl.constexpr, STATS_STAGED: gl.constexpr):  # fmt: skip
     """The load warp: the program's slice of its i-th row (x, dy and where ``HAS_MASK`` the mask's bytes) into stage
     ``i % STAGES``, and its last row ``AHEAD`` times more (the compute warps' pass one runs ``AHEAD`` rows ahead,
-    ``_split_compute``)."""
+    ``_split_compute``). ``STATS_STAGED``: the row's mean and rstd too, into the stage's slot of ``st`` (float32
+    ``[STAGES, 2]``) before the stage's arrive, which orders them for the compute warps' wait; each loaded a row
+    early, so that the store does not wait out the load."""
+    if STATS_STAGED:
+        pair = gl.arange(0, 2, layout=_PAIR_LAYOUT)
+        mean_next, rstd_next = gl.load(MEAN + group), gl.load(RSTD + group)
     for i in range(my_rows + AHEAD):
         stage = i % STAGES
         mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)
         first = (group + gl.minimum(i, my_rows - 1) * groups) * VALID + part * SR
         bar = ready.index(stage)
+        if STATS_STAGED:
+            st.index(stage).store(gl.where(pair == 0, mean_next, rstd_next))
+            following = group + gl.minimum(i + 1, my_rows - 1) * groups
+            mean_next, rstd_next = gl.load(MEAN + following), gl.load(RSTD + following)
         mbarrier.expect(bar, 2 * SR * 256 * xd.dtype.primitive_bitwidth // 8 + (SR * 32 if HAS_MASK else 0))
         tma.async_copy_global_to_shared(xd, [first, 0], bar, xs.index(stage))
         tma.async_copy_global_to_shared(dyd, [first, 0], bar, dys.index(stage))
         if HAS_MASK:  # the mask viewed as rows of 32 bytes (256 columns): the same row index as x's
             tma.async_copy_global_to_shared(md, [first, 0], bar, ms.index(stage))
+
+
+_PAIR_LAYOUT = gl.BlockedLayout([2], [32], [1], [0])  # a row's (mean, rstd) in the load warp
+_PAIR_SHARED = gl.SwizzledSharedLayout(1, 1, 1, order=[0])
+
+
+@gluon.constexpr_function
+def _pair_layout(L):
+    """A row's (mean, rstd) pair held whole by every thread of the compute warps (``_staged_stats``)."""
+    return gl.BlockedLayout([2], [32], [_warps(L)], [0])
+
+
+@gluon.jit
+def _staged_stats(slot, L: gl.constexpr):
+    """A staged row's mean and rstd (its stage's slot of ``st``, ``_split_loader``), every thread both."""
+    pair = slot.load(_pair_layout(L))
+    at = gl.arange(0, 2, layout=_pair_layout(L))
+    return gl.sum(gl.where(at == 0, pair, 0.0), axis=0), gl.sum(gl.where(at == 1, pair, 0.0), axis=0)
 
 
 @gluon.jit
@@ -717,11 +754,11 @@ def _slice_slots(L, WARP_SUMS):
 
 @gluon.jit
 def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group, groups, part,
-                   my_rows, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, L3: gl.constexpr,
+                   my_rows, st, SR: gl.constexpr, L: gl.constexpr, PL: gl.constexpr, L3: gl.constexpr,
                    PARTS: gl.constexpr, PARTS_P2: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr,
                    IS_RMS: gl.constexpr, HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr,
                    AHEAD: gl.constexpr, FETCH_FIRST: gl.constexpr, HAS_MASK: gl.constexpr,
-                   WARP_SUMS: gl.constexpr):  # fmt: skip
+                   WARP_SUMS: gl.constexpr, STATS_STAGED: gl.constexpr):  # fmt: skip
     """The compute warps: each step publishes the slice sums of the row ``AHEAD`` ahead (its slice staged by then)
     and reads this row's, which the other programs of the group published ``AHEAD`` steps ago; then this row's dx, dW
     terms (and dB's) and its stage released. With ``AHEAD`` 1 it fetches them after the publish (before it with
@@ -732,7 +769,9 @@ def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTI
     gives slices of 16384 a third stage). ``HAS_MASK``: dy masked by the clamped ReLU's bits in both passes (the slice's
     mask bytes staged with x and dy, ``ms``; ``_masked_dy``). ``WARP_SUMS``: the sums published a warp each (a row's
     ``PARTS`` x warps slots), fetched and added by every warp (``_warp_row_means``); else a slice's each (``PARTS``
-    slots; ``_row_means``)."""
+    slots; ``_row_means``). ``STATS_STAGED``: each row's mean and rstd read from its stage (``st``, stored there by the
+    load warp) after the stage's wait; else loaded from global memory a row or two ahead of their use and carried
+    from step to step in registers."""
     dw = gl.zeros([SR, 256], gl.float32, L)
     db = dw
     if HAS_DBIAS:
@@ -757,19 +796,24 @@ def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTI
     # the first rows' statistics (row 0's to AHEAD's; RMSNorm reads rstd for the mean, unused) and rows 0 to AHEAD - 1
     # published
     second = group + gl.minimum(1, my_rows - 1) * groups
-    third = group + gl.minimum(2, my_rows - 1) * groups
-    rstd, mean = gl.load(RSTD + group), gl.load(MEAN + group)
-    rstd_1, mean_1 = gl.load(RSTD + second), gl.load(MEAN + second)
-    rstd_2, mean_2 = rstd_1, mean_1
-    if AHEAD == 2:
-        rstd_2, mean_2 = gl.load(RSTD + third), gl.load(MEAN + third)
+    if not STATS_STAGED:
+        third = group + gl.minimum(2, my_rows - 1) * groups
+        rstd, mean = gl.load(RSTD + group), gl.load(MEAN + group)
+        rstd_1, mean_1 = gl.load(RSTD + second), gl.load(MEAN + second)
+        rstd_2, mean_2 = rstd_1, mean_1
+        if AHEAD == 2:
+            rstd_2, mean_2 = gl.load(RSTD + third), gl.load(MEAN + third)
     mbarrier.wait(ready.index(0), 0)
+    if STATS_STAGED:
+        mean, rstd = _staged_stats(st.index(0), L)
     own = _publish_slice(xs.index(0), dys.index(0), w, mean, rstd,
                          SUMS + group.to(gl.int64) * ROW_SLOTS + part * SLOTS, ms.index(0), SR, L, L3, IS_RMS,
                          HAS_MASK, WARP_SUMS)  # fmt: skip
     own_1 = own
     if AHEAD == 2:
         mbarrier.wait(ready.index(1), 0)
+        if STATS_STAGED:
+            mean_1, rstd_1 = _staged_stats(st.index(1), L)
         own_1 = _publish_slice(xs.index(1), dys.index(1), w, mean_1, rstd_1,
                                SUMS + second.to(gl.int64) * ROW_SLOTS + part * SLOTS, ms.index(1), SR, L, L3,
                                IS_RMS, HAS_MASK, WARP_SUMS)  # fmt: skip
@@ -779,11 +823,12 @@ def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTI
         stage = i % STAGES
         slots = SUMS + row.to(gl.int64) * ROW_SLOTS
         # the row AHEAD ahead published (the last row's again at the last steps: the same bits); the statistics of
-        # the row after it loaded
+        # the row after it loaded (unless staged)
         ahead = group + gl.minimum(i + AHEAD, my_rows - 1) * groups
-        further = group + gl.minimum(i + AHEAD + 1, my_rows - 1) * groups
-        rstd_further = gl.load(RSTD + further)
-        mean_further = gl.load(MEAN + further)
+        if not STATS_STAGED:
+            further = group + gl.minimum(i + AHEAD + 1, my_rows - 1) * groups
+            rstd_further = gl.load(RSTD + further)
+            mean_further = gl.load(MEAN + further)
         if AHEAD == 2:
             following = group + gl.minimum(i + 1, my_rows - 1) * groups
             fetched_next = _fetch_sums(SUMS + following.to(gl.int64) * ROW_SLOTS, at, wanted)
@@ -791,7 +836,9 @@ def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTI
             fetched = _fetch_sums(slots, at, wanted)
         ahead_stage = (i + AHEAD) % STAGES
         mbarrier.wait(ready.index(ahead_stage), ((i + AHEAD) // STAGES) & 1)
-        if AHEAD == 2:
+        if STATS_STAGED:
+            mean_ahead, rstd_ahead = _staged_stats(st.index(ahead_stage), L)
+        elif AHEAD == 2:
             rstd_ahead, mean_ahead = rstd_2, mean_2
         else:
             rstd_ahead, mean_ahead = rstd_1, mean_1
@@ -808,6 +855,8 @@ def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTI
             c1, c2 = _warp_row_means(fetched, slots, at, ROW_SLOTS, N, MAX_POLLS)
         else:
             c1, c2 = _row_means(fetched, slots, own, at, part, wanted, N, PARTS, MAX_POLLS)
+        if STATS_STAGED:
+            mean, rstd = _staged_stats(st.index(stage), L)
         x = xs.index(stage).load(L)
         xf = x.to(gl.float32)
         dy = _masked_dy(dys.index(stage), ms.index(stage), SR, L, L3, HAS_MASK)
@@ -826,23 +875,44 @@ def _split_compute(xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTI
         if AHEAD == 2:
             fetched = fetched_next
             own, own_1 = own_1, own_ahead
-            rstd, mean, rstd_1, mean_1, rstd_2, mean_2 = rstd_1, mean_1, rstd_2, mean_2, rstd_further, mean_further
+            if not STATS_STAGED:
+                rstd, mean, rstd_1, mean_1, rstd_2, mean_2 = rstd_1, mean_1, rstd_2, mean_2, rstd_further, mean_further
         else:
             own = own_ahead
-            rstd, mean, rstd_1, mean_1 = rstd_1, mean_1, rstd_further, mean_further
-    _store_slice_partial(PARTIAL + group.to(gl.int64) * N + col0, dw, SR, L)
+            if not STATS_STAGED:
+                rstd, mean, rstd_1, mean_1 = rstd_1, mean_1, rstd_further, mean_further
+    W_BITS: gl.constexpr = ws.dtype.primitive_bitwidth if W_SHARED else 0
+    IN_L: gl.constexpr = not _scratch_fits(STAGES, SR, xs.dtype.primitive_bitwidth, HAS_MASK, W_BITS)
+    _store_slice_partial(PARTIAL + group.to(gl.int64) * N + col0, dw, SR, L, IN_L)
     if HAS_DBIAS:
-        _store_slice_partial(PARTIAL + (groups + group).to(gl.int64) * N + col0, db, SR, L)
+        _store_slice_partial(PARTIAL + (groups + group).to(gl.int64) * N + col0, db, SR, L, IN_L)
+
+
+# a Hopper SM's shared memory a program (227 KB), and what ``_scratch_fits`` keeps free of it for the barriers and
+# the row statistics' slots
+SHARED_MEMORY = 232448
+SHARED_SPARE = 1024
+
+
+@gluon.constexpr_function
+def _scratch_fits(STAGES, SR, X_BITS, HAS_MASK, W_BITS):
+    """Whether the layout change of a slice's float32 partial (``_store_partial``: its scratch is the slice in
+    float32, 32 KB for slices of 8192) fits in shared memory beside ``split_staged_kernel``'s buffers: ``STAGES`` of
+    the slice's x and dy (and its mask bytes where ``HAS_MASK``) and its weights where staged (``W_BITS`` each; 0:
+    read from global memory)."""
+    stage = 2 * SR * 256 * X_BITS // 8 + (SR * 32 if HAS_MASK else 0)
+    return STAGES * stage + SR * 256 * W_BITS // 8 + SR * 256 * 4 + SHARED_SPARE <= SHARED_MEMORY
 
 
 @gluon.jit
-def _store_slice_partial(row, values, SR: gl.constexpr, L: gl.constexpr):
-    """A slice's dW (dB) partial stored as ``_store_partial`` does, or in ``L`` where the layout change's scratch (the
-    slice in float32: 64 KB for slices of 16384) would not fit beside the stages."""
-    if SR * 256 * 4 <= 32768:
-        _store_partial(row, values, 0, SR, L, SR)
-    else:
+def _store_slice_partial(row, values, SR: gl.constexpr, L: gl.constexpr, IN_L: gl.constexpr):
+    """A slice's dW (dB) partial stored as ``_store_partial`` does, or where ``IN_L`` in ``L`` as it is: the layout
+    change's scratch would not fit beside the stages (``_scratch_fits``: slices of 16384; the masked backward's 5
+    stages). Each thread's 8 columns are then two 16-byte stores, every sector written in halves."""
+    if IN_L:
         _store(row, values, 0, SR, L, SR)
+    else:
+        _store_partial(row, values, 0, SR, L, SR)
 
 
 @gluon.jit
@@ -875,6 +945,7 @@ def split_staged_kernel(
     PARTS_P2: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr, ZERO_CENTERED: gl.constexpr,
     IS_RMS: gl.constexpr, HAS_DBIAS: gl.constexpr, MAX_POLLS: gl.constexpr, W_SHARED: gl.constexpr,
     AHEAD: gl.constexpr, FETCH_FIRST: gl.constexpr, HAS_MASK: gl.constexpr, WARP_SUMS: gl.constexpr,
+    STATS_STAGED: gl.constexpr,
 ):  # fmt: skip
     """RMSNorm's or LayerNorm's dx ``[M, N]`` and float32 dW (dB) partials of rows split in ``PARTS`` slices of ``SR``
     rows of 256: program ``p`` takes slice ``p % PARTS`` of the rows ``g, g + groups, ...`` of its group ``g = p //
@@ -896,6 +967,10 @@ def split_staged_kernel(
     else:  # a placeholder, not read
         ms = dys
     ready, empty = _stage_barriers(STAGES)
+    if STATS_STAGED:  # each stage's row's (mean, rstd)
+        st = gl.allocate_shared_memory(gl.float32, [STAGES, 2], _PAIR_SHARED)
+    else:  # a placeholder, not read
+        st = ready
     if W_SHARED:
         ws = gl.allocate_shared_memory(W.dtype, [SR, 256], W.layout)
         wbar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -908,10 +983,11 @@ def split_staged_kernel(
     gl.warp_specialize(
         [
             (_split_compute, (xs, dys, ms, ws, ready, empty, wbar, W, MEAN, RSTD, DX, PARTIAL, SUMS, M, N, group,
-                              groups, part, my_rows, SR, L, PL, L3, PARTS, PARTS_P2, STAGES, ZERO_CENTERED, IS_RMS,
-                              HAS_DBIAS, MAX_POLLS, W_SHARED, AHEAD, FETCH_FIRST, HAS_MASK, WARP_SUMS)),
-            (_split_loader, (xd, dyd, md, xs, dys, ms, ready, empty, group, groups, part, my_rows, SR, VALID, STAGES,
-                             AHEAD, HAS_MASK)),
+                              groups, part, my_rows, st, SR, L, PL, L3, PARTS, PARTS_P2, STAGES, ZERO_CENTERED,
+                              IS_RMS, HAS_DBIAS, MAX_POLLS, W_SHARED, AHEAD, FETCH_FIRST, HAS_MASK, WARP_SUMS,
+                              STATS_STAGED)),
+            (_split_loader, (xd, dyd, md, xs, dys, ms, ready, empty, group, groups, part, my_rows, MEAN, RSTD, st, SR,
+                             VALID, STAGES, AHEAD, HAS_MASK, STATS_STAGED)),
         ],
         [1], [LOADER_REGISTERS],
     )  # fmt: skip
@@ -1028,12 +1104,14 @@ def slices_constexprs(n: int, slice_n: int, num_warps: int, stages: int, ahead: 
 
 def split_constexprs(n: int, slice_n: int, num_warps: int, stages: int, zero_centered: bool, is_rms: bool,
                      has_dbias: bool, max_polls: int, weights_shared: bool, ahead: int = 1,
-                     fetch_first: bool = False, has_mask: bool = False, warp_sums: bool = False) -> dict:  # fmt: skip
+                     fetch_first: bool = False, has_mask: bool = False, warp_sums: bool = False,
+                     stats_staged: bool = False) -> dict:  # fmt: skip
     """``split_staged_kernel``'s constexpr arguments for rows of n columns in slices of ``slice_n``
     (``slices_constexprs``); ``weights_shared``: the weights staged by the TMA (their descriptor the kernel's ``W``);
     ``ahead``: the rows pass one runs ahead; ``fetch_first`` (one row ahead only): this row's sums fetched before the
     next row's publish; ``has_mask``: LayerNorm + clamped ReLU's backward (``L3``: ``mask_layout``, else ``L`` as a
-    placeholder); ``warp_sums``: the row sums published a warp each (``SUMS`` then ``[M, slices x num_warps]``)."""
+    placeholder); ``warp_sums``: the row sums published a warp each (``SUMS`` then ``[M, slices x num_warps]``);
+    ``stats_staged``: each row's mean and rstd staged by the load warp with its slice."""
     if fetch_first and ahead != 1:
         raise ValueError(f"fetch_first orders the steps of one row ahead, got ahead = {ahead}")
     if has_mask and is_rms:
@@ -1042,4 +1120,5 @@ def split_constexprs(n: int, slice_n: int, num_warps: int, stages: int, zero_cen
     l3 = mask_layout(values["SR"], num_warps) if has_mask else values["L"]
     flags = dict(ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_DBIAS=has_dbias, MAX_POLLS=max_polls)
     flags |= dict(W_SHARED=weights_shared, FETCH_FIRST=fetch_first, HAS_MASK=has_mask, WARP_SUMS=warp_sums)
+    flags |= dict(STATS_STAGED=stats_staged)
     return values | dict(L3=l3) | flags

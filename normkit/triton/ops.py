@@ -629,13 +629,11 @@ def _backward_plan(
                 "too where rows are split)"
             )
         if cfg.parts > 1:  # the split staged kernel: a group of cfg.parts programs a row, one program a SM
+            form = config.split_staged_form(n, cfg.block_n, has_dbias, is_rms, has_mask)
             values = STAGED.split_constexprs(
-                n, cfg.block_n, cfg.num_warps, config.split_staged_stages(cfg.block_n, has_dbias, has_mask),
-                zero_centered_gamma, is_rms, has_dbias, config.GPU_MAX_POLLS,
-                config.split_staged_weights_shared(has_dbias),
-                config.split_staged_ahead(n, has_dbias, is_rms, has_mask),
-                config.split_staged_fetch_first(n, has_dbias, is_rms, has_mask), has_mask,
-                config.split_staged_warp_sums(n, has_dbias, is_rms, has_mask),
+                n, cfg.block_n, cfg.num_warps, form.stages, zero_centered_gamma, is_rms, has_dbias,
+                config.GPU_MAX_POLLS, form.weights_shared, form.ahead, form.fetch_first, has_mask, form.warp_sums,
+                form.stats_staged,
             )  # fmt: skip
             programs = config.split_staged_groups(device, m, cfg.parts) * cfg.parts
             return _BackwardPlan(cfg, programs, 1, SPLIT_STAGED_BWD.values(**values), [], {})
