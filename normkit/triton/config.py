@@ -1433,11 +1433,12 @@ def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: b
     ``LIMITS["ln_dbias_split_staged_16384_min_m"]`` rows (8192); 16-bit or float32 weights. Each row in slices
     (``split_staged_slice``: of 16384 columns at 32768 and 65536 without dB, else of 8192), one program a slice on one
     SM: a load warp stages the program's slices of x and dy by the TMA (3 rows in flight for slices of 16384, 4 for
-    8192, 5 for LayerNorm's plain backward with dB: ``split_staged_stages``), and its compute warps (16 or 8) publish a
-    row's slice sums a row or two ahead of its dx (``split_staged_ahead``, ``split_staged_fetch_first``), as the split
-    rows' ``AHEAD``. The slice's weights are held in registers, read from global memory but with dB
-    (``split_staged_weights_shared``). The masked backward's bits are staged by the TMA with x and dy (a byte for each
-    thread's 8 columns of a row of 256) and tested in both passes.
+    8192, 5 for LayerNorm's with dB but the masked one's at 32768: ``split_staged_stages``), with dB each row's mean
+    and rstd too (``split_staged_stats_staged``), and its compute warps (16 or 8) publish a row's slice sums a row or
+    two ahead of its dx (``split_staged_ahead``, ``split_staged_fetch_first``), as the split rows' ``AHEAD``. The
+    slice's weights are held in registers, read from global memory but with dB (``split_staged_weights_shared``). The
+    masked backward's bits are staged by the TMA with x and dy (a byte for each thread's 8 columns of a row of 256)
+    and tested in both passes. ``split_staged_form`` gathers these rules.
 
     Round 91 (H200, bf16 x, float32 weights but where fp16 is named; ``bench.ab`` against round 90's rule, GPU run
     699, GB/s now over before): the masked backward (with dB) at 16384 / 32768 columns x1.053 / x1.245 at 32768 rows

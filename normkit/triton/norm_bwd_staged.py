@@ -958,7 +958,8 @@ def split_staged_kernel(
     slice]`` (``[1 or 2, groups, N]``). ``HAS_MASK`` (LayerNorm + clamped ReLU's backward): dy times the bits of the
     packed mask (uint8 ``[M, N / 8]``, rows contiguous; bit ``j`` of a byte column ``j`` of its 8), staged with x and
     dy by its descriptor ``md`` (``mask_descriptor``: viewed as ``[M * N / 256, 32]``, the box ``[SR, 32]``; without the
-    mask a placeholder, not read)."""
+    mask a placeholder, not read). ``STATS_STAGED``: the load warp stages each row's mean and rstd with its slice
+    (``_split_loader``), else the compute warps load them."""
     groups, part, group, my_rows = _split_program(M, PARTS)
     xs = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
     dys = gl.allocate_shared_memory(xd.dtype, [STAGES, SR, 256], xd.layout)
