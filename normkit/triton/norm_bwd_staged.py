@@ -593,7 +593,7 @@ def _split_loader(xd, dyd, md, xs, dys, ms, ready, empty, group, groups, part, m
     ``[STAGES, 2]``) before the stage's arrive, which orders them for the compute warps' wait; each loaded a row
     early, so that the store does not wait out the load."""
     if STATS_STAGED:
-        pair = gl.arange(0, 2, layout=_PAIR_LAYOUT)
+        pair = gl.arange(0, 2, layout=_pair_layout(1))
         mean_next, rstd_next = gl.load(MEAN + group), gl.load(RSTD + group)
     for i in range(my_rows + AHEAD):
         stage = i % STAGES
@@ -611,21 +611,21 @@ def _split_loader(xd, dyd, md, xs, dys, ms, ready, empty, group, groups, part, m
             tma.async_copy_global_to_shared(md, [first, 0], bar, ms.index(stage))
 
 
-_PAIR_LAYOUT = gl.BlockedLayout([2], [32], [1], [0])  # a row's (mean, rstd) in the load warp
-_PAIR_SHARED = gl.SwizzledSharedLayout(1, 1, 1, order=[0])
+_PAIR_SHARED = gl.SwizzledSharedLayout(1, 1, 1, order=[0])  # a stage's slot of a row's (mean, rstd)
 
 
 @gluon.constexpr_function
-def _pair_layout(L):
-    """A row's (mean, rstd) pair held whole by every thread of the compute warps (``_staged_stats``)."""
-    return gl.BlockedLayout([2], [32], [_warps(L)], [0])
+def _pair_layout(warps):
+    """A row's (mean, rstd) pair held whole by every thread of ``warps`` warps: the load warp's (``_split_loader``),
+    the compute warps' (``_staged_stats``)."""
+    return gl.BlockedLayout([2], [32], [warps], [0])
 
 
 @gluon.jit
 def _staged_stats(slot, L: gl.constexpr):
     """A staged row's mean and rstd (its stage's slot of ``st``, ``_split_loader``), every thread both."""
-    pair = slot.load(_pair_layout(L))
-    at = gl.arange(0, 2, layout=_pair_layout(L))
+    pair = slot.load(_pair_layout(_warps(L)))
+    at = gl.arange(0, 2, layout=_pair_layout(_warps(L)))
     return gl.sum(gl.where(at == 0, pair, 0.0), axis=0), gl.sum(gl.where(at == 1, pair, 0.0), axis=0)
 
 
