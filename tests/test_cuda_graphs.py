@@ -26,7 +26,9 @@ FP16 = (torch.float16, torch.float16)
 CASES = {
     "whole_rows": (1000, 768, *BF16_FP32W),  # one tile a row; the backward on a persistent grid, dW summed after
     "short_rows": (4096, 128, *BF16_FP32W),  # tiles of 8 rows at one warp
-    "few_waves_tma": (4100, 8192, *FP16),  # LayerNorm's backward by the TMA, a few waves of rows
+    # LayerNorm's backward by the TMA, a few waves of rows (float32 weights: with 16-bit ones the staged kernel's since
+    # round 101)
+    "few_waves_tma": (4100, 8192, *BF16_FP32W),
     "persistent_forward": (1024, 12288, *FP16),  # a persistent forward of few rows; RMSNorm's head + tail backward
     # the backward's rows split over programs that trade their row sums; RMSNorm's (no bias here) staged in shared
     # memory by the Gluon kernel on a Hopper GPU (``norm_bwd_staged.py``)

@@ -73,7 +73,6 @@ def test_staged_rule_at_short_rows():
         assert not _staged(fewest - 1, n) and not _staged(2048, n), n
         assert not _staged(4096, n, staged=False) and not _staged(4096, n, has_dbias=True), n
         assert not _staged(4096, n, has_mask=True) and not _staged(4096, n, w_bytes=4), n
-        assert not _staged(4096, n, is_rms=False) and not _staged(4096, n, is_rms=False, has_dbias=True), n
     for n in config.STAGED_BWD_N:
         assert config.bwd_config(4096, n, False, is_rms=True, tma=True, staged=True).num_warps == 8, n
         assert config.staged_stages(n) == 2, n
@@ -100,14 +99,14 @@ def test_staged_rule_for_layer_norm():
         assert not _staged(4096, n, **ln, has_mask=True), n
         assert not _staged(4096, n, **ln, w_bytes=4), n
         assert not _staged(4096, n, **ln, x_bytes=4), n
-    for n in (10240, 14336, 14848, 15360, 15872, 9728):
+    for n in (14336, 14848, 15360, 15872, 5120, 10496):
         assert not _staged(4096, n, **ln), n
     no_db = dict(is_rms=False, has_dbias=False)
     assert config.STAGED_LN_NO_DB_BWD_N == tuple(range(10240, 15873, 512))
     for n in config.STAGED_LN_NO_DB_BWD_N:
         assert _staged(2048, n, **no_db) and _staged(32768, n, **no_db) and not _staged(2047, n, **no_db), n
         assert not _staged(4096, n, **no_db, has_mask=True) and not _staged(4096, n, **no_db, w_bytes=4), n
-    for n in (9728, 10496):
+    for n in (5120, 10496):
         assert not _staged(4096, n, **no_db), n
     assert config.bwd_config(4096, 16384, False, tma=True, staged=True).parts == 2  # the split staged kernel's
     partitions = [config.staged_db_partition(n) for n in config.STAGED_LN_BWD_N]
@@ -115,6 +114,32 @@ def test_staged_rule_for_layer_norm():
     with config.limits(ln_bwd_staged_min_m=4097):
         assert not _staged(4096, 11776, **ln) and _staged(4097, 11776, **ln)
         assert _staged(4096, 12288)  # RMSNorm's own limit
+
+
+def test_staged_rule_for_layer_norm_at_short_rows():
+    """LayerNorm's backward at its short rows, every multiple of 512 from 5632 to 10240 (``STAGED_LN_SHORT_BWD_N``),
+    with dB and without, from 2048 rows (round 101): 8 compute warps (RMSNorm's short rows 4) and 3 stages, dB summed
+    by the compute warps; without dB 10240 keeps its long-row form (2 stages). Not with a mask, float32 weights or x,
+    nor where the staged kernel cannot run: those keep the rules before (head and tail tiles, the TMA, split rows)."""
+    assert config.STAGED_LN_SHORT_BWD_N == tuple(range(5632, 10241, 512))
+    for n in config.STAGED_LN_SHORT_BWD_N:
+        for has_dbias in (True, False):
+            ln = dict(is_rms=False, has_dbias=has_dbias)
+            for m in (2048, 3000, 4096, 32768):
+                got = config.bwd_config(m, n, has_dbias, is_rms=False, tma=True, staged=True)
+                assert got.staged and got.num_warps == 8 and got.block_n == n and got.parts == 1, (m, n, has_dbias)
+            assert config.staged_stages(n, False, has_dbias) == (2 if n == 10240 and not has_dbias else 3), n
+            assert not _staged(2047, n, **ln) and not _staged(4096, n, **ln, staged=False), n
+            assert not _staged(4096, n, **ln, has_mask=True) and not _staged(4096, n, **ln, w_bytes=4), n
+            assert not _staged(4096, n, **ln, x_bytes=4), n
+            before = config.bwd_config(4096, n, has_dbias, is_rms=False, tma=True, staged=False)
+            assert not before.staged, n
+        assert config.staged_db_partition(n) == (0, 0), n
+        assert config.staged_warps(n, is_rms=False) == 8, n
+    assert config.staged_warps(5632) == 4 and config.staged_stages(5632) == 3  # RMSNorm's short rows
+    assert config.staged_stages(10240) == 2 and config.staged_stages(10752, False, True) == 2  # the long rows
+    with config.limits(ln_bwd_staged_min_m=4097):
+        assert not _staged(4096, 6144, is_rms=False, has_dbias=True) and _staged(4097, 6144, is_rms=False)
 
 
 def test_staged_arguments():
@@ -185,6 +210,15 @@ def test_staged_plan():
         assert [got[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n, second_of_8=True, fp16=True), n
         got = values(_plan(4096, n, is_rms=False, has_dbias=False, dtype=torch.bfloat16))
         assert [got[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n, second_of_8=True), n
+    for n in config.STAGED_LN_SHORT_BWD_N:  # LayerNorm's short rows: 8 compute warps, 3 stages, no dB warps
+        for has_dbias in (True, False):
+            plan = _plan(4096, n, is_rms=False, has_dbias=has_dbias)
+            got = values(plan)
+            assert plan.cfg.staged and plan.cfg.num_warps == 8, n
+            assert got["STAGES"] == (2 if n == 10240 and not has_dbias else 3), (n, has_dbias)
+            assert (got["IS_RMS"], got["HAS_DBIAS"], got["DB_WARPS"]) == (False, has_dbias, 0), n
+            assert [got[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n), n
+            assert got["LA"] == ops.STAGED.layout(ops.STAGED.parts(n)[0], 8), n
     assert [values(_plan(4096, 12288, is_rms=False, has_dbias=False, dtype=d))[k] for d in (torch.float16,
             torch.bfloat16) for k in ("RA", "RB", "RC")] == [32, 8, 8, 32, 16, 0]  # fmt: skip
 
@@ -305,7 +339,8 @@ def test_staged_kernel_compiles_for_hopper():
     and one part of 64 rows of 256 (16384); at its short rows (5632-7680: 4 compute warps, the load warp's group of 4,
     3 stages; 7680 padded); LayerNorm's at its widths with dB (in 4 warps of their own: 512 threads, 8 compute warps,
     the load warp's group of 4 and the dB warps; in the compute warps: 384), without dB (12288 in fp16 as 32 + 8 + 8,
-    in bf16 as 32 + 16), and RMSNorm's with dB. The shared memory each asks fits a Hopper SM."""
+    in bf16 as 32 + 16), and RMSNorm's with dB; LayerNorm's short rows (5632-10240: 8 compute warps, 3 stages). The
+    shared memory each asks fits a Hopper SM."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     cases = [(n, "float16", False, True, False, 0, 0) for n in config.STAGED_BWD_N]
     cases += [(13312, "bfloat16", True, True, False, 0, 0), (15360, "bfloat16", True, True, False, 0, 0)]
@@ -316,7 +351,11 @@ def test_staged_kernel_compiles_for_hopper():
     cases += [(12288, "bfloat16", False, True, True, 0, 0)]
     cases += [(12800, "float16", False, False, False, 0, 0), (14336, "bfloat16", True, False, False, 0, 0)]
     cases += [(12288, "float16", False, False, False, 0, 0), (12288, "bfloat16", True, False, False, 0, 0)]
-    cases = [(*case, config.STAGED_WARPS, config.staged_stages(case[0])) for case in cases]
+    cases = [(*case, config.STAGED_WARPS, config.staged_stages(case[0], case[3], case[4])) for case in cases]
+    # LayerNorm's short rows (8 compute warps, 3 stages): the narrowest, 7680 padded, 8192 one part, the widest
+    ln_short = [(5632, "float16", False, True), (7680, "bfloat16", True, True), (8192, "float16", False, False)]
+    ln_short += [(9728, "bfloat16", False, False), (10240, "float16", True, True)]
+    cases += [(n, d, zc, False, db, 0, 0, 8, config.staged_stages(n, False, db)) for n, d, zc, db in ln_short]
     short = (config.STAGED_SHORT_WARPS, config.STAGED_SHORT_STAGES)  # 4 and 3 (``test_staged_rule_at_short_rows``)
     cases += [(n, "float16", False, True, False, 0, 0, *short) for n in config.STAGED_RMS_SHORT_BWD_N]
     cases += [(7680, "bfloat16", True, True, False, 0, 0, *short)]
@@ -385,29 +424,33 @@ def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
 @pytest.mark.parametrize(
     "m, n",
     [(2048, 10752), (4097, 11264), (33000, 11776), (2049, 12288), (4097, 10752), (4097, 12800), (2048, 13312),
-     (33000, 13824)],
+     (33000, 13824), (2048, 5632), (4097, 6144), (2049, 7680), (33000, 8192), (4097, 8704), (2049, 9728),
+     (4097, 10240)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
 def test_staged_layer_norm_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
     """LayerNorm's backward with dB at the rules' shapes, taken by the staged kernel, against the reference: dB in 4
     warps of their own (10752-11776: 32 + 8 + 2, 32 + 8 + 4, 32 + 8 + 8 padded) and in the compute warps (12288), rows
-    that do not divide over the SMs, many rows a program (33000)."""
+    that do not divide over the SMs, many rows a program (33000); the short rows (5632-10240, round 101: 16 + 4 + 2,
+    16 + 8, 16 + 8 + 8 padded, 32, 32 + 2, 32 + 4 + 2, 32 + 8 rows of 256) at 8 compute warps and 3 stages."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma, op="layer_norm", has_dbias=True)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(
-    "m, n", [(2048, 10240), (4097, 11264), (4097, 12288), (2048, 12800), (33000, 13312), (2049, 13824), (4097, 15872)]
-)
+    "m, n",
+    [(2048, 10240), (4097, 11264), (4097, 12288), (2048, 12800), (33000, 13312), (2049, 13824), (4097, 15872),
+     (2048, 5632), (4097, 7680), (33000, 9216), (2049, 9728)],
+)  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
 def test_staged_layer_norm_backward_without_db_on_the_gpu(m, n, dtype, zero_centered_gamma):
     """LayerNorm's backward without dB (a LayerNorm without a bias) at the rules' shapes, taken by the staged kernel,
     against the reference: two parts (10240; 12288 in bf16), three (11264 as 32 + 8 + 4, 12288 in fp16 as 32 + 8 + 8),
     padded (12800-13824 as 32 + 8 + 16, 15872 as 32 + 16 + 16), rows that do not divide over the SMs, many rows a
-    program."""
+    program; the short rows (round 101: 5632, 7680 padded, 9216, 9728) at 3 stages."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma, op="layer_norm", has_dbias=False)
 
@@ -420,11 +463,13 @@ def test_staged_layer_norm_backward_without_db_on_the_gpu(m, n, dtype, zero_cent
         ("rms_norm", 13824, False),
         ("layer_norm", 12800, False),
         ("layer_norm", 13824, True),
+        ("layer_norm", 7680, True),
     ],
 )
 def test_staged_padded_part_keeps_the_next_rows_values_out(op, n, has_dbias):
     """A padded part reads the next row's first columns (11776 = 46 rows of 256 as 32 + 8 + 8, 13824 = 54 as 32 + 16 +
-    8: 512 columns of the next row; LayerNorm's 12800 without dB = 50 as 32 + 8 + 16: 1536). Values there that are not
+    8: 512 columns of the next row; LayerNorm's 12800 without dB = 50 as 32 + 8 + 16: 1536; its short row 7680 = 30 as
+    16 + 8 + 8: 512). Values there that are not
     finite (an inf in x, a NaN in dy) stay in their own rows: the rows before them get the reference's dx, finite, and
     dB is NaN in those columns alone."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
@@ -648,9 +693,10 @@ def test_split_staged_rule():
             config.split_staged_fetch_first(n, has_dbias, is_rms, has_mask),
             config.split_staged_warp_sums(n, has_dbias, is_rms, has_mask), config.split_staged_stats_staged(has_dbias),
         ), (n, has_dbias, is_rms, has_mask)  # fmt: skip
-    for n in (8192, 24576, 49152, 131072, 16640):  # other widths: not taken
+    for n in (8192, 24576, 49152, 131072, 16640):  # other widths: not taken (LayerNorm's 8192 the whole-row kernel's)
         assert not config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=True).staged, n
-        assert not config.bwd_config(32768, n, False, tma=True, staged=True).staged, n
+        cfg = config.bwd_config(32768, n, False, tma=True, staged=True)
+        assert cfg.parts == 1 if n == 8192 else not cfg.staged, n
 
 
 def test_split_staged_rows():

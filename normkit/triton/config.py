@@ -280,7 +280,7 @@ def bwd_config(
         return _FORCED["bwd"]
     pointer_only = _pointer_rms_bwd(n, has_dbias, has_mask, is_rms, x_fp16, w_bytes)
     if staged and not pointer_only and _staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes, w_bytes):
-        return LaunchConfig(1, n, 1, staged_warps(n), 1, staged=True)
+        return LaunchConfig(1, n, 1, staged_warps(n, is_rms), 1, staged=True)
     if staged and _split_staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes):
         slice_n = split_staged_slice(n, has_dbias)
         return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_SLICES[slice_n][0], 1, parts=n // slice_n, staged=True)
@@ -1090,18 +1090,35 @@ STAGED_FEWER_ROWS_N = 6656
 STAGED_SHORT_WARPS = 4
 STAGED_STAGES = 2  # 3 ran level or slower at the long rows (x0.98-1.01, run 547; with the load warp, run 582)
 STAGED_SHORT_STAGES = 3
+# LayerNorm's short rows (round 101; 22-40 rows of 256): with dB and without (without it up to 9728: 10240 is a long
+# row of ``STAGED_LN_NO_DB_BWD_N``), 8 compute warps (RMSNorm's short rows take 4) and 3 rows in flight, dB summed by
+# the compute warps. Forced in turns against the rule before, the pointer kernel's head + tail tiles (5632-6144), a
+# row by the TMA (6656-8192) or split rows (8704-10240), 16-bit x and weights (``bench.ab``, H200, GPU runs 752-753):
+# with dB at 4096 rows fp16 x1.083 / 1.105 / 1.092 / 1.064 / 1.042 / 1.012 / 1.030 / 1.028 / 1.020 / 1.028 at 5632 /
+# 6144 / ... / 10240 (at 2 stages x0.996-1.035, at 4 x1.017-1.101), bf16 x1.041-1.086, zero-centered x1.031-1.095; at
+# 32768 bf16 rows x1.018-1.182 (5632 at 93% of the copy, 6656-10240 at 97-100%), at 16384 fp16 x1.020-1.158, 3000
+# x1.069 / x1.211 (5632 / 8704), 2048 x1.001-1.177. Without dB at 4096 fp16 x1.012-1.270 (bf16 x1.120-1.352), at
+# 32768 bf16 x1.208 / x0.998 / x1.272 at 5632 / 8192 / 9216. Round 78 had found LayerNorm there x0.57-0.98 in RMSNorm's
+# short form (4 compute warps), before round 93 took the parts' sums across the warps once a row.
+STAGED_LN_SHORT_BWD_N = tuple(range(5632, 10241, 512))
 
 
-def staged_warps(n: int) -> int:
-    """Compute warps a program of the staged kernel at rows of n columns: 4 at short rows (at most ``STAGED_SHORT_N``
-    columns), else 8."""
-    return STAGED_SHORT_WARPS if n <= STAGED_SHORT_N else STAGED_WARPS
+def _ln_short_rows(n: int, has_dbias: bool) -> bool:
+    """Whether LayerNorm's staged backward of rows of n columns takes its short-row form (``STAGED_LN_SHORT_BWD_N``)."""
+    return n in STAGED_LN_SHORT_BWD_N and (has_dbias or n not in STAGED_LN_NO_DB_BWD_N)
 
 
-def staged_stages(n: int) -> int:
+def staged_warps(n: int, is_rms: bool = True) -> int:
+    """Compute warps a program of the staged kernel at rows of n columns: RMSNorm's 4 at short rows (at most
+    ``STAGED_SHORT_N`` columns), else 8; LayerNorm's 8 at every width."""
+    return STAGED_SHORT_WARPS if is_rms and n <= STAGED_SHORT_N else STAGED_WARPS
+
+
+def staged_stages(n: int, is_rms: bool = True, has_dbias: bool = False) -> int:
     """Rows in flight a program of the staged kernel at rows of n columns (``norm_bwd_staged_kernel``'s STAGES): 3 at
-    short rows (at most ``STAGED_SHORT_N`` columns), else 2."""
-    return STAGED_SHORT_STAGES if n <= STAGED_SHORT_N else STAGED_STAGES
+    RMSNorm's short rows (at most ``STAGED_SHORT_N`` columns) and LayerNorm's (``STAGED_LN_SHORT_BWD_N``), else 2."""
+    short = n <= STAGED_SHORT_N if is_rms else _ln_short_rows(n, has_dbias)
+    return STAGED_SHORT_STAGES if short else STAGED_STAGES
 
 
 def staged_db_partition(n: int) -> tuple[int, int]:
@@ -1133,7 +1150,8 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     (5632-7680) in calls of at least ``LIMITS["rms_bwd_staged_short_min_m"]`` rows at 5632-6656 (2560;
     ``STAGED_FEWER_ROWS_N``), ``LIMITS["rms_bwd_staged_7168_min_m"]`` at 7168-7680 (4096); LayerNorm's with dB at
     ``STAGED_LN_BWD_N`` and without dB (no bias) at ``STAGED_LN_NO_DB_BWD_N`` (every multiple of 512 from 10240 to
-    15872) in calls of at least ``LIMITS["ln_bwd_staged_min_m"]`` rows (none with a mask): the Gluon kernel with rows
+    15872), and at its short rows ``STAGED_LN_SHORT_BWD_N`` (5632-10240) with dB or without, in calls of at least
+    ``LIMITS["ln_bwd_staged_min_m"]`` rows (none with a mask): the Gluon kernel with rows
     staged in shared memory (``norm_bwd_staged.py``), one program a SM of 8 compute warps (4 at the short rows) and a
     load warp, 2 rows in flight (3 at the short rows, ``staged_stages``); LayerNorm's dB summed by 4 warps of its own at
     10752-11776 (``staged_db_partition``), by the compute warps at 12288-13824.
@@ -1221,6 +1239,9 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     x1.287 / x1.186 / x1.082 (96% of the copy at 32768 x 12800); bf16 x1.143 / x1.080 / x1.056, x1.221 / x1.141 /
     x1.117, x1.280 / x1.185 / x1.153; zero-centered at 4096 fp16 x1.222 / -, x1.126 at 13824. Not 14336 (x0.963 /
     x1.007 / x1.029 fp16, x0.964 / x1.014 / x1.029 bf16) nor 14848-15872 (x0.925-0.971 at 4096 fp16).
+
+    Round 101 (H200, GPU runs 752-754): LayerNorm's short rows, 5632-10240 with dB and without, at 8 compute warps and
+    3 stages (``STAGED_LN_SHORT_BWD_N``, where the measurements are), against the pointer kernel's launches before.
     """
     if has_mask or x_bytes != 2 or w_bytes != 2:
         return False
@@ -1231,7 +1252,8 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
             fewer = n <= STAGED_FEWER_ROWS_N
             return m >= LIMITS["rms_bwd_staged_short_min_m" if fewer else "rms_bwd_staged_7168_min_m"]
         return n in STAGED_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
-    return n in (STAGED_LN_BWD_N if has_dbias else STAGED_LN_NO_DB_BWD_N) and m >= LIMITS["ln_bwd_staged_min_m"]
+    widths = STAGED_LN_BWD_N if has_dbias else STAGED_LN_NO_DB_BWD_N
+    return (n in widths or _ln_short_rows(n, has_dbias)) and m >= LIMITS["ln_bwd_staged_min_m"]
 
 
 # the backward of long rows by the split staged Gluon kernel (``_split_staged_bwd``): a program stages a slice of its
@@ -1580,7 +1602,8 @@ def _few_waves_tma_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: 
     """Whether LayerNorm's backward with dB of 2049-4096 rows of 6145-8192 columns of 16-bit x, no mask, takes the
     TMA kernel (one row of 8192's tile a program of 8 warps, one a SM: ``_tma_bwd``) in calls below
     ``TMA_MIN_ELEMENTS_LAYER_NORM``, from three quarters of it (25165824 elements: at 4096 rows from 6145 columns, at
-    3072 rows at 8192). ``norm_bwd_kernel``'s one tile of 8192 at 8 warps ran there before.
+    3072 rows at 8192). ``norm_bwd_kernel``'s one tile of 8192 at 8 warps ran there before. With 16-bit weights, where
+    the staged kernel can run, these rows are its since round 101 (``STAGED_LN_SHORT_BWD_N``).
 
     Round 64 (GPU runs 512-513, H200, forced in turns, GPU time with L2 flushed, us a call; ``.ab/probe/bwd64.py``,
     ``forced64.py``): 4096 rows fp16 6656 / 7168 / 7680 / 8192 64.1 -> 57.4 (x1.116) / x1.110 / x1.107 / x1.039 (200

@@ -173,6 +173,14 @@ scratch does not fit beside the stages (``_scratch_fits``); at 65536 it runs two
 (x1.023 / x1.026 at 32768 x 65536 / 16384). Its time over the plain backward's at 32768 rows: 1.029 / 1.031 / 1.040x
 at 16384 / 32768 / 65536.
 
+Round 101 (H200, GPU runs 752-755). LayerNorm's backward at its short rows, every multiple of 512 from 5632 to 10240
+(22-40 rows of 256), with dB and without, takes the whole-row kernel at 8 compute warps and 3 rows in flight
+(``config.STAGED_LN_SHORT_BWD_N``), where the rules ran the pointer kernel's head and tail tiles, a row by the TMA or
+split rows: in turns x1.012-1.105 at 4096 rows fp16 with dB (x1.012-1.270 without), x1.018-1.182 at 32768 bf16 (97-100%
+of the copy at 6656-10240). Round 78 had found LayerNorm there x0.57-0.98 in RMSNorm's short form (4 compute warps);
+round 93's sums taken across the warps once a row came between. The code is the kernel's as it was (no stack at 8
+warps, 168 registers a thread; at 4 warps it spilled 688-944 bytes from 8192 columns).
+
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
 """
