@@ -1098,8 +1098,8 @@ STAGED_SHORT_STAGES = 3
 # 6144 / ... / 10240 (at 2 stages x0.996-1.035, at 4 x1.017-1.101), bf16 x1.041-1.086, zero-centered x1.031-1.095; at
 # 32768 bf16 rows x1.018-1.182 (5632 at 93% of the copy, 6656-10240 at 97-100%), at 16384 fp16 x1.020-1.158, 3000
 # x1.069 / x1.211 (5632 / 8704), 2048 x1.001-1.177. Without dB at 4096 fp16 x1.012-1.270 (bf16 x1.120-1.352), at
-# 32768 bf16 x1.208 / x0.998 / x1.272 at 5632 / 8192 / 9216. Round 78 had found LayerNorm there x0.57-0.98 in RMSNorm's
-# short form (4 compute warps), before round 93 took the parts' sums across the warps once a row.
+# 32768 bf16 x1.208 / x0.998 / x1.272 at 5632 / 8192 / 9216. Round 78 had found LayerNorm there x0.57-0.98 in every form
+# (4 or 8 compute warps, 2-4 stages), before round 93 took the parts' sums across the warps once a row.
 STAGED_LN_SHORT_BWD_N = tuple(range(5632, 10241, 512))
 
 

@@ -177,9 +177,9 @@ Round 101 (H200, GPU runs 752-755). LayerNorm's backward at its short rows, ever
 (22-40 rows of 256), with dB and without, takes the whole-row kernel at 8 compute warps and 3 rows in flight
 (``config.STAGED_LN_SHORT_BWD_N``), where the rules ran the pointer kernel's head and tail tiles, a row by the TMA or
 split rows: in turns x1.012-1.105 at 4096 rows fp16 with dB (x1.012-1.270 without), x1.018-1.182 at 32768 bf16 (97-100%
-of the copy at 6656-10240). Round 78 had found LayerNorm there x0.57-0.98 in RMSNorm's short form (4 compute warps);
-round 93's sums taken across the warps once a row came between. The code is the kernel's as it was (no stack at 8
-warps, 168 registers a thread; at 4 warps it spilled 688-944 bytes from 8192 columns).
+of the copy at 6656-10240). Round 78 had found LayerNorm there x0.57-0.98 in every form (4 or 8 compute warps, 2-4
+stages); round 93's sums taken across the warps once a row came between. The code is the kernel's as it was (no stack
+at 8 warps, 168 registers a thread; at 4 warps it spilled 688-944 bytes from 8192 columns).
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
