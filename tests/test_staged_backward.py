@@ -138,6 +138,7 @@ def test_staged_rule_for_layer_norm_at_short_rows():
         assert config.staged_warps(n, is_rms=False) == 8, n
     assert config.staged_warps(5632) == 4 and config.staged_stages(5632) == 3  # RMSNorm's short rows
     assert config.staged_stages(10240) == 2 and config.staged_stages(10752, False, True) == 2  # the long rows
+    assert config.staged_stages(3328, False, True) == 3  # a forced config's narrower rows: as before round 101
     with config.limits(ln_bwd_staged_min_m=4097):
         assert not _staged(4096, 6144, is_rms=False, has_dbias=True) and _staged(4097, 6144, is_rms=False)
 

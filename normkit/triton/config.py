@@ -1116,8 +1116,9 @@ def staged_warps(n: int, is_rms: bool = True) -> int:
 
 def staged_stages(n: int, is_rms: bool = True, has_dbias: bool = False) -> int:
     """Rows in flight a program of the staged kernel at rows of n columns (``norm_bwd_staged_kernel``'s STAGES): 3 at
-    RMSNorm's short rows (at most ``STAGED_SHORT_N`` columns) and LayerNorm's (``STAGED_LN_SHORT_BWD_N``), else 2."""
-    short = n <= STAGED_SHORT_N if is_rms else _ln_short_rows(n, has_dbias)
+    short rows (at most ``STAGED_SHORT_N`` columns; a forced config's narrower ones too) and at LayerNorm's
+    (``STAGED_LN_SHORT_BWD_N``), else 2."""
+    short = n <= STAGED_SHORT_N or (not is_rms and _ln_short_rows(n, has_dbias))
     return STAGED_SHORT_STAGES if short else STAGED_STAGES
 
 
