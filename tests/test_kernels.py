@@ -2217,8 +2217,8 @@ def test_tma_backward_on_the_gpu(op):
     """The TMA backward's shapes (``config._tma_bwd``; RMSNorm's head + tail tiles, ``config._rms_head_tail_bwd``),
     compiled as launched, against the reference: each op takes it at the shapes whose set names it, and
     ``norm_bwd_kernel`` elsewhere (a width no rule names, 12296, and calls below ``TMA_MIN_ELEMENTS`` among them).
-    LayerNorm's with 16-bit weights at its short rows (``config.STAGED_LN_SHORT_BWD_N``) takes the staged kernel
-    where it can run (round 101), so neither."""
+    A shape whose rule takes the staged kernel where it can run (``config.bwd_config``'s ``staged``: LayerNorm's with
+    16-bit weights at its short rows, ``config.STAGED_LN_SHORT_BWD_N``, since round 101) takes neither."""
     from normkit.triton import config, ops
 
     ln, masked, rms = "layer_norm", "layer_norm_clamped_relu", "rms_norm"
@@ -2230,8 +2230,10 @@ def test_tma_backward_on_the_gpu(op):
     for m, n, taken in shapes:
         for dtypes in (DTYPES[1], DTYPES[3]):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")
-            staged = op == ln and n in config.STAGED_LN_SHORT_BWD_N and w.element_size() == 2
-            staged = staged and ops._staged_capable(x.get_device())
+            capable, fp16 = ops._staged_capable(x.get_device()), x.dtype == torch.float16
+            staged = config.bwd_config(
+                m, n, op != rms, op == masked, op == rms, True, x.element_size(), w.element_size(), capable, fp16
+            ).staged
             with tma_launches() as launches:
                 check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
             assert launches.call_count == (op in taken and not staged), (m, n, dtypes)

@@ -99,14 +99,14 @@ def test_staged_rule_for_layer_norm():
         assert not _staged(4096, n, **ln, has_mask=True), n
         assert not _staged(4096, n, **ln, w_bytes=4), n
         assert not _staged(4096, n, **ln, x_bytes=4), n
-    for n in (14336, 14848, 15360, 15872, 5120, 10496):
+    for n in (14336, 14848, 15360, 15872, 4352, 10496):
         assert not _staged(4096, n, **ln), n
     no_db = dict(is_rms=False, has_dbias=False)
     assert config.STAGED_LN_NO_DB_BWD_N == tuple(range(10240, 15873, 512))
     for n in config.STAGED_LN_NO_DB_BWD_N:
         assert _staged(2048, n, **no_db) and _staged(32768, n, **no_db) and not _staged(2047, n, **no_db), n
         assert not _staged(4096, n, **no_db, has_mask=True) and not _staged(4096, n, **no_db, w_bytes=4), n
-    for n in (5120, 10496):
+    for n in (4352, 10496):
         assert not _staged(4096, n, **no_db), n
     assert config.bwd_config(4096, 16384, False, tma=True, staged=True).parts == 2  # the split staged kernel's
     partitions = [config.staged_db_partition(n) for n in config.STAGED_LN_BWD_N]
@@ -117,16 +117,20 @@ def test_staged_rule_for_layer_norm():
 
 
 def test_staged_rule_for_layer_norm_at_short_rows():
-    """LayerNorm's backward at its short rows, every multiple of 512 from 5632 to 10240 (``STAGED_LN_SHORT_BWD_N``),
-    with dB and without, from 2048 rows (round 101): 8 compute warps (RMSNorm's short rows 4) and 3 stages, dB summed
+    """LayerNorm's backward at its short rows, every multiple of 512 from 4608 to 10240 (``STAGED_LN_SHORT_BWD_N``),
+    with dB and without, from 2048 rows (round 101; 4608 and 5120 since round 102, with dB in calls of at most 4096
+    rows, ``STAGED_LN_FEW_ROWS_BWD_N``): 8 compute warps (RMSNorm's short rows 4) and 3 stages, dB summed
     by the compute warps; without dB 10240 keeps its long-row form (2 stages). Not with a mask, float32 weights or x,
     nor where the staged kernel cannot run: those keep the rules before (head and tail tiles, the TMA, split rows)."""
-    assert config.STAGED_LN_SHORT_BWD_N == tuple(range(5632, 10241, 512))
+    assert config.STAGED_LN_SHORT_BWD_N == tuple(range(4608, 10241, 512))
     for n in config.STAGED_LN_SHORT_BWD_N:
         for has_dbias in (True, False):
             ln = dict(is_rms=False, has_dbias=has_dbias)
             for m in (2048, 3000, 4096, 32768):
                 got = config.bwd_config(m, n, has_dbias, is_rms=False, tma=True, staged=True)
+                if has_dbias and n in config.STAGED_LN_FEW_ROWS_BWD_N and m > 4096:
+                    assert not got.staged, (m, n)  # the pointer kernel's whole rows
+                    continue
                 assert got.staged and got.num_warps == 8 and got.block_n == n and got.parts == 1, (m, n, has_dbias)
             assert config.staged_stages(n, False, has_dbias) == (2 if n == 10240 and not has_dbias else 3), n
             assert not _staged(2047, n, **ln) and not _staged(4096, n, **ln, staged=False), n
@@ -139,6 +143,12 @@ def test_staged_rule_for_layer_norm_at_short_rows():
     assert config.staged_stages(3328, False, True) == 3  # a forced config's narrower rows: as before round 101
     with config.limits(ln_bwd_staged_min_m=4097):
         assert not _staged(4096, 6144, is_rms=False, has_dbias=True) and _staged(4097, 6144, is_rms=False)
+    assert config.STAGED_LN_FEW_ROWS_BWD_N == (4608, 5120)
+    for n in config.STAGED_LN_FEW_ROWS_BWD_N:  # with dB in calls of at most 4096 rows; without dB in any
+        assert _staged(4096, n, is_rms=False, has_dbias=True) and not _staged(4097, n, is_rms=False, has_dbias=True)
+        assert _staged(4097, n, is_rms=False) and _staged(32768, n, is_rms=False), n
+        with config.limits(ln_dbias_staged_few_rows_max_m=8192):
+            assert _staged(8192, n, is_rms=False, has_dbias=True) and not _staged(8193, n, is_rms=False, has_dbias=True)
 
 
 def test_staged_arguments():
@@ -338,7 +348,7 @@ def test_staged_kernel_compiles_for_hopper():
     and one part of 64 rows of 256 (16384); at its short rows (5632-7680: 4 compute warps, the load warp's group of 4,
     3 stages; 7680 padded); LayerNorm's at its widths with dB (in 4 warps of their own: 512 threads, 8 compute warps,
     the load warp's group of 4 and the dB warps; in the compute warps: 384), without dB (12288 in fp16 as 32 + 8 + 8,
-    in bf16 as 32 + 16), and RMSNorm's with dB; LayerNorm's short rows (5632-10240: 8 compute warps, 3 stages). The
+    in bf16 as 32 + 16), and RMSNorm's with dB; LayerNorm's short rows (4608-10240: 8 compute warps, 3 stages). The
     shared memory each asks fits a Hopper SM."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     cases = [(n, "float16", False, True, False, 0, 0) for n in config.STAGED_BWD_N]
@@ -352,7 +362,8 @@ def test_staged_kernel_compiles_for_hopper():
     cases += [(12288, "float16", False, False, False, 0, 0), (12288, "bfloat16", True, False, False, 0, 0)]
     cases = [(*case, config.STAGED_WARPS, config.staged_stages(case[0], case[3], case[4])) for case in cases]
     # LayerNorm's short rows (8 compute warps, 3 stages): the narrowest, 7680 padded, 8192 one part, the widest
-    ln_short = [(5632, "float16", False, True), (7680, "bfloat16", True, True), (8192, "float16", False, False)]
+    ln_short = [(4608, "float16", False, True), (5120, "bfloat16", True, False), (5632, "float16", False, True)]
+    ln_short += [(7680, "bfloat16", True, True), (8192, "float16", False, False)]
     ln_short += [(9728, "bfloat16", False, False), (10240, "float16", True, True)]
     cases += [(n, d, zc, False, db, 0, 0, 8, config.staged_stages(n, False, db)) for n, d, zc, db in ln_short]
     short = (config.STAGED_SHORT_WARPS, config.STAGED_SHORT_STAGES)  # 4 and 3 (``test_staged_rule_at_short_rows``)
@@ -424,7 +435,7 @@ def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
     "m, n",
     [(2048, 10752), (4097, 11264), (33000, 11776), (2049, 12288), (4097, 10752), (4097, 12800), (2048, 13312),
      (33000, 13824), (2048, 5632), (4097, 6144), (2049, 7680), (33000, 8192), (4097, 8704), (2049, 9728),
-     (4097, 10240)],
+     (4097, 10240), (4096, 4608), (2049, 5120)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
@@ -432,7 +443,8 @@ def test_staged_layer_norm_backward_on_the_gpu(m, n, dtype, zero_centered_gamma)
     """LayerNorm's backward with dB at the rules' shapes, taken by the staged kernel, against the reference: dB in 4
     warps of their own (10752-11776: 32 + 8 + 2, 32 + 8 + 4, 32 + 8 + 8 padded) and in the compute warps (12288), rows
     that do not divide over the SMs, many rows a program (33000); the short rows (5632-10240, round 101: 16 + 4 + 2,
-    16 + 8, 16 + 8 + 8 padded, 32, 32 + 2, 32 + 4 + 2, 32 + 8 rows of 256) at 8 compute warps and 3 stages."""
+    16 + 8, 16 + 8 + 8 padded, 32, 32 + 2, 32 + 4 + 2, 32 + 8 rows of 256; 4608 and 5120, round 102: 16 + 2, 16 + 4,
+    in calls of at most 4096 rows) at 8 compute warps and 3 stages."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma, op="layer_norm", has_dbias=True)
 
@@ -441,7 +453,7 @@ def test_staged_layer_norm_backward_on_the_gpu(m, n, dtype, zero_centered_gamma)
 @pytest.mark.parametrize(
     "m, n",
     [(2048, 10240), (4097, 11264), (4097, 12288), (2048, 12800), (33000, 13312), (2049, 13824), (4097, 15872),
-     (2048, 5632), (4097, 7680), (33000, 9216), (2049, 9728)],
+     (2048, 5632), (4097, 7680), (33000, 9216), (2049, 9728), (2049, 4608), (33000, 5120)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
@@ -449,7 +461,7 @@ def test_staged_layer_norm_backward_without_db_on_the_gpu(m, n, dtype, zero_cent
     """LayerNorm's backward without dB (a LayerNorm without a bias) at the rules' shapes, taken by the staged kernel,
     against the reference: two parts (10240; 12288 in bf16), three (11264 as 32 + 8 + 4, 12288 in fp16 as 32 + 8 + 8),
     padded (12800-13824 as 32 + 8 + 16, 15872 as 32 + 16 + 16), rows that do not divide over the SMs, many rows a
-    program; the short rows (round 101: 5632, 7680 padded, 9216, 9728) at 3 stages."""
+    program; the short rows (round 101: 5632, 7680 padded, 9216, 9728; round 102: 4608, 5120) at 3 stages."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma, op="layer_norm", has_dbias=False)
 

@@ -29,7 +29,9 @@ import torch
 # RMSNorm's chunked rows at 16384 ran 1.03x faster than split ones (at 9216 and 12288 slower: ``chunked_max_n``).
 # rms_bwd_staged_min_m / ln_bwd_staged_min_m: the fewest rows whose RMSNorm / LayerNorm backward takes the staged
 # Gluon kernel (``_staged_bwd``); rms_bwd_staged_short_min_m: RMSNorm's at its short rows (``STAGED_RMS_SHORT_BWD_N``)
-# of at most ``STAGED_FEWER_ROWS_N`` columns, rms_bwd_staged_7168_min_m at the longer ones (7168 and 7680).
+# of at most ``STAGED_FEWER_ROWS_N`` columns, rms_bwd_staged_7168_min_m at the longer ones (7168 and 7680);
+# ln_dbias_staged_few_rows_max_m: the most rows whose LayerNorm backward with dB takes it at 4608-5120 columns
+# (``STAGED_LN_FEW_ROWS_BWD_N``).
 # tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32 weights over 16-bit x hold their
 # tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
 LIMITS = {
@@ -44,6 +46,7 @@ LIMITS = {
     "ln_bwd_staged_min_m": 2048,
     "rms_bwd_staged_short_min_m": 2560,
     "rms_bwd_staged_7168_min_m": 4096,
+    "ln_dbias_staged_few_rows_max_m": 4096,
     "split_staged_min_m": 4096,
     "ln_dbias_split_staged_16384_min_m": 8192,
     "split_staged_fwd_min_m": 4096,
@@ -1100,12 +1103,27 @@ STAGED_SHORT_STAGES = 3
 # x1.069 / x1.211 (5632 / 8704), 2048 x1.001-1.177. Without dB at 4096 fp16 x1.012-1.270 (bf16 x1.120-1.352), at
 # 32768 bf16 x1.208 / x0.998 / x1.272 at 5632 / 8192 / 9216. Round 78 had found LayerNorm there x0.57-0.98 in every form
 # (4 or 8 compute warps, 2-4 stages), before round 93 took the parts' sums across the warps once a row.
-STAGED_LN_SHORT_BWD_N = tuple(range(5632, 10241, 512))
+# Round 102 (H200, GPU runs 757-758): 4608 and 5120 (18 and 20 rows of 256) too, with dB in calls of at most
+# ``LIMITS["ln_dbias_staged_few_rows_max_m"]`` rows (4096: the pointer kernel's few waves, rows in parts of 1024,
+# ``_few_waves_bwd``), without dB in calls of any size. Forced in turns against the rule before, 16-bit x and weights:
+# with dB x1.167 / x1.096 and x1.159 / x1.086 at 4096 rows fp16 (4 stages level), x1.206 / x1.199 at 2048, but
+# x0.956 / x0.982 at 16384 fp16 and x0.936 / x0.965 at 32768 bf16 (whole rows of the pointer kernel, 3986-4001 GB/s);
+# without dB x1.123 / x1.087 at 4096 fp16, x1.686 / x1.650 at 32768 bf16 (2253 -> 3799 GB/s at 4608). Not narrower:
+# 2048-4096 ran x0.77-1.01 of the pointer kernel at 4096 fp16 (3 or 6 stages).
+STAGED_LN_SHORT_BWD_N = tuple(range(4608, 10241, 512))
+STAGED_LN_FEW_ROWS_BWD_N = (4608, 5120)
 
 
 def _ln_short_rows(n: int, has_dbias: bool) -> bool:
     """Whether LayerNorm's staged backward of rows of n columns takes its short-row form (``STAGED_LN_SHORT_BWD_N``)."""
     return n in STAGED_LN_SHORT_BWD_N and (has_dbias or n not in STAGED_LN_NO_DB_BWD_N)
+
+
+def _ln_short_rows_taken(m: int, n: int, has_dbias: bool) -> bool:
+    """Whether the rule takes LayerNorm's short-row form (``_ln_short_rows``) in a call of m rows: with dB at
+    ``STAGED_LN_FEW_ROWS_BWD_N`` in calls of at most ``LIMITS["ln_dbias_staged_few_rows_max_m"]`` rows."""
+    few_rows = not has_dbias or n not in STAGED_LN_FEW_ROWS_BWD_N or m <= LIMITS["ln_dbias_staged_few_rows_max_m"]
+    return _ln_short_rows(n, has_dbias) and few_rows
 
 
 def staged_warps(n: int, is_rms: bool = True) -> int:
@@ -1151,7 +1169,8 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     (5632-7680) in calls of at least ``LIMITS["rms_bwd_staged_short_min_m"]`` rows at 5632-6656 (2560;
     ``STAGED_FEWER_ROWS_N``), ``LIMITS["rms_bwd_staged_7168_min_m"]`` at 7168-7680 (4096); LayerNorm's with dB at
     ``STAGED_LN_BWD_N`` and without dB (no bias) at ``STAGED_LN_NO_DB_BWD_N`` (every multiple of 512 from 10240 to
-    15872), and at its short rows ``STAGED_LN_SHORT_BWD_N`` (5632-10240) with dB or without, in calls of at least
+    15872), and at its short rows ``STAGED_LN_SHORT_BWD_N`` (4608-10240) with dB or without (with dB at 4608-5120 in
+    calls of at most ``LIMITS["ln_dbias_staged_few_rows_max_m"]`` rows), in calls of at least
     ``LIMITS["ln_bwd_staged_min_m"]`` rows (none with a mask): the Gluon kernel with rows
     staged in shared memory (``norm_bwd_staged.py``), one program a SM of 8 compute warps (4 at the short rows) and a
     load warp, 2 rows in flight (3 at the short rows, ``staged_stages``); LayerNorm's dB summed by 4 warps of its own at
@@ -1243,6 +1262,9 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
 
     Round 101 (H200, GPU runs 752-754): LayerNorm's short rows, 5632-10240 with dB and without, at 8 compute warps and
     3 stages (``STAGED_LN_SHORT_BWD_N``, where the measurements are), against the pointer kernel's launches before.
+
+    Round 102 (H200, GPU runs 757-759): 4608 and 5120 too, with dB in calls of at most 4096 rows
+    (``STAGED_LN_FEW_ROWS_BWD_N``, where the measurements are).
     """
     if has_mask or x_bytes != 2 or w_bytes != 2:
         return False
@@ -1254,7 +1276,7 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
             return m >= LIMITS["rms_bwd_staged_short_min_m" if fewer else "rms_bwd_staged_7168_min_m"]
         return n in STAGED_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
     widths = STAGED_LN_BWD_N if has_dbias else STAGED_LN_NO_DB_BWD_N
-    return (n in widths or _ln_short_rows(n, has_dbias)) and m >= LIMITS["ln_bwd_staged_min_m"]
+    return (n in widths or _ln_short_rows_taken(m, n, has_dbias)) and m >= LIMITS["ln_bwd_staged_min_m"]
 
 
 # the backward of long rows by the split staged Gluon kernel (``_split_staged_bwd``): a program stages a slice of its
