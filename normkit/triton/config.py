@@ -1107,7 +1107,7 @@ STAGED_SHORT_STAGES = 3
 # ``LIMITS["ln_dbias_staged_few_rows_max_m"]`` rows (4096: the pointer kernel's few waves, rows in parts of 1024,
 # ``_few_waves_bwd``), without dB in calls of any size. Forced in turns against the rule before, 16-bit x and weights:
 # with dB x1.167 / x1.096 and x1.159 / x1.086 at 4096 rows fp16 (4 stages level), x1.206 / x1.199 at 2048, but
-# x0.956 / x0.982 at 16384 fp16 and x0.936 / x0.965 at 32768 bf16 (whole rows of the pointer kernel, 3986-4001 GB/s);
+# x0.956 / x0.982 at 16384 fp16 and x0.936 / x0.965 at 32768 bf16 (the TMA's head and tail tiles, ``_tma_bwd``);
 # without dB x1.123 / x1.087 at 4096 fp16, x1.686 / x1.650 at 32768 bf16 (2253 -> 3799 GB/s at 4608). Not narrower:
 # 2048-4096 ran x0.77-1.01 of the pointer kernel at 4096 fp16 (3 or 6 stages).
 STAGED_LN_SHORT_BWD_N = tuple(range(4608, 10241, 512))
