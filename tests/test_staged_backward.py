@@ -69,13 +69,13 @@ def test_staged_rule_at_short_rows():
         for m in (fewest, 4096, 16384, 32768):
             got = config.bwd_config(m, n, False, is_rms=True, tma=True, staged=True)
             assert got.staged and got.num_warps == 4 and got.block_n == n, (m, n)
-        assert config.staged_stages(n) == 3, n
+        assert config.staged_stages(n, True, False) == 3, n
         assert not _staged(fewest - 1, n) and not _staged(2048, n), n
         assert not _staged(4096, n, staged=False) and not _staged(4096, n, has_dbias=True), n
         assert not _staged(4096, n, has_mask=True) and not _staged(4096, n, w_bytes=4), n
     for n in config.STAGED_BWD_N:
         assert config.bwd_config(4096, n, False, is_rms=True, tma=True, staged=True).num_warps == 8, n
-        assert config.staged_stages(n) == 2, n
+        assert config.staged_stages(n, True, False) == 2, n
     with config.limits(rms_bwd_staged_short_min_m=8192):
         assert not _staged(4096, 6144) and _staged(8192, 6144)
         assert _staged(2048, 13312)  # the long rows' own limit
@@ -138,8 +138,8 @@ def test_staged_rule_for_layer_norm_at_short_rows():
             assert not _staged(4096, n, **ln, x_bytes=4), n
         assert config.staged_db_partition(n) == (0, 0), n
         assert config.staged_warps(n, is_rms=False) == 8, n
-    assert config.staged_warps(5632) == 4 and config.staged_stages(5632) == 3  # RMSNorm's short rows
-    assert config.staged_stages(10240) == 2 and config.staged_stages(10752, False, True) == 2  # the long rows
+    assert config.staged_warps(5632, True) == 4 and config.staged_stages(5632, True, False) == 3  # RMSNorm's short rows
+    assert config.staged_stages(10240, True, False) == 2 and config.staged_stages(10752, False, True) == 2  # long rows
     assert config.staged_stages(3328, False, True) == 3  # a forced config's narrower rows: as before round 101
     with config.limits(ln_bwd_staged_min_m=4097):
         assert not _staged(4096, 6144, is_rms=False, has_dbias=True) and _staged(4097, 6144, is_rms=False)
@@ -199,7 +199,7 @@ def test_staged_plan():
         assert got.cfg.staged, n
         assert [values(got)[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n)
         assert values(got)["VALID"] == n // 256
-        assert values(got)["STAGES"] == config.staged_stages(n) == (3 if n <= 7680 else 2), n
+        assert values(got)["STAGES"] == config.staged_stages(n, True, False) == (3 if n <= 7680 else 2), n
         assert values(got)["LA"] == ops.STAGED.layout(ops.STAGED.parts(n)[0], got.cfg.num_warps), n
         assert values(_plan(4096, n, zero_centered_gamma=True, dtype=dtype))["ZERO_CENTERED"]
         assert not _plan(4096, n, staged=False, dtype=dtype).cfg.staged

@@ -1126,13 +1126,13 @@ def _ln_short_rows_taken(m: int, n: int, has_dbias: bool) -> bool:
     return _ln_short_rows(n, has_dbias) and few_rows
 
 
-def staged_warps(n: int, is_rms: bool = True) -> int:
+def staged_warps(n: int, is_rms: bool) -> int:
     """Compute warps a program of the staged kernel at rows of n columns: RMSNorm's 4 at short rows (at most
     ``STAGED_SHORT_N`` columns), else 8; LayerNorm's 8 at every width."""
     return STAGED_SHORT_WARPS if is_rms and n <= STAGED_SHORT_N else STAGED_WARPS
 
 
-def staged_stages(n: int, is_rms: bool = True, has_dbias: bool = False) -> int:
+def staged_stages(n: int, is_rms: bool, has_dbias: bool) -> int:
     """Rows in flight a program of the staged kernel at rows of n columns (``norm_bwd_staged_kernel``'s STAGES): 3 at
     short rows (at most ``STAGED_SHORT_N`` columns; a forced config's narrower ones too) and at LayerNorm's
     (``STAGED_LN_SHORT_BWD_N``), else 2."""
