@@ -706,7 +706,7 @@ def test_split_staged_rule():
     for n in (8192, 24576, 49152, 131072, 16640):  # other widths: not taken (LayerNorm's 8192 the whole-row kernel's)
         assert not config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=True).staged, n
         cfg = config.bwd_config(32768, n, False, tma=True, staged=True)
-        assert cfg.parts == 1 if n == 8192 else not cfg.staged, n
+        assert cfg.staged and cfg.parts == 1 if n == 8192 else not cfg.staged, n
 
 
 def test_split_staged_rows():

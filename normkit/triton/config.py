@@ -1171,10 +1171,10 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     ``STAGED_LN_BWD_N`` and without dB (no bias) at ``STAGED_LN_NO_DB_BWD_N`` (every multiple of 512 from 10240 to
     15872), and at its short rows ``STAGED_LN_SHORT_BWD_N`` (4608-10240) with dB or without (with dB at 4608-5120 in
     calls of at most ``LIMITS["ln_dbias_staged_few_rows_max_m"]`` rows), in calls of at least
-    ``LIMITS["ln_bwd_staged_min_m"]`` rows (none with a mask): the Gluon kernel with rows
-    staged in shared memory (``norm_bwd_staged.py``), one program a SM of 8 compute warps (4 at the short rows) and a
-    load warp, 2 rows in flight (3 at the short rows, ``staged_stages``); LayerNorm's dB summed by 4 warps of its own at
-    10752-11776 (``staged_db_partition``), by the compute warps at 12288-13824.
+    ``LIMITS["ln_bwd_staged_min_m"]`` rows (none with a mask): the Gluon kernel with rows staged in shared memory
+    (``norm_bwd_staged.py``), one program a SM of 8 compute warps (4 at RMSNorm's short rows, ``staged_warps``) and a
+    load warp, 2 rows in flight (3 at the short rows, ``staged_stages``); LayerNorm's dB summed by 4 warps of its own
+    at 10752-11776 (``staged_db_partition``), by the compute warps elsewhere.
 
     Round 69 (H200). In turns against the rule before it, which split these rows (run 548): at 4096 rows x1.159 /
     x1.126 / x1.057 at 12800 / 13312 / 14336 fp16 (bf16 x1.185 / x1.144 / x1.083), at 32768 x1.12-1.27, at 2048
