@@ -2198,8 +2198,17 @@ def test_tma_rules():
         assert not config.bwd_config(16384, n, False, tma=True).tma, n
         assert not config.bwd_config(32768, n, False, tma=True, x_bytes=4).tma, n
         assert not config.bwd_config(32768, n, False, has_mask=True, tma=True).tma, n
-    for n in (4608, 5120, 9216):
-        assert not config.bwd_config(32768, n, False, tma=True).tma, n
+    # at the head + tail tiles' 4097-5120 and 8193-10240 wherever LayerNorm's with dB take them (round 103): calls of
+    # at least TMA_MIN_ELEMENTS_LAYER_NORM (from 7282 rows of 4608, 3641 of 9216) and, at 4097-5120, more than 4096 rows
+    for n, tail_n, fewest in ((4608, 1024, 7282), (5120, 1024, 6554), (8704, 2048, 3856), (9216, 2048, 3641)):
+        for m in (fewest, 8192, 32768):
+            got = config.bwd_config(m, n, False, tma=True, w_bytes=4)
+            assert got == config.bwd_config(m, n, True, tma=True, w_bytes=4), (m, n)
+            assert got.tma and got.tail_n == tail_n and not got.staged, (m, n)
+        assert not config.bwd_config(fewest - 1, n, False, tma=True, w_bytes=4).tma, n
+        assert not config.bwd_config(fewest, n, False, tma=False, w_bytes=4).tma, n
+    assert config.bwd_config(4096, 10240, False, tma=True, w_bytes=4).tma
+    assert not config.bwd_config(4096, 5120, False, tma=True, w_bytes=4).tma  # few waves: parts of 1024
     assert not config.bwd_config(32768, 8192, False, is_rms=True, tma=True).tma  # RMSNorm's: not taken
     # rows of 2048 of 16-bit x: RMSNorm's and LayerNorm's without dB as LayerNorm's with dB (round 58)
     one_row = LaunchConfig(1, 2048, 1, 4, 4, tma=True, tma_store=True)
@@ -2232,13 +2241,17 @@ def test_tma_backward_on_the_gpu(op):
             x, w, b = make_inputs(m, n, *dtypes, bias=op != "rms_norm")
             capable, fp16 = ops._staged_capable(x.get_device()), x.dtype == torch.float16
             staged = config.bwd_config(
-                m, n, op != rms, op == masked, op == rms, True, x.element_size(), w.element_size(), capable, fp16
-            ).staged
+                m, n, has_dbias=op != rms, has_mask=op == masked, is_rms=op == rms, tma=True,
+                x_bytes=x.element_size(), w_bytes=w.element_size(), staged=capable, x_fp16=fp16,
+            ).staged  # fmt: skip
             with tma_launches() as launches:
                 check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
             assert launches.call_count == (op in taken and not staged), (m, n, dtypes)
-    if op == ln:  # without dB: by the TMA from 16385 rows of 4096 and 5121-8192 columns (round 58)
-        for m, n, taken in ((16400, 4096, True), (16400, 6144, True), (16384, 4096, False)):
+    if op == ln:  # without dB: by the TMA from 16385 rows of 4096 and 5121-8192 columns (round 58), from 4097 rows of
+        # 4097-5120 and 8193-10240 (round 103; 4100 x 4608 is below ``TMA_MIN_ELEMENTS_LAYER_NORM``)
+        without_dbias = [(16400, 4096, True), (16400, 6144, True), (16384, 4096, False), (8200, 4608, True)]
+        without_dbias += [(4100, 5120, False), (4100, 9216, True), (8200, 10240, True), (4096, 9216, True)]
+        for m, n, taken in without_dbias:
             x, w, b = make_inputs(m, n, torch.bfloat16, torch.float32)
             with tma_launches() as launches:
                 check_backward("triton", op, x, w, b, has_dbias=False)

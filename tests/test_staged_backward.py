@@ -118,17 +118,18 @@ def test_staged_rule_for_layer_norm():
 
 def test_staged_rule_for_layer_norm_at_short_rows():
     """LayerNorm's backward at its short rows, every multiple of 512 from 4608 to 10240 (``STAGED_LN_SHORT_BWD_N``),
-    with dB and without, from 2048 rows (round 101; 4608 and 5120 since round 102, with dB in calls of at most 4096
-    rows, ``STAGED_LN_FEW_ROWS_BWD_N``): 8 compute warps (RMSNorm's short rows 4) and 3 stages, dB summed
-    by the compute warps; without dB 10240 keeps its long-row form (2 stages). Not with a mask, float32 weights or x,
-    nor where the staged kernel cannot run: those keep the rules before (head and tail tiles, the TMA, split rows)."""
+    with dB and without, from 2048 rows (round 101; 4608 and 5120 since round 102, with dB in calls too small for the
+    TMA's head and tail tiles since round 103, ``STAGED_LN_FEW_ROWS_BWD_N``): 8 compute warps (RMSNorm's short rows
+    4) and 3 stages, dB summed by the compute warps; without dB 10240 keeps its long-row form (2 stages). Not with a
+    mask, float32 weights or x, nor where the staged kernel cannot run: those keep the rules before (head and tail
+    tiles, the TMA, split rows)."""
     assert config.STAGED_LN_SHORT_BWD_N == tuple(range(4608, 10241, 512))
     for n in config.STAGED_LN_SHORT_BWD_N:
         for has_dbias in (True, False):
             ln = dict(is_rms=False, has_dbias=has_dbias)
-            for m in (2048, 3000, 4096, 32768):
+            for m in (2048, 3000, 4096, 6144, 8192, 32768):
                 got = config.bwd_config(m, n, has_dbias, is_rms=False, tma=True, staged=True)
-                if has_dbias and n in config.STAGED_LN_FEW_ROWS_BWD_N and m > 4096:
+                if has_dbias and n in config.STAGED_LN_FEW_ROWS_BWD_N and m > 6144:
                     assert not got.staged and got.tma and got.tail_n == 1024, (m, n)  # the TMA's head and tail
                     continue
                 assert got.staged and got.num_warps == 8 and got.block_n == n and got.parts == 1, (m, n, has_dbias)
@@ -144,11 +145,12 @@ def test_staged_rule_for_layer_norm_at_short_rows():
     with config.limits(ln_bwd_staged_min_m=4097):
         assert not _staged(4096, 6144, is_rms=False, has_dbias=True) and _staged(4097, 6144, is_rms=False)
     assert config.STAGED_LN_FEW_ROWS_BWD_N == (4608, 5120)
-    for n in config.STAGED_LN_FEW_ROWS_BWD_N:  # with dB in calls of at most 4096 rows; without dB in any
-        assert _staged(4096, n, is_rms=False, has_dbias=True) and not _staged(4097, n, is_rms=False, has_dbias=True)
+    # with dB in calls of fewer elements than the TMA's head and tail tiles take (7281 / 6553 rows); without dB in any
+    for n, most in ((4608, 7281), (5120, 6553)):
+        assert most * n < config.TMA_MIN_ELEMENTS_LAYER_NORM <= (most + 1) * n
+        assert _staged(most, n, is_rms=False, has_dbias=True) and not _staged(most + 1, n, is_rms=False, has_dbias=True)
+        assert config.bwd_config(most + 1, n, True, is_rms=False, tma=True, staged=True).tail_n == 1024, n
         assert _staged(4097, n, is_rms=False) and _staged(32768, n, is_rms=False), n
-        with config.limits(ln_dbias_staged_few_rows_max_m=8192):
-            assert _staged(8192, n, is_rms=False, has_dbias=True) and not _staged(8193, n, is_rms=False, has_dbias=True)
 
 
 def test_staged_arguments():
@@ -435,7 +437,7 @@ def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
     "m, n",
     [(2048, 10752), (4097, 11264), (33000, 11776), (2049, 12288), (4097, 10752), (4097, 12800), (2048, 13312),
      (33000, 13824), (2048, 5632), (4097, 6144), (2049, 7680), (33000, 8192), (4097, 8704), (2049, 9728),
-     (4097, 10240), (4096, 4608), (2049, 5120)],
+     (4097, 10240), (4096, 4608), (2049, 5120), (6144, 5120)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
@@ -444,7 +446,7 @@ def test_staged_layer_norm_backward_on_the_gpu(m, n, dtype, zero_centered_gamma)
     warps of their own (10752-11776: 32 + 8 + 2, 32 + 8 + 4, 32 + 8 + 8 padded) and in the compute warps (12288), rows
     that do not divide over the SMs, many rows a program (33000); the short rows (5632-10240, round 101: 16 + 4 + 2,
     16 + 8, 16 + 8 + 8 padded, 32, 32 + 2, 32 + 4 + 2, 32 + 8 rows of 256; 4608 and 5120, round 102: 16 + 2, 16 + 4,
-    in calls of at most 4096 rows) at 8 compute warps and 3 stages."""
+    in calls of at most 6144 rows since round 103) at 8 compute warps and 3 stages."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma, op="layer_norm", has_dbias=True)
 

@@ -29,9 +29,7 @@ import torch
 # RMSNorm's chunked rows at 16384 ran 1.03x faster than split ones (at 9216 and 12288 slower: ``chunked_max_n``).
 # rms_bwd_staged_min_m / ln_bwd_staged_min_m: the fewest rows whose RMSNorm / LayerNorm backward takes the staged
 # Gluon kernel (``_staged_bwd``); rms_bwd_staged_short_min_m: RMSNorm's at its short rows (``STAGED_RMS_SHORT_BWD_N``)
-# of at most ``STAGED_FEWER_ROWS_N`` columns, rms_bwd_staged_7168_min_m at the longer ones (7168 and 7680);
-# ln_dbias_staged_few_rows_max_m: the most rows whose LayerNorm backward with dB takes it at 4608-5120 columns
-# (``STAGED_LN_FEW_ROWS_BWD_N``).
+# of at most ``STAGED_FEWER_ROWS_N`` columns, rms_bwd_staged_7168_min_m at the longer ones (7168 and 7680).
 # tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32 weights over 16-bit x hold their
 # tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
 LIMITS = {
@@ -46,7 +44,6 @@ LIMITS = {
     "ln_bwd_staged_min_m": 2048,
     "rms_bwd_staged_short_min_m": 2560,
     "rms_bwd_staged_7168_min_m": 4096,
-    "ln_dbias_staged_few_rows_max_m": 4096,
     "split_staged_min_m": 4096,
     "ln_dbias_split_staged_16384_min_m": 8192,
     "split_staged_fwd_min_m": 4096,
@@ -918,7 +915,18 @@ def _tma_bwd(
     columns: two rows a program of 4 warps, 4 programs a SM, dx stored by the TMA (round 57, below). Rows of 2048 of
     16-bit x without the mask, RMSNorm's and LayerNorm's without dB too: LayerNorm's launch (round 58). LayerNorm's
     without dB of 16-bit x, more than 16384 rows (``m`` as ``_rows_key`` rounds it), of 4096 and 5121-8192 columns:
-    LayerNorm's launches with dB (round 58).
+    LayerNorm's launches with dB (round 58); of 4097-5120 and 8193-10240 columns wherever those with dB are taken
+    (round 103: calls of at least ``TMA_MIN_ELEMENTS_LAYER_NORM``, and more than 4096 rows at 4097-5120).
+
+    Round 103 (GPU runs 762-764, H200, in turns against the rule before, ``bench.ab``, GB/s): LayerNorm's backward
+    without dB at 4097-5120 and 8193-10240 columns in the head + tail launches of its backward with dB, where it ran
+    ``norm_bwd_kernel``'s tile of 8192 at 16 warps (4608 / 5120) or split rows of 1024 (8704-10240): float32 weights
+    (16-bit weights take the staged kernel, ``_staged_bwd``, where it can run) at 32768 bf16 rows x1.601 / x1.513 /
+    x1.248 / x1.273 at 4608 / 5120 / 9216 / 10240 (95-98% of the copy; x1.258 at 8704), fp16 x x1.611 / x1.251 at 4608
+    / 9216; 16384 rows x1.543 / x1.218; 8192 rows x1.506 / x1.389 / x1.227 / x1.217 at 4608 / 5120 / 8704 / 10240;
+    4096 rows x1.184 / x1.159 / x1.172 at 8704 / 9216 / 10240, 4100 x 9216 fp16 x1.168. With 16-bit weights where the
+    staged kernel is not taken (forced off) x1.823 / x1.250 at 32768 bf16 x 4608 / 9216. LayerNorm's with dB there
+    unchanged (x0.999-1.001).
 
     Round 58 (GPU run 483, H200, forced in turns, us a call, L2 flushed, ``.ab/probe/rms2048_58.py``): at 2048 columns
     by the TMA in one row of 4 warps, 4 programs a SM, dx stored by the TMA, against ``norm_bwd_kernel``'s two rows of 8
@@ -1042,8 +1050,10 @@ def _tma_bwd(
     if 512 < n <= 1024 and x_bytes == 2 and (mask_by_tma or not has_mask):  # any norm, with dB or without
         return LaunchConfig(2, 1024, 1, 4, 4, tma=True, tma_store=True)
     # rows that take LayerNorm's launches with dB below where they are RMSNorm's or without dB (round 58): 2048 of
-    # 16-bit x without the mask; LayerNorm's without dB at 4096 and 5121-8192 from 16385 rows
-    wide_ln = not is_rms and m >= 32768 and (n == 4096 or 5120 < n <= 8192)
+    # 16-bit x without the mask; LayerNorm's without dB at 4096 and 5121-8192 from 16385 rows, and at the head + tail
+    # tiles' 4097-5120 and 8193-10240 wherever those with dB are taken (round 103)
+    head_tail = 4096 < n <= 5120 or 8192 < n <= 10240
+    wide_ln = not is_rms and ((m >= 32768 and (n == 4096 or 5120 < n <= 8192)) or head_tail)
     as_with_dbias = x_bytes == 2 and not has_mask and (n == 2048 or wide_ln)
     if (is_rms or not has_dbias) and not as_with_dbias:
         return None
@@ -1103,9 +1113,12 @@ STAGED_SHORT_STAGES = 3
 # x1.069 / x1.211 (5632 / 8704), 2048 x1.001-1.177. Without dB at 4096 fp16 x1.012-1.270 (bf16 x1.120-1.352), at
 # 32768 bf16 x1.208 / x0.998 / x1.272 at 5632 / 8192 / 9216. Round 78 had found LayerNorm there x0.57-0.98 in every form
 # (4 or 8 compute warps, 2-4 stages), before round 93 took the parts' sums across the warps once a row.
-# Round 102 (H200, GPU runs 757-758): 4608 and 5120 (18 and 20 rows of 256) too, with dB in calls of at most
-# ``LIMITS["ln_dbias_staged_few_rows_max_m"]`` rows (4096: the pointer kernel's few waves, rows in parts of 1024,
-# ``_few_waves_bwd``), without dB in calls of any size. Forced in turns against the rule before, 16-bit x and weights:
+# Round 102 (H200, GPU runs 757-758): 4608 and 5120 (18 and 20 rows of 256) too, with dB in calls of at most 4096
+# rows (the pointer kernel's few waves, rows in parts of 1024, ``_few_waves_bwd``), without dB in calls of any size;
+# round 103 (GPU runs 762-763): with dB in calls too small for the TMA's head and tail tiles (fewer elements than
+# ``TMA_MIN_ELEMENTS_LAYER_NORM``: at most 7281 rows of 4608, 6553 of 5120; the pointer kernel's tile of 8192 at
+# 4097 rows and more), x1.322 / x1.302 at 6144 rows fp16, x1.349 at 7168 x 4608 bf16 (x0.984 / x1.023 against the TMA's
+# at 8192 rows). Forced in turns against the rule before, 16-bit x and weights:
 # with dB x1.167 / x1.096 and x1.159 / x1.086 at 4096 rows fp16 (4 stages level), x1.206 / x1.199 at 2048, but
 # x0.956 / x0.982 at 16384 fp16 and x0.936 / x0.965 at 32768 bf16 (the TMA's head and tail tiles, ``_tma_bwd``);
 # without dB x1.123 / x1.087 at 4096 fp16, x1.686 / x1.650 at 32768 bf16 (2253 -> 3799 GB/s at 4608). Not narrower:
@@ -1121,8 +1134,9 @@ def _ln_short_rows(n: int, has_dbias: bool) -> bool:
 
 def _ln_short_rows_taken(m: int, n: int, has_dbias: bool) -> bool:
     """Whether the rule takes LayerNorm's short-row form (``_ln_short_rows``) in a call of m rows: with dB at
-    ``STAGED_LN_FEW_ROWS_BWD_N`` in calls of at most ``LIMITS["ln_dbias_staged_few_rows_max_m"]`` rows."""
-    few_rows = not has_dbias or n not in STAGED_LN_FEW_ROWS_BWD_N or m <= LIMITS["ln_dbias_staged_few_rows_max_m"]
+    ``STAGED_LN_FEW_ROWS_BWD_N`` in calls too small for the TMA's head and tail tiles (``_tma_bwd``: fewer elements
+    than ``TMA_MIN_ELEMENTS_LAYER_NORM``), which ran faster in calls large enough for them."""
+    few_rows = not has_dbias or n not in STAGED_LN_FEW_ROWS_BWD_N or m * n < TMA_MIN_ELEMENTS_LAYER_NORM
     return _ln_short_rows(n, has_dbias) and few_rows
 
 
@@ -1170,7 +1184,7 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     ``STAGED_FEWER_ROWS_N``), ``LIMITS["rms_bwd_staged_7168_min_m"]`` at 7168-7680 (4096); LayerNorm's with dB at
     ``STAGED_LN_BWD_N`` and without dB (no bias) at ``STAGED_LN_NO_DB_BWD_N`` (every multiple of 512 from 10240 to
     15872), and at its short rows ``STAGED_LN_SHORT_BWD_N`` (4608-10240) with dB or without (with dB at 4608-5120 in
-    calls of at most ``LIMITS["ln_dbias_staged_few_rows_max_m"]`` rows), in calls of at least
+    calls of fewer than ``TMA_MIN_ELEMENTS_LAYER_NORM`` elements), in calls of at least
     ``LIMITS["ln_bwd_staged_min_m"]`` rows (none with a mask): the Gluon kernel with rows staged in shared memory
     (``norm_bwd_staged.py``), one program a SM of 8 compute warps (4 at RMSNorm's short rows, ``staged_warps``) and a
     load warp, 2 rows in flight (3 at the short rows, ``staged_stages``); LayerNorm's dB summed by 4 warps of its own
@@ -1264,7 +1278,8 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     3 stages (``STAGED_LN_SHORT_BWD_N``, where the measurements are), against the pointer kernel's launches before.
 
     Round 102 (H200, GPU runs 757-759): 4608 and 5120 too, with dB in calls of at most 4096 rows
-    (``STAGED_LN_FEW_ROWS_BWD_N``, where the measurements are).
+    (``STAGED_LN_FEW_ROWS_BWD_N``, where the measurements are); round 103 (GPU runs 762-763) in calls of up to 7281 /
+    6553 rows, too small for the TMA's head and tail tiles.
     """
     if has_mask or x_bytes != 2 or w_bytes != 2:
         return False
