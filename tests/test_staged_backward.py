@@ -684,14 +684,18 @@ def test_split_staged_rule():
         got = config.bwd_config(m, 65536, has_dbias, **ln)  # with dB in 8 slices of 8192 (since round 97)
         assert got.staged and (got.parts, got.block_n) == ((8, 8192) if has_dbias else (4, 16384)), has_dbias
     assert config.bwd_config(m, 65536, False, tma=True, staged=True, w_bytes=4) == expected
-    assert [config.split_staged_stages(32768, s) for s in (8192, 16384)] == [4, 3]
+    assert [config.split_staged_stages(32768, s, False, False, True) for s in (8192, 16384)] == [4, 3]
     # LayerNorm's backward with dB: 5 rows in flight (round 99), the masked one's at 16384 and 65536 (round 100)
     for n in (16384, 32768, 65536):
-        assert [config.split_staged_stages(n, 8192, True, has_mask) for has_mask in (False, True)] == [
+        assert [config.split_staged_stages(n, 8192, True, has_mask, False) for has_mask in (False, True)] == [
             5, 4 if n == 32768 else 5
         ], n  # fmt: skip
-        assert config.split_staged_stages(n, 8192, False, True) == 4, n
-    assert config.split_staged_stages(32768, 16384, True) == 3
+        assert config.split_staged_stages(n, 8192, False, True, False) == 4, n
+        # LayerNorm's without dB at 16384 in 5 too (round 103); RMSNorm's in 4
+        assert config.split_staged_stages(n, 8192, False, False, False) == (5 if n == 16384 else 4), n
+        assert config.split_staged_stages(n, 8192, False, False, True) == 4, n
+    assert config.split_staged_stages(32768, 16384, True, False, False) == 3
+    assert config.split_staged_stages(32768, 16384, False, False, False) == 3
     # the row statistics staged by the load warp with dB (masked or not; round 100), else loaded by the compute warps
     assert [config.split_staged_stats_staged(has_dbias) for has_dbias in (True, False)] == [True, False]
     for n, has_dbias, is_rms, has_mask in itertools.product((16384, 32768, 65536), *[(False, True)] * 3):
@@ -700,7 +704,8 @@ def test_split_staged_rule():
         slice_n = config.split_staged_slice(n, has_dbias)
         form = config.split_staged_form(n, slice_n, has_dbias, is_rms, has_mask)  # each field its rule's
         assert form == (
-            config.split_staged_stages(n, slice_n, has_dbias, has_mask), config.split_staged_weights_shared(has_dbias),
+            config.split_staged_stages(n, slice_n, has_dbias, has_mask, is_rms),
+            config.split_staged_weights_shared(has_dbias),
             config.split_staged_ahead(n, has_dbias, is_rms, has_mask),
             config.split_staged_fetch_first(n, has_dbias, is_rms, has_mask),
             config.split_staged_warp_sums(n, has_dbias, is_rms, has_mask), config.split_staged_stats_staged(has_dbias),

@@ -1424,12 +1424,19 @@ SPLIT_STAGED_DB_STAGES = 5
 SPLIT_STAGED_MASKED_DB_STAGES_N = (16384, 65536)
 
 
-def split_staged_stages(n: int, slice_n: int, has_dbias: bool = False, has_mask: bool = False) -> int:
+def split_staged_stages(n: int, slice_n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> int:
     """Rows in flight of the split staged backward at n columns in slices of ``slice_n`` (``SPLIT_STAGED_SLICES``),
     but LayerNorm's with dB: ``SPLIT_STAGED_DB_STAGES`` (5 stages of x and dy and the slice's weights staged take
     229484 bytes of shared memory, compiled for sm_90), the masked one's at ``SPLIT_STAGED_MASKED_DB_STAGES_N`` only
     (its mask's bytes beside 5 stages leave no room for the partial's layout change, so it stores its dW and dB
-    partials as they lie: ``norm_bwd_staged._scratch_fits``).
+    partials as they lie: ``norm_bwd_staged._scratch_fits``); and LayerNorm's without dB at 16384 (slices of 8192,
+    its weights read from global memory), not masked: ``SPLIT_STAGED_DB_STAGES`` too (round 103).
+
+    Round 103 (H200, GPU run 766, a probe in turns against round 103's first rule, ``bench.ab``, GB/s now over before):
+    LayerNorm's backward without dB at 16384 in 5 stages x1.057 at 32768 rows bf16 x float32 weights (97% of the copy;
+    830 us against 788 with dB in run 763), with the weights staged and the row statistics staged too x1.054 (bf16
+    weights x1.050, 8192 rows x1.054); the statistics or the weights staged alone in 4 stages x1.005. Not timed at 4096
+    rows, nor RMSNorm's or the masked backward's without dB.
 
     Round 99 (H200, bf16 x, float32 weights; the form forced by a probe in turns against round 98's rule of 4 stages,
     GPU run 742, GB/s now over before): x1.033 at 32768 x 32768 (98% of the copy), x1.007 at 32768 x 65536; 3 stages
@@ -1442,6 +1449,8 @@ def split_staged_stages(n: int, slice_n: int, has_dbias: bool = False, has_mask:
     (``_masked_one_ahead``); one row ahead in 5 stages x1.000 / x0.995 at 32768 x 32768 / 65536, x0.990 / x0.993 at
     4096 x 32768 / 65536 fp16; its partials stored so in 4 stages x0.997 / x1.001 at 32768 x 16384 / 32768."""
     if slice_n == 8192 and has_dbias and (not has_mask or n in SPLIT_STAGED_MASKED_DB_STAGES_N):
+        return SPLIT_STAGED_DB_STAGES
+    if slice_n == 8192 and n == 16384 and not (has_dbias or has_mask or is_rms):
         return SPLIT_STAGED_DB_STAGES
     return SPLIT_STAGED_SLICES[slice_n][1]
 
@@ -1479,7 +1488,7 @@ def split_staged_form(n: int, slice_n: int, has_dbias: bool, is_rms: bool, has_m
     its rule's: ``split_staged_stages``, ``split_staged_weights_shared``, ``split_staged_ahead``,
     ``split_staged_fetch_first``, ``split_staged_warp_sums``, ``split_staged_stats_staged``."""
     return SplitStagedForm(
-        split_staged_stages(n, slice_n, has_dbias, has_mask), split_staged_weights_shared(has_dbias),
+        split_staged_stages(n, slice_n, has_dbias, has_mask, is_rms), split_staged_weights_shared(has_dbias),
         split_staged_ahead(n, has_dbias, is_rms, has_mask), split_staged_fetch_first(n, has_dbias, is_rms, has_mask),
         split_staged_warp_sums(n, has_dbias, is_rms, has_mask), split_staged_stats_staged(has_dbias),
     )  # fmt: skip
