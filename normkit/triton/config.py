@@ -1419,7 +1419,7 @@ def split_staged_warp_sums(n: int, has_dbias: bool, is_rms: bool, has_mask: bool
 
 
 # LayerNorm's backward with dB (its slices of 8192 and their weights staged): rows in flight; the masked one's at
-# these columns only
+# these columns only; LayerNorm's without dB at 16384 too (round 103)
 SPLIT_STAGED_DB_STAGES = 5
 SPLIT_STAGED_MASKED_DB_STAGES_N = (16384, 65536)
 
@@ -1432,7 +1432,7 @@ def split_staged_stages(n: int, slice_n: int, has_dbias: bool, has_mask: bool, i
     partials as they lie: ``norm_bwd_staged._scratch_fits``); and LayerNorm's without dB at 16384 (slices of 8192,
     its weights read from global memory), not masked: ``SPLIT_STAGED_DB_STAGES`` too (round 103).
 
-    Round 103 (H200, GPU run 766, a probe in turns against round 103's first rule, ``bench.ab``, GB/s now over before):
+    Round 103 (H200, GPU run 766, a probe in turns against 8693ac4's rule, ``bench.ab``, GB/s now over before):
     LayerNorm's backward without dB at 16384 in 5 stages x1.057 at 32768 rows bf16 x float32 weights (97% of the copy;
     830 us against 788 with dB in run 763), with the weights staged and the row statistics staged too x1.054 (bf16
     weights x1.050, 8192 rows x1.054); the statistics or the weights staged alone in 4 stages x1.005. Not timed at 4096
@@ -1502,12 +1502,13 @@ def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: b
     ``LIMITS["ln_dbias_split_staged_16384_min_m"]`` rows (8192); 16-bit or float32 weights. Each row in slices
     (``split_staged_slice``: of 16384 columns at 32768 and 65536 without dB, else of 8192), one program a slice on one
     SM: a load warp stages the program's slices of x and dy by the TMA (3 rows in flight for slices of 16384, 4 for
-    8192, 5 for LayerNorm's with dB but the masked one's at 32768: ``split_staged_stages``), with dB each row's mean
-    and rstd too (``split_staged_stats_staged``), and its compute warps (16 or 8) publish a row's slice sums a row or
-    two ahead of its dx (``split_staged_ahead``, ``split_staged_fetch_first``), as the split rows' ``AHEAD``. The
-    slice's weights are held in registers, read from global memory but with dB (``split_staged_weights_shared``). The
-    masked backward's bits are staged by the TMA with x and dy (a byte for each thread's 8 columns of a row of 256)
-    and tested in both passes. ``split_staged_form`` gathers these rules.
+    8192, 5 for LayerNorm's with dB but the masked one's at 32768, and for LayerNorm's without dB at 16384:
+    ``split_staged_stages``), with dB each row's mean and rstd too (``split_staged_stats_staged``), and its compute
+    warps (16 or 8) publish a row's slice sums a row or two ahead of its dx (``split_staged_ahead``,
+    ``split_staged_fetch_first``), as the split rows' ``AHEAD``. The slice's weights are held in registers, read from
+    global memory but with dB (``split_staged_weights_shared``). The masked backward's bits are staged by the TMA
+    with x and dy (a byte for each thread's 8 columns of a row of 256) and tested in both passes. ``split_staged_form``
+    gathers these rules.
 
     Round 91 (H200, bf16 x, float32 weights but where fp16 is named; ``bench.ab`` against round 90's rule, GPU run
     699, GB/s now over before): the masked backward (with dB) at 16384 / 32768 columns x1.053 / x1.245 at 32768 rows
