@@ -2247,8 +2247,8 @@ def test_tma_backward_on_the_gpu(op):
             with tma_launches() as launches:
                 check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
             assert launches.call_count == (op in taken and not staged), (m, n, dtypes)
-    if op == ln:  # without dB: by the TMA from 16385 rows of 4096 and 5121-8192 columns (round 58), from 4097 rows of
-        # 4097-5120 and 8193-10240 (round 103; 4100 x 4608 is below ``TMA_MIN_ELEMENTS_LAYER_NORM``)
+    if op == ln:  # without dB: by the TMA from 16385 rows of 4096 and 5121-8192 columns (round 58); at 4097-5120 and
+        # 8193-10240 wherever LayerNorm's with dB are (round 103: 4100 x 5120 is below ``TMA_MIN_ELEMENTS_LAYER_NORM``)
         without_dbias = [(16400, 4096, True), (16400, 6144, True), (16384, 4096, False), (8200, 4608, True)]
         without_dbias += [(4100, 5120, False), (4100, 9216, True), (8200, 10240, True), (4096, 9216, True)]
         for m, n, taken in without_dbias:

@@ -446,7 +446,8 @@ def test_staged_layer_norm_backward_on_the_gpu(m, n, dtype, zero_centered_gamma)
     warps of their own (10752-11776: 32 + 8 + 2, 32 + 8 + 4, 32 + 8 + 8 padded) and in the compute warps (12288), rows
     that do not divide over the SMs, many rows a program (33000); the short rows (5632-10240, round 101: 16 + 4 + 2,
     16 + 8, 16 + 8 + 8 padded, 32, 32 + 2, 32 + 4 + 2, 32 + 8 rows of 256; 4608 and 5120, round 102: 16 + 2, 16 + 4,
-    in calls of at most 6144 rows since round 103) at 8 compute warps and 3 stages."""
+    with dB in calls too small for the TMA's head and tail tiles since round 103: 6144 x 5120) at 8 compute warps and
+    3 stages."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma, op="layer_norm", has_dbias=True)
 
