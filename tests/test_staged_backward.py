@@ -743,8 +743,9 @@ def test_split_staged_plan():
     (``WARP_SUMS``: LayerNorm's at 16384 and 32768, and with dB at 65536; not RMSNorm's); one group on the CPU. The
     masked backward's is LayerNorm's but for ``HAS_MASK``, the mask's layout (``L3``), its sums a slice each at 32768
     without dB, and with dB at 32768 one row ahead, this row's sums fetched first, a warp's sums each, in 4 rows in
-    flight (5 with dB at 16384 and 65536, as LayerNorm's plain backward's: ``config.split_staged_stages``); with dB
-    the row statistics staged (``STATS_STAGED``), masked or not."""
+    flight (5 with dB at 16384 and 65536, as LayerNorm's plain backward's: ``config.split_staged_stages``; LayerNorm's
+    plain backward without dB at 16384 in 5 too since round 103, the masked one's in 4); with dB the row statistics
+    staged (``STATS_STAGED``), masked or not."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -770,7 +771,8 @@ def test_split_staged_plan():
             assert (ln["IS_RMS"], ln["HAS_DBIAS"], ln["PARTS"], ln["W_SHARED"]) == (False, has_dbias, slices, has_dbias)
             ahead = 2 if has_dbias or n == 16384 else 1  # in slices of 8192 two rows ahead
             assert ln["AHEAD"] == ahead < ln["STAGES"] and ln["FETCH_FIRST"] == (ahead == 1), (n, has_dbias)
-            assert ln["STAGES"] == (5 if has_dbias else 4 if n == 16384 else 3), (n, has_dbias)  # 5: round 99
+            # 5 with dB (round 99) and without it at 16384 (round 103); without dB at 32768 slices of 16384 in 3
+            assert ln["STAGES"] == (5 if has_dbias or n == 16384 else 3), (n, has_dbias)
             assert not ln["HAS_MASK"] and ln["L3"] == ln["L"] and ln["WARP_SUMS"], (n, has_dbias)  # (a placeholder)
             assert ln["STATS_STAGED"] == has_dbias, (n, has_dbias)  # the row statistics staged with dB (round 100)
             plan = _plan(32768, n, is_rms=False, has_dbias=has_dbias, dtype=torch.bfloat16, has_mask=True)
@@ -778,8 +780,8 @@ def test_split_staged_plan():
             one_ahead = has_dbias and n == 32768  # config.SPLIT_STAGED_MASKED_ONE_AHEAD_N
             assert masked["HAS_MASK"] and masked["L3"] == layout, n
             assert masked["WARP_SUMS"] == (n == 16384 or one_ahead), (n, has_dbias)
-            # with dB 5 stages at 16384 (round 100), else 4
-            assert masked["STAGES"] == (4 + (n == 16384) if has_dbias else ln["STAGES"]), (n, has_dbias)
+            # with dB 5 stages at 16384 (round 100), else 4; without dB 4 at 16384 (not round 103's 5), 3 at 32768
+            assert masked["STAGES"] == (4 + (n == 16384) if has_dbias else 4 if n == 16384 else 3), (n, has_dbias)
             order = (ln["AHEAD"], ln["FETCH_FIRST"])
             assert (masked["AHEAD"], masked["FETCH_FIRST"]) == ((1, True) if one_ahead else order), (n, has_dbias)
             # the rest is LayerNorm's
