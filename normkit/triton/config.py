@@ -285,7 +285,7 @@ def bwd_config(
         slice_n = split_staged_slice(n, has_dbias)
         return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_SLICES[slice_n][0], 1, parts=n // slice_n, staged=True)
     few_waves_tma = _few_waves_tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
-    tma_rows = m * n >= (TMA_MIN_ELEMENTS if is_rms or has_mask else TMA_MIN_ELEMENTS_LAYER_NORM) or few_waves_tma
+    tma_rows = _tma_call_large_enough(m, n, is_rms, has_mask) or few_waves_tma
     tma = tma and not pointer_only and tma_rows
     limits = tuple(LIMITS.values())
     return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, w_bytes, limits)
@@ -886,6 +886,14 @@ def _masked_tile(m: int, block_n: int) -> int:
 # the TMA's 6-14 us more host time a call made slower): not.
 TMA_MIN_ELEMENTS = (1 << 25) + 1
 TMA_MIN_ELEMENTS_LAYER_NORM = 1 << 25
+
+
+def _tma_call_large_enough(m: int, n: int, is_rms: bool, has_mask: bool) -> bool:
+    """Whether a backward of m x n is large enough for the TMA's launches (``bwd_config``, ``_tma_bwd``): at least
+    ``TMA_MIN_ELEMENTS`` elements, LayerNorm's without the mask ``TMA_MIN_ELEMENTS_LAYER_NORM``."""
+    return m * n >= (TMA_MIN_ELEMENTS if is_rms or has_mask else TMA_MIN_ELEMENTS_LAYER_NORM)
+
+
 # the TMA backward loads the packed clamped-ReLU mask by the TMA too (``ops._mask_tma``) where its rows are a multiple
 # of 16 bytes, as a mask of rows of a multiple of this many columns has
 MASK_TMA_COLUMNS = 128
@@ -1134,9 +1142,9 @@ def _ln_short_rows(n: int, has_dbias: bool) -> bool:
 
 def _ln_short_rows_taken(m: int, n: int, has_dbias: bool) -> bool:
     """Whether the rule takes LayerNorm's short-row form (``_ln_short_rows``) in a call of m rows: with dB at
-    ``STAGED_LN_FEW_ROWS_BWD_N`` in calls too small for the TMA's head and tail tiles (``_tma_bwd``: fewer elements
-    than ``TMA_MIN_ELEMENTS_LAYER_NORM``), which ran faster in calls large enough for them."""
-    few_rows = not has_dbias or n not in STAGED_LN_FEW_ROWS_BWD_N or m * n < TMA_MIN_ELEMENTS_LAYER_NORM
+    ``STAGED_LN_FEW_ROWS_BWD_N`` in calls too small for the TMA's head and tail tiles (``_tma_call_large_enough``:
+    fewer elements than ``TMA_MIN_ELEMENTS_LAYER_NORM``), which ran faster in calls large enough for them."""
+    few_rows = not has_dbias or n not in STAGED_LN_FEW_ROWS_BWD_N or not _tma_call_large_enough(m, n, False, False)
     return _ln_short_rows(n, has_dbias) and few_rows
 
 
