@@ -23,7 +23,8 @@ backwards.
 LayerNorm's backward (``IS_RMS`` false) is the same loop with the mean loaded a row ahead beside rstd: pass one sums
 ``xhat w dy`` and ``w dy`` (xhat = (x - mean) rstd), pass two stores dx = (w dy - (xhat c1 + c2)) rstd and adds
 ``dy xhat`` to dW (in a padded part both xhat and w dy are set to 0 past the row: the next row's values there may
-not be finite). dB (``HAS_DBIAS``), the sum of dy, is kept either in the compute warps' registers beside dW, or by
+not be finite). dB (``HAS_DBIAS``), the sum of dy, is kept either by the compute warps beside dW (in registers, the
+last parts' in shared memory where ``DB_SHARED`` says), or by
 ``DB_WARPS`` warps of its own (``_db_sum``, a third partition) that read each stage's dy and hold dB, so that the
 compute warps hold dW alone; a stage is then free once both have released it. Its partial is ``PARTIAL``'s second
 half. ``DB_REGISTERS`` splits the register file: with 4 dB warps at 112 registers the 8 compute warps get 184.
@@ -180,6 +181,17 @@ split rows: in turns x1.012-1.105 at 4096 rows fp16 with dB (x1.012-1.270 withou
 of the copy at 6656-10240). Round 78 had found LayerNorm there x0.57-0.98 in every form (4 or 8 compute warps, 2-4
 stages); round 93's sums taken across the warps once a row came between. The code is the kernel's as it was (no stack
 at 8 warps, 168 registers a thread; at 4 warps it spilled 688-944 bytes from 8192 columns).
+
+Round 104 (H200, GPU runs 768-771). LayerNorm's backward with dB, summed by the compute warps, held dB's float32 sums
+in registers beside dW's and read dy a third time for them; at 240 registers a thread the compute warps spilled 80
+bytes at 13824-14336 and 32-48 at 14848-15872 (ptxas for sm_90). Now pass two (``_pass_two``) returns dy with dW's
+term and each part's terms are added before the next part's pass two (all parts' terms held at once ran x0.96-0.99,
+run 770), and ``DB_SHARED`` keeps the last part's (1) or two parts' (2) dB in float32 shared memory, each thread
+adding to its own elements in the part's layout (no barrier), zeroed first and read back for the partial
+(``config.STAGED_DB_SHARED``): no spill at 13824-14336, 4-8 bytes at 14848-15872. In turns x1.19 / x1.16 at 4096 x
+13824 / 14336 fp16, x1.16 / x1.23 at 32768 bf16 (96-100% of the copy), x1.02-1.04 at 13312 (dy's third read gone);
+14848-15872 with dB take the kernel from more rows (``config.STAGED_LN_WIDE_BWD_MIN_M``). The paths without dB compile
+to the same PTX instructions as before.
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
@@ -350,13 +362,14 @@ def _store_partials(row, a, b, c, RA: gl.constexpr, RB: gl.constexpr, RC: gl.con
 @gluon.jit
 def _part_dx(xs, dys, ws, dx_row, rstd, k, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr,
              ZERO_CENTERED: gl.constexpr, VALID: gl.constexpr):  # fmt: skip
-    """Pass two over a part: dx = rstd w dy - k x stored; returns the part's dW term, dy x rstd."""
+    """Pass two over a part: dx = rstd w dy - k x stored; returns the part's dW term, dy x rstd, and its dB term, dy
+    (float32)."""
     x = xs.load(L)
     dy = dys.load(L).to(gl.float32)
     xf = x.to(gl.float32)
     dx = rstd * (_weights(ws, L, ZERO_CENTERED) * dy) - k * xf
     _store(dx_row, dx.to(x.dtype), START, R, L, VALID)
-    return dy * (xf * rstd)
+    return dy * (xf * rstd), dy
 
 
 @gluon.jit
@@ -378,13 +391,35 @@ def _ln_part_sums(xs, dys, ws, mean, rstd, START: gl.constexpr, R: gl.constexpr,
 def _ln_part_dx(xs, dys, ws, dx_row, mean, rstd, c1, c2, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr,
                 ZERO_CENTERED: gl.constexpr, VALID: gl.constexpr):  # fmt: skip
     """LayerNorm's pass two over a part: dx = (w dy - (xhat c1 + c2)) rstd stored; returns the part's dW term,
-    dy xhat."""
+    dy xhat, and its dB term, dy (float32)."""
     x = xs.load(L)
     dy = dys.load(L).to(gl.float32)
     xhat = (x.to(gl.float32) - mean) * rstd
     dx = (_weights(ws, L, ZERO_CENTERED) * dy - (xhat * c1 + c2)) * rstd
     _store(dx_row, dx.to(x.dtype), START, R, L, VALID)
-    return dy * xhat
+    return dy * xhat, dy
+
+
+@gluon.jit
+def _pass_two(xs, dys, ws, dx_row, mean, rstd, c1, c2, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr,
+              ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, VALID: gl.constexpr):  # fmt: skip
+    """Pass two over a part, RMSNorm's (``_part_dx``, k = c1; mean and c2 not read) or LayerNorm's (``_ln_part_dx``):
+    dx stored; returns the part's dW and dB terms."""
+    if IS_RMS:
+        return _part_dx(xs, dys, ws, dx_row, rstd, c1, START, R, L, ZERO_CENTERED, VALID)
+    else:
+        return _ln_part_dx(xs, dys, ws, dx_row, mean, rstd, c1, c2, START, R, L, ZERO_CENTERED, VALID)
+
+
+@gluon.jit
+def _add_db(db, db_shared, dy, L: gl.constexpr, SHARED: gl.constexpr):
+    """A part's dB terms (dy, layout ``L``) added to its sums: in shared memory where ``SHARED`` (each thread to its
+    own elements, so no barrier; ``db``, a placeholder then, comes back as it went), else to ``db`` in registers."""
+    if SHARED:
+        db_shared.store(db_shared.load(L) + dy)
+    else:
+        db += dy
+    return db
 
 
 @gluon.jit
@@ -403,9 +438,10 @@ def _loader(xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, e
 
 @gluon.jit
 def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, M, N, pid,
-             programs, my_rows, RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, LA: gl.constexpr,
+             programs, my_rows, dbsb, dbsc, RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, LA: gl.constexpr,
              LB: gl.constexpr, LC: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr,
-             ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, DB_HERE: gl.constexpr):  # fmt: skip
+             ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, DB_HERE: gl.constexpr,
+             DB_SHARED: gl.constexpr):  # fmt: skip
     """The compute warps: each row's sums, dx and dW's terms (and dB's where ``DB_HERE``), then its stage released to
     the load warp; at the end the program's dW partial (and dB's, ``PARTIAL``'s second half)."""
     # dW (and dB) in registers across the loop (up to 64 rows of 256: 64 a thread each)
@@ -418,9 +454,9 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
     if DB_HERE:
         dba = gl.zeros([RA, 256], gl.float32, LA)
         dbb, dbc = dba, dba
-        if RB > 0:
+        if RB > 0 and DB_SHARED < 2:
             dbb = gl.zeros([RB, 256], gl.float32, LB)
-        if RC > 0:
+        if RC > 0 and DB_SHARED < 1:
             dbc = gl.zeros([RC, 256], gl.float32, LC)
     mbarrier.wait(wbar, 0)
     rstd_next = gl.load(RSTD + pid)
@@ -448,12 +484,9 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
                 total += _part_sum(xsb, dysb, wsb, RA, RB, LB, ZERO_CENTERED, VALID)
             if RC > 0:
                 total += _part_sum(xsc, dysc, wsc, RA + RB, RC, LC, ZERO_CENTERED, VALID)
-            k = rstd * rstd * rstd * total / N
-            dwa += _part_dx(xsa, dysa, wsa, dx_row, rstd, k, 0, RA, LA, ZERO_CENTERED, VALID)
-            if RB > 0:
-                dwb += _part_dx(xsb, dysb, wsb, dx_row, rstd, k, RA, RB, LB, ZERO_CENTERED, VALID)
-            if RC > 0:
-                dwc += _part_dx(xsc, dysc, wsc, dx_row, rstd, k, RA + RB, RC, LC, ZERO_CENTERED, VALID)
+            c1 = rstd * rstd * rstd * total / N  # pass two's k
+            c2 = c1  # placeholders, not read
+            mean = rstd
         else:
             s1, s2 = _ln_part_sums(xsa, dysa, wsa, mean, rstd, 0, RA, LA, ZERO_CENTERED, VALID)
             if RB > 0:
@@ -467,22 +500,32 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
             s1, s2 = _sum_pair(s1, s2)
             c1 = s1 / N
             c2 = s2 / N
-            dwa += _ln_part_dx(xsa, dysa, wsa, dx_row, mean, rstd, c1, c2, 0, RA, LA, ZERO_CENTERED, VALID)
-            if RB > 0:
-                dwb += _ln_part_dx(xsb, dysb, wsb, dx_row, mean, rstd, c1, c2, RA, RB, LB, ZERO_CENTERED, VALID)
-            if RC > 0:
-                dwc += _ln_part_dx(xsc, dysc, wsc, dx_row, mean, rstd, c1, c2, RA + RB, RC, LC, ZERO_CENTERED,
-                                   VALID)  # fmt: skip
+        # pass two, a part at a time: dx stored, dW's term and dB's (dy, as pass two read it) added before the next
+        # part (all parts' terms held at once ran x0.96-0.99, GPU run 770), the last parts' dB in shared memory where
+        # DB_SHARED says
+        term, dy = _pass_two(xsa, dysa, wsa, dx_row, mean, rstd, c1, c2, 0, RA, LA, ZERO_CENTERED, IS_RMS, VALID)
+        dwa += term
         if DB_HERE:
-            dba += dysa.load(LA).to(gl.float32)
-            if RB > 0:
-                dbb += dysb.load(LB).to(gl.float32)
-            if RC > 0:
-                dbc += dysc.load(LC).to(gl.float32)
+            dba += dy
+        if RB > 0:
+            term, dy = _pass_two(xsb, dysb, wsb, dx_row, mean, rstd, c1, c2, RA, RB, LB, ZERO_CENTERED, IS_RMS, VALID)
+            dwb += term
+            if DB_HERE:
+                dbb = _add_db(dbb, dbsb, dy, LB, DB_SHARED >= 2)
+        if RC > 0:
+            term, dy = _pass_two(xsc, dysc, wsc, dx_row, mean, rstd, c1, c2, RA + RB, RC, LC, ZERO_CENTERED, IS_RMS,
+                                 VALID)  # fmt: skip
+            dwc += term
+            if DB_HERE:
+                dbc = _add_db(dbc, dbsc, dy, LC, DB_SHARED >= 1)
         fence_async_shared()  # the reads above (the generic proxy) before the TMA's writes into the stage
         mbarrier.arrive(empty.index(stage), count=1)
     _store_partials(PARTIAL + pid.to(gl.int64) * N, dwa, dwb, dwc, RA, RB, RC, LA, LB, LC, VALID)
     if DB_HERE:
+        if DB_SHARED >= 1:
+            dbc = dbsc.load(LC)
+        if DB_SHARED >= 2:
+            dbb = dbsb.load(LB)
         _store_partials(PARTIAL + (programs + pid).to(gl.int64) * N, dba, dbb, dbc, RA, RB, RC, LA, LB, LC, VALID)
 
 
@@ -518,7 +561,7 @@ def norm_bwd_staged_kernel(
     RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, LA: gl.constexpr, LB: gl.constexpr, LC: gl.constexpr,
     DLA: gl.constexpr, DLB: gl.constexpr, DLC: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr,
     ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, HAS_DBIAS: gl.constexpr, DB_WARPS: gl.constexpr,
-    DB_REGISTERS: gl.constexpr,
+    DB_REGISTERS: gl.constexpr, DB_SHARED: gl.constexpr,
 ):  # fmt: skip
     """RMSNorm's or LayerNorm's dx ``[M, N]`` and each program's float32 dW partial (``PARTIAL``: ``[1 or 2,
     programs, N]``, dB's second where ``HAS_DBIAS``) from dy, x (their descriptors: ``[M * N / 256, 256]``, one a
@@ -551,6 +594,13 @@ def norm_bwd_staged_kernel(
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())  # a stage's row done with
     wbar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     db_apart: gl.constexpr = HAS_DBIAS and DB_WARPS > 0
+    dbsb, dbsc = ready, ready  # placeholders, not read
+    if DB_SHARED >= 1:  # the last part's (or two's) dB in shared memory, zeroed by the threads that will add to it
+        dbsc = gl.allocate_shared_memory(gl.float32, [RC, 256], _DB_SHARED)
+        dbsc.store(gl.zeros([RC, 256], gl.float32, LC))
+    if DB_SHARED >= 2:
+        dbsb = gl.allocate_shared_memory(gl.float32, [RB, 256], _DB_SHARED)
+        dbsb.store(gl.zeros([RB, 256], gl.float32, LB))
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=2 if db_apart else 1)  # released by the compute (and dB) warps
@@ -566,8 +616,8 @@ def norm_bwd_staged_kernel(
         gl.warp_specialize(
             [
                 (_compute, (xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, M,
-                            N, pid, programs, my_rows, RA, RB, RC, LA, LB, LC, VALID, STAGES, ZERO_CENTERED, IS_RMS,
-                            False)),
+                            N, pid, programs, my_rows, dbsb, dbsc, RA, RB, RC, LA, LB, LC, VALID, STAGES,
+                            ZERO_CENTERED, IS_RMS, False, 0)),
                 (_loader, (xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, empty, pid, programs,
                            my_rows, RA, RB, RC, VALID, STAGES)),
                 (_db_sum, (dya, dyb, dyc, ready, empty, PARTIAL, N, pid, programs, my_rows, RA, RB, RC, DLA, DLB, DLC,
@@ -579,8 +629,8 @@ def norm_bwd_staged_kernel(
         gl.warp_specialize(
             [
                 (_compute, (xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, M,
-                            N, pid, programs, my_rows, RA, RB, RC, LA, LB, LC, VALID, STAGES, ZERO_CENTERED, IS_RMS,
-                            HAS_DBIAS)),
+                            N, pid, programs, my_rows, dbsb, dbsc, RA, RB, RC, LA, LB, LC, VALID, STAGES,
+                            ZERO_CENTERED, IS_RMS, HAS_DBIAS, DB_SHARED)),
                 (_loader, (xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, empty, pid, programs,
                            my_rows, RA, RB, RC, VALID, STAGES)),
             ],
@@ -620,6 +670,7 @@ def _split_loader(xd, dyd, md, xs, dys, ms, ready, empty, group, groups, part, m
 
 
 _PAIR_SHARED = gl.SwizzledSharedLayout(1, 1, 1, order=[0])  # a stage's slot of a row's (mean, rstd)
+_DB_SHARED = gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0])  # the staged kernel's dB of its last parts
 
 
 @gluon.constexpr_function
@@ -1053,7 +1104,7 @@ def mask_layout(rows: int, num_warps: int) -> gl.BlockedLayout:
 
 def constexprs(
     n: int, num_warps: int, stages: int, zero_centered: bool, is_rms: bool = True, has_dbias: bool = False,
-    db_warps: int = 0, db_registers: int = 0, fp16: bool = False,
+    db_warps: int = 0, db_registers: int = 0, fp16: bool = False, db_shared: int = 0,
 ) -> dict:  # fmt: skip
     """The kernel's constexpr arguments for rows of n columns, in its signature's order (``stages``: rows in flight a
     program, ``config.staged_stages``; ``db_warps``: dB's warps of its own, 0 for none: the compute warps sum it;
@@ -1065,6 +1116,7 @@ def constexprs(
         RA=ra, RB=rb, RC=rc, LA=la, LB=lb, LC=lc, DLA=dla, DLB=dlb, DLC=dlc, VALID=n // COLUMNS, STAGES=stages,
         ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_DBIAS=has_dbias, DB_WARPS=db_warps if has_dbias else 0,
         DB_REGISTERS=db_registers if has_dbias and db_warps else 0,
+        DB_SHARED=db_shared if has_dbias and not db_warps else 0,
     )  # fmt: skip
 
 

@@ -639,7 +639,10 @@ def _backward_plan(
             return _BackwardPlan(cfg, programs, 1, SPLIT_STAGED_BWD.values(**values), [], {})
         db = config.staged_db_partition(n)
         stages = config.staged_stages(n, is_rms, has_dbias)
-        values = STAGED.constexprs(n, cfg.num_warps, stages, zero_centered_gamma, is_rms, has_dbias, *db, fp16=x_fp16)
+        values = STAGED.constexprs(
+            n, cfg.num_warps, stages, zero_centered_gamma, is_rms, has_dbias, *db, fp16=x_fp16,
+            db_shared=config.staged_db_shared(n),
+        )  # fmt: skip
         return _BackwardPlan(cfg, config.persistent_programs(device, m, 1), 1, STAGED_BWD.values(**values), [], {})
     if cfg.parts > 1:
         return _BackwardPlan(cfg, 0, 0, (), [], {})
