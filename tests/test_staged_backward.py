@@ -251,6 +251,20 @@ def _covered(layout):
     return [s * t * w for s, t, w in zip(layout.size_per_thread, layout.threads_per_warp, layout.warps_per_cta)]
 
 
+def test_db_shared_constexprs():
+    """The last parts' dB in shared memory (``DB_SHARED``) where the compute warps sum LayerNorm's dB: as asked with
+    dB, 0 without dB or with dB warps of its own; a value other than 0-2, or above 0 where the row has no third part,
+    raises, naming the argument."""
+    staged = pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    for n, db_shared in ((14848, 1), (13824, 2), (14336, 2), (13312, 1)):
+        assert staged.constexprs(n, 8, 2, False, False, True, db_shared=db_shared)["DB_SHARED"] == db_shared, n
+        assert staged.constexprs(n, 8, 2, False, False, False, db_shared=db_shared)["DB_SHARED"] == 0, n
+        assert staged.constexprs(n, 8, 2, False, False, True, 4, 104, db_shared=db_shared)["DB_SHARED"] == 0, n
+    for n, bad in ((12288, 1), (12288, 2), (13824, 3), (13824, -1)):  # 12288 = 32 + 16: no third part
+        with pytest.raises(ValueError, match="db_shared"):
+            staged.constexprs(n, 8, 2, False, False, True, db_shared=bad)
+
+
 def test_parts_and_layouts():
     """A row as parts of N / 256's binary digits, largest first, where it has at most three; else its two largest and
     the rest rounded up to a power of 2 (the row padded). Each part's layout covers it exactly, 8 halves a thread

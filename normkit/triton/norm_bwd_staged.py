@@ -444,7 +444,7 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
              DB_SHARED: gl.constexpr):  # fmt: skip
     """The compute warps: each row's sums, dx and dW's terms (and dB's where ``DB_HERE``), then its stage released to
     the load warp; at the end the program's dW partial (and dB's, ``PARTIAL``'s second half)."""
-    # dW (and dB) in registers across the loop (up to 64 rows of 256: 64 a thread each)
+    # dW (and dB but the last DB_SHARED parts') in registers across the loop (up to 64 rows of 256: 64 a thread each)
     dwa = gl.zeros([RA, 256], gl.float32, LA)
     dwb, dwc = dwa, dwa  # where a part is absent: placeholders for ``_store_partials``
     if RB > 0:
@@ -1108,8 +1108,12 @@ def constexprs(
 ) -> dict:  # fmt: skip
     """The kernel's constexpr arguments for rows of n columns, in its signature's order (``stages``: rows in flight a
     program, ``config.staged_stages``; ``db_warps``: dB's warps of its own, 0 for none: the compute warps sum it;
-    ``db_registers``: theirs a thread; ``fp16``: x is float16, for ``parts``)."""
+    ``db_registers``: theirs a thread; ``fp16``: x is float16, for ``parts``; ``db_shared``: the last parts, 0-2,
+    whose dB the compute warps keep in shared memory, ``config.staged_db_shared``: none with dB warps or without dB).
+    A ``db_shared`` other than 0-2, or above 0 where the row has no third part, raises a ValueError."""
     ra, rb, rc = parts(n, second_of_8=not is_rms and not has_dbias, fp16=fp16)
+    if db_shared not in (0, 1, 2) or (db_shared and not rc):
+        raise ValueError(f"db_shared must be 0-2, and 0 where the row has no third part ({[ra, rb, rc]}): {db_shared}")
     la, lb, lc = (layout(r, num_warps) for r in (ra, rb, rc))
     dla, dlb, dlc = (layout(r, max(db_warps, 1)) for r in (ra, rb, rc))
     return dict(
