@@ -1321,7 +1321,7 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
             return m >= LIMITS["rms_bwd_staged_short_min_m" if fewer else "rms_bwd_staged_7168_min_m"]
         return n in STAGED_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
     widths = STAGED_LN_BWD_N if has_dbias else STAGED_LN_NO_DB_BWD_N
-    wide = has_dbias and m >= STAGED_LN_WIDE_BWD_MIN_M.get(n, m + 1)
+    wide = has_dbias and n in STAGED_LN_WIDE_BWD_MIN_M and m >= STAGED_LN_WIDE_BWD_MIN_M[n]
     return (n in widths or wide or _ln_short_rows_taken(m, n, has_dbias)) and m >= LIMITS["ln_bwd_staged_min_m"]
 
 
