@@ -86,12 +86,13 @@ def test_staged_rule_at_short_rows():
 
 
 def test_staged_rule_for_layer_norm():
-    """LayerNorm's backward with dB, 16-bit x and weights, at 10752-14336 columns (``STAGED_LN_BWD_N``) from 2048 rows,
-    where the staged kernel can run; not with a mask, at RMSNorm's other widths or below the fewest rows; at
-    14848-15872 from more rows (``STAGED_LN_WIDE_BWD_MIN_M``: 4096 at 14848, 8192 at 15360-15872; round 104). Its dB
-    is summed by 4 warps of their own at 10752-11776, by the compute warps at 12288-15872 (round 94: 12800-13824), the
-    last part's (two parts') in shared memory at 14848-15872 (13824-14336: ``STAGED_DB_SHARED``). Without dB, at every
-    multiple of 512 from 10240 to 15872 (``STAGED_LN_NO_DB_BWD_N``)."""
+    """LayerNorm's backward with dB, 16-bit x and weights, at 10752-15872 columns (``STAGED_LN_BWD_N``; 14848-15872
+    since round 105) from 2048 rows, where the staged kernel can run; not with a mask, at RMSNorm's other widths or
+    below the fewest rows. Its dB is summed by 4 warps of their own at 10752-11776, by the compute warps at 12288-15872
+    (round 94: 12800-13824), the last part's (two parts') in shared memory at 14848-15872 (13824-14336:
+    ``STAGED_DB_SHARED``); its row sums cross the warps through a scratch of its own at 14848-15872 only
+    (``staged_pair_scratch``: with dB, LayerNorm's). Without dB, at every multiple of 512 from 10240 to 15872
+    (``STAGED_LN_NO_DB_BWD_N``)."""
     ln = dict(is_rms=False, has_dbias=True)
     for n in config.STAGED_LN_BWD_N:
         for m in (2048, 4096, 32768):
@@ -103,13 +104,12 @@ def test_staged_rule_for_layer_norm():
         assert not _staged(4096, n, **ln, x_bytes=4), n
     for n in (4352, 10496, 16384):
         assert not _staged(4096, n, **ln), n
-    assert config.STAGED_LN_WIDE_BWD_MIN_M == {14848: 4096, 15360: 8192, 15872: 8192}
-    for n, fewest in config.STAGED_LN_WIDE_BWD_MIN_M.items():
-        assert _staged(fewest, n, **ln) and _staged(32768, n, **ln) and not _staged(fewest - 1, n, **ln), n
-        assert not _staged(32768, n, **ln, has_mask=True) and not _staged(32768, n, **ln, w_bytes=4), n
-        assert not _staged(32768, n, **ln, staged=False), n
+    assert config.STAGED_LN_BWD_N[-3:] == (14848, 15360, 15872)
     widths = (12800, 13312, 13824, 14336, 14848, 15360, 15872)
     assert [config.staged_db_shared(n) for n in widths] == [0, 0, 2, 2, 1, 1, 1]
+    assert [config.staged_pair_scratch(n, False, True) for n in widths] == [False] * 4 + [True] * 3
+    assert not any(config.staged_pair_scratch(n, is_rms, has_dbias) for n in widths[4:] for is_rms, has_dbias in
+                   ((False, False), (True, False), (True, True)))  # fmt: skip
     no_db = dict(is_rms=False, has_dbias=False)
     assert config.STAGED_LN_NO_DB_BWD_N == tuple(range(10240, 15873, 512))
     for n in config.STAGED_LN_NO_DB_BWD_N:
@@ -119,7 +119,7 @@ def test_staged_rule_for_layer_norm():
         assert not _staged(4096, n, **no_db), n
     assert config.bwd_config(4096, 16384, False, tma=True, staged=True).parts == 2  # the split staged kernel's
     partitions = [config.staged_db_partition(n) for n in config.STAGED_LN_BWD_N]
-    assert partitions == [(4, 104), (4, 104), (4, 112)] + [(0, 0)] * 5
+    assert partitions == [(4, 104), (4, 104), (4, 112)] + [(0, 0)] * 8
     with config.limits(ln_bwd_staged_min_m=4097):
         assert not _staged(4096, 11776, **ln) and _staged(4097, 11776, **ln)
         assert _staged(4096, 12288)  # RMSNorm's own limit
@@ -214,16 +214,17 @@ def test_staged_plan():
         assert values(got)["LA"] == ops.STAGED.layout(ops.STAGED.parts(n)[0], got.cfg.num_warps), n
         assert values(_plan(4096, n, zero_centered_gamma=True, dtype=dtype))["ZERO_CENTERED"]
         assert not _plan(4096, n, staged=False, dtype=dtype).cfg.staged
-        no_db = {"IS_RMS": True, "HAS_DBIAS": False, "DB_WARPS": 0, "DB_REGISTERS": 0, "DB_SHARED": 0}
+        no_db = {"IS_RMS": True, "HAS_DBIAS": False, "DB_WARPS": 0, "DB_REGISTERS": 0, "DB_SHARED": 0,
+                 "PAIR_SCRATCH": False}  # fmt: skip
         assert values(got) | no_db == values(got)
     assert _plan(2048, 13312).programs == config.persistent_programs(-1, 2048, 1)
-    wide = tuple(config.STAGED_LN_WIDE_BWD_MIN_M)
     db_forms = [(4, 104, 0), (4, 104, 0), (4, 112, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 2), (0, 0, 2)]
-    for n, (db_warps, db_registers, db_shared) in zip(config.STAGED_LN_BWD_N + wide, db_forms + [(0, 0, 1)] * 3):
-        got = values(_plan(8192, n, is_rms=False))  # LayerNorm's, with dB (8192 rows: 15360-15872's fewest)
+    for n, (db_warps, db_registers, db_shared) in zip(config.STAGED_LN_BWD_N, db_forms + [(0, 0, 1)] * 3, strict=True):
+        got = values(_plan(2048, n, is_rms=False))  # LayerNorm's, with dB, from its fewest rows
         assert (got["IS_RMS"], got["HAS_DBIAS"], got["DB_WARPS"], got["DB_REGISTERS"]) == (False, True, db_warps,
                                                                                            db_registers), n  # fmt: skip
         assert got["DB_SHARED"] == db_shared, n
+        assert got["PAIR_SCRATCH"] == (n >= 14848), n
         assert [got[k] for k in ("RA", "RB", "RC")] == ops.STAGED.parts(n)
         assert [got[k] for k in ("DLA", "DLB", "DLC")] == [ops.STAGED.layout(r, max(db_warps, 1)) for r in
                                                            ops.STAGED.parts(n)]  # fmt: skip
@@ -350,13 +351,14 @@ spec = importlib.util.spec_from_file_location("norm_bwd_staged", sys.argv[1])
 staged = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(staged)
 kernel = staged.norm_bwd_staged_kernel
-for n, dtype, zero_centered, is_rms, has_dbias, db_warps, db_registers, db_shared, warps, stages in json.loads(
-    sys.argv[2]
+for n, dtype, zero_centered, is_rms, has_dbias, db_warps, db_registers, db_shared, warps, stages, pair_scratch in (
+    json.loads(sys.argv[2])
 ):
     dtype = getattr(torch, dtype)
     fp16 = dtype == torch.float16
     values = staged.constexprs(
-        n, warps, stages, zero_centered, is_rms, has_dbias, db_warps, db_registers, fp16=fp16, db_shared=db_shared
+        n, warps, stages, zero_centered, is_rms, has_dbias, db_warps, db_registers, fp16=fp16, db_shared=db_shared,
+        pair_scratch=pair_scratch,
     )
     x, w = torch.empty(64, n, dtype=dtype), torch.empty(n, dtype=dtype)
     descriptors = staged.descriptors(x, x, w, [values[k] for k in ("RA", "RB", "RC")])
@@ -370,7 +372,18 @@ for n, dtype, zero_centered, is_rms, has_dbias, db_warps, db_registers, db_share
     threads = int(re.search(r"reqntid (\\d+)", compiled.asm["ptx"]).group(1))
     cubin = len(compiled.asm["cubin"])
     parts = [values[k] for k in ("RA", "RB", "RC")]
-    print(json.dumps({"n": n, "shared": compiled.metadata.shared, "cubin": cubin, "threads": threads, "parts": parts}))
+    spilled = -1  # ptxas' spill stores, read where the row sums cross the warps through the scratch
+    if values["PAIR_SCRATCH"]:
+        import os, subprocess, tempfile
+        with tempfile.NamedTemporaryFile("w", suffix=".ptx") as ptx:
+            ptx.write(compiled.asm["ptx"])
+            ptx.flush()
+            ptxas = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "ptxas")
+            log = subprocess.run([ptxas, "-arch=sm_90a", "-v", ptx.name, "-o", os.devnull], capture_output=True,
+                                 text=True).stderr
+        spilled = sum(int(v) for v in re.findall(r"(\\d+) bytes spill stores", log))
+    print(json.dumps({"n": n, "shared": compiled.metadata.shared, "cubin": cubin, "threads": threads, "parts": parts,
+                      "spilled": spilled}))
 """
 
 
@@ -393,7 +406,6 @@ def test_staged_kernel_compiles_for_hopper():
     cases += [(12288, "bfloat16", False, True, True, 0, 0)]
     cases += [(12800, "float16", False, False, False, 0, 0), (14336, "bfloat16", True, False, False, 0, 0)]
     cases += [(12288, "float16", False, False, False, 0, 0), (12288, "bfloat16", True, False, False, 0, 0)]
-    cases += [(n, "float16", False, False, True, 0, 0) for n in config.STAGED_LN_WIDE_BWD_MIN_M]
     cases += [(15360, "bfloat16", True, False, True, 0, 0), (13824, "bfloat16", True, True, True, 0, 0)]
     cases = [(*case, config.staged_db_shared(case[0]) if case[4] and not case[5] else 0) for case in cases]
     cases = [(*case, config.STAGED_WARPS, config.staged_stages(case[0], case[3], case[4])) for case in cases]
@@ -405,7 +417,9 @@ def test_staged_kernel_compiles_for_hopper():
     short = (config.STAGED_SHORT_WARPS, config.STAGED_SHORT_STAGES)  # 4 and 3 (``test_staged_rule_at_short_rows``)
     cases += [(n, "float16", False, True, False, 0, 0, 0, *short) for n in config.STAGED_RMS_SHORT_BWD_N]
     cases += [(7680, "bfloat16", True, True, False, 0, 0, 0, *short)]
+    cases = [(*case, config.staged_pair_scratch(case[0], case[3], case[4])) for case in cases]
     assert {case[7] for case in cases} == {0, 1, 2}
+    assert sum(case[10] for case in cases) == 4  # 14848-15872 fp16, 15360 bf16 zero-centered
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run(
         [sys.executable, "-c", COMPILE, str(KERNEL_FILE), json.dumps(cases)], env=env, capture_output=True, text=True,
@@ -419,6 +433,8 @@ def test_staged_kernel_compiles_for_hopper():
         assert c["threads"] == 32 * (case[8] + 4 + case[5]), (case, c)
     ln_12288 = [c["parts"] for c, case in zip(compiled, cases) if case[0] == 12288 and not case[3] and not case[4]]
     assert ln_12288 == [[32, 8, 8], [32, 16, 0]]  # LayerNorm's 12288 without dB: fp16, bf16
+    # with the scratch, nothing spilled (``gl.reduce``'s exchange left 4-8 bytes a thread there: round 105)
+    assert [c["spilled"] for c, case in zip(compiled, cases) if case[10]] == [0] * 4
 
 
 def staged_launches(launcher="_staged_backward"):
@@ -472,8 +488,8 @@ def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
     "m, n",
     [(2048, 10752), (4097, 11264), (33000, 11776), (2049, 12288), (4097, 10752), (4097, 12800), (2048, 13312),
      (33000, 13824), (2048, 5632), (4097, 6144), (2049, 7680), (33000, 8192), (4097, 8704), (2049, 9728),
-     (4097, 10240), (4096, 4608), (2049, 5120), (6144, 5120), (2049, 14336), (4097, 14848), (8193, 15360),
-     (8192, 15872)],
+     (4097, 10240), (4096, 4608), (2049, 5120), (6144, 5120), (2049, 14336), (4097, 14848), (2049, 15360),
+     (2048, 15872), (33000, 15360)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
@@ -484,7 +500,8 @@ def test_staged_layer_norm_backward_on_the_gpu(m, n, dtype, zero_centered_gamma)
     16 + 8, 16 + 8 + 8 padded, 32, 32 + 2, 32 + 4 + 2, 32 + 8 rows of 256; 4608 and 5120, round 102: 16 + 2, 16 + 4,
     with dB in calls too small for the TMA's head and tail tiles since round 103: 6144 x 5120) at 8 compute warps and
     3 stages; round 104's dB of the last parts in shared memory: two (13824 at 33000 rows, 14336) and one (14848-15872,
-    padded as 32 + 16 + 16, from their fewest rows and the last row's padding past the tensor)."""
+    padded as 32 + 16 + 16, the last row's padding past the tensor), there with the row sums across the warps through
+    the kernel's scratch (round 105: from 2048 rows, and many rows a program)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma, op="layer_norm", has_dbias=True)
 
@@ -578,15 +595,15 @@ def test_staged_backward_launches_from_its_kept_descriptors(monkeypatch):
 def test_staged_backward_falls_back_on_the_gpu():
     """Calls the staged kernel cannot or should not take run the other kernels, and right: rows not contiguous,
     float32 weights, too few rows (at the long rows and the short, LayerNorm's with dB at 14848 / 15360 one row below
-    their fewest); weights not on 16 bytes take it from a copy."""
+    their fewest, 2048 since round 105); weights not on 16 bytes take it from a copy."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(4096, 13312, torch.float16, torch.float16, 0, row_pad=256)
     _check(4096, 13312, torch.bfloat16, torch.float32, 0)
     _check(2047, 13312, torch.float16, torch.float16, 0)
     _check(2559, 6144, torch.float16, torch.float16, 0)
     _check(4095, 7680, torch.float16, torch.float16, 0)
-    _check(4095, 14848, torch.float16, torch.float16, 0, op="layer_norm", has_dbias=True)  # split rows (round 104)
-    _check(8191, 15360, torch.bfloat16, torch.bfloat16, 0, op="layer_norm", has_dbias=True)
+    _check(2047, 14848, torch.float16, torch.float16, 0, op="layer_norm", has_dbias=True)  # split rows
+    _check(2047, 15360, torch.bfloat16, torch.bfloat16, 0, op="layer_norm", has_dbias=True)
     _check(4096, 13312, torch.float16, torch.float16, 1, weight_offset=1)
 
 

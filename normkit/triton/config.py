@@ -1090,11 +1090,8 @@ def _tma_bwd(
 # 112 registers the 8 compute warps get 184 (sm_90) and spill 16-24 bytes at 11264; at 104 they get 192 and spill none
 # at 10752-11264, but the dB warps spill 48 at 11776 (GPU run 590: 104 ran x1.03-1.11 of 112 at 11264, level at 10752).
 STAGED_BWD_N = (10240, 12288, 12800, 13312, 13824, 14336, 14848, 15360, 15872)
-STAGED_LN_BWD_N = (10752, 11264, 11776, 12288, 12800, 13312, 13824, 14336)  # with dB
-# with dB at wider rows (32 + 16 + 16 rows of 256, padded) from this many rows: at 15360 / 15872 it ran x0.96 of the
-# split rows at 2048 x 15360 / 15872 fp16, x1.000 / 0.996 at 4096, x1.030 / 1.022 at 8192, x1.09-1.10 at 16384-32768
-# bf16; 14848 x0.94 at 2048 (dB all in registers), x1.061 at 4096 (GPU runs 768-771)
-STAGED_LN_WIDE_BWD_MIN_M = {14848: 4096, 15360: 8192, 15872: 8192}
+# with dB; 14848-15872 (32 + 16 + 16 rows of 256, padded) since round 105, with PAIR_SCRATCH (``STAGED_PAIR_SCRATCH_N``)
+STAGED_LN_BWD_N = (10752, 11264, 11776, 12288, 12800, 13312, 13824, 14336, 14848, 15360, 15872)
 STAGED_LN_NO_DB_BWD_N = tuple(range(10240, 15873, 512))  # without dB (no bias; 12800-14336 as 32 + 8 + 16 rows)
 STAGED_WARPS = 8
 STAGED_DB_WARPS = {10752: (4, 104), 11264: (4, 104), 11776: (4, 112)}
@@ -1178,6 +1175,20 @@ def staged_db_shared(n: int) -> int:
     return STAGED_DB_SHARED.get(n, 0)
 
 
+# LayerNorm's backward with dB at these widths takes its row's two sums across the compute warps through a scratch of
+# its own, not ``gl.reduce`` (``norm_bwd_staged_kernel``'s PAIR_SCRATCH): ``gl.reduce``'s exchange left them spilling 8
+# bytes a thread (sm_90), reloaded from local memory just before the row's barrier; with the scratch none spill
+STAGED_PAIR_SCRATCH_N = (14848, 15360, 15872)
+
+
+def staged_pair_scratch(n: int, is_rms: bool, has_dbias: bool) -> bool:
+    """Whether the staged kernel at rows of n columns takes LayerNorm's two row sums across its compute warps through
+    a scratch of its own (``norm_bwd_staged._cross_warps_pair``): with dB at ``STAGED_PAIR_SCRATCH_N``. Elsewhere it
+    ran x0.90-0.99 of ``gl.reduce`` (GPU run 775: 10240 x0.914, 13824 / 14336 x0.92-0.99 at 4096 fp16, x0.90 / 0.94
+    at 32768 bf16; without dB x0.98-1.00), and RMSNorm's one sum keeps ``gl.sum``."""
+    return not is_rms and has_dbias and n in STAGED_PAIR_SCRATCH_N
+
+
 def staged_db_partition(n: int) -> tuple[int, int]:
     """The staged kernel's dB partition at rows of n columns: its warps and their registers a thread
     (``STAGED_DB_WARPS``; ``(0, 0)``: none, the compute warps sum dB)."""
@@ -1206,7 +1217,7 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows, and at its short rows ``STAGED_RMS_SHORT_BWD_N``
     (5632-7680) in calls of at least ``LIMITS["rms_bwd_staged_short_min_m"]`` rows at 5632-6656 (2560;
     ``STAGED_FEWER_ROWS_N``), ``LIMITS["rms_bwd_staged_7168_min_m"]`` at 7168-7680 (4096); LayerNorm's with dB at
-    ``STAGED_LN_BWD_N`` (and ``STAGED_LN_WIDE_BWD_MIN_M``'s widths from its rows) and without dB (no bias) at
+    ``STAGED_LN_BWD_N`` and without dB (no bias) at
     ``STAGED_LN_NO_DB_BWD_N`` (every multiple of 512 from 10240 to
     15872), and at its short rows ``STAGED_LN_SHORT_BWD_N`` (4608-10240) with dB or without (with dB at 4608-5120 in
     calls of fewer than ``TMA_MIN_ELEMENTS_LAYER_NORM`` elements), in calls of at least
@@ -1307,9 +1318,14 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     6553 rows, too small for the TMA's head and tail tiles.
 
     Round 104 (H200, GPU runs 768-771): LayerNorm's with dB at 14336 from 2048 rows, 14848 from 4096 and 15360-15872
-    from 8192 (``STAGED_LN_WIDE_BWD_MIN_M``), its last parts' dB in shared memory at 13824-15872
+    from 8192 (then ``STAGED_LN_WIDE_BWD_MIN_M``, gone in round 105), its last parts' dB in shared memory at 13824-15872
     (``STAGED_DB_SHARED``): against the rule before x1.19 / x1.16 at 4096 x 13824 / 14336 fp16, x1.06 at 4096 x 14848,
     x1.02-1.03 at 8192 x 15360-15872 (x1.00 at 4096, x0.96 at 2048), x1.10-1.23 at 32768 bf16.
+
+    Round 105 (H200, GPU runs 775-777): 14848-15872 with dB from 2048 rows, their row sums across the compute warps
+    through the kernel's scratch (``staged_pair_scratch``): against round 104's rule x1.143 / x1.094 / x1.081 at 2048
+    x 14848 / 15360 / 15872 fp16, x1.19 / x1.13 / x1.11 at 3072, x1.159 / x1.165 / x1.150 at 4096, x1.19 / x1.17 /
+    x1.16 at 8192, x1.145 / x1.129 / x1.111 at 32768 bf16.
     """
     if has_mask or x_bytes != 2 or w_bytes != 2:
         return False
@@ -1321,8 +1337,7 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
             return m >= LIMITS["rms_bwd_staged_short_min_m" if fewer else "rms_bwd_staged_7168_min_m"]
         return n in STAGED_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
     widths = STAGED_LN_BWD_N if has_dbias else STAGED_LN_NO_DB_BWD_N
-    wide = has_dbias and n in STAGED_LN_WIDE_BWD_MIN_M and m >= STAGED_LN_WIDE_BWD_MIN_M[n]
-    return (n in widths or wide or _ln_short_rows_taken(m, n, has_dbias)) and m >= LIMITS["ln_bwd_staged_min_m"]
+    return (n in widths or _ln_short_rows_taken(m, n, has_dbias)) and m >= LIMITS["ln_bwd_staged_min_m"]
 
 
 # the backward of long rows by the split staged Gluon kernel (``_split_staged_bwd``): a program stages a slice of its

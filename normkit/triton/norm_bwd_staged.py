@@ -190,8 +190,23 @@ run 770), and ``DB_SHARED`` keeps the last part's (1) or two parts' (2) dB in fl
 adding to its own elements in the part's layout (no barrier), zeroed first and read back for the partial
 (``config.STAGED_DB_SHARED``): no spill at 13824-14336, 4-8 bytes at 14848-15872. In turns x1.19 / x1.16 at 4096 x
 13824 / 14336 fp16, x1.16 / x1.23 at 32768 bf16 (96-100% of the copy), x1.02-1.04 at 13312 (dy's third read gone);
-14848-15872 with dB take the kernel from more rows (``config.STAGED_LN_WIDE_BWD_MIN_M``). The paths without dB compile
-to the same PTX instructions as before.
+14848-15872 with dB took the kernel from 4096 / 8192 rows. The paths without dB compile to the same PTX instructions as
+before.
+
+Round 105 (H200, GPU runs 773-777). At 4096 x 15360 fp16 LayerNorm's kernel with dB ran 114 us to RMSNorm's 94
+(torch.profiler) and moved 3.2 TB/s to its 3.9 (Nsight Compute). Its warps' samples: 13.6% waiting at the barrier
+of the row's two sums, and 8% on two reloads of spilled registers (a lane's address for its warp's sums and a column
+offset for dx) just before it, which every warp then waits out. ``gl.reduce``'s exchange of the pair (``_sum_pair``:
+one lane a warp stores, a barrier, one warp adds, a barrier, all load) holds more registers than the row's sums need;
+``_cross_warps_pair`` has each warp store its two sums to a scratch of its own, one barrier, then every thread loads
+all of them and adds them itself (``PAIR_SCRATCH``; two slots a row's parity, so the next row's stores do not wait
+for this row's loads). With it nothing spills at 14848-15872 (8 bytes before; 13824-14336 with dB all in registers:
+0, 80 before). In turns against round 104's rule (run 776-777, fp16 but where named): x1.14-1.19 at 14848, x1.09-1.17
+at 15360-15872 from 2048 to 8192 rows, x1.11-1.15 at 32768 bf16 (96% of the copy), zero-centered x1.10-1.16; these
+widths now take the kernel from 2048 rows. Elsewhere the scratch ran slower than ``gl.reduce`` (run 775: x0.91 at
+10240, x0.92-0.99 at 13824-14336 whatever the dB parts in shared memory, x0.98-1.00 without dB), so it is taken at
+14848-15872 with dB only (``config.staged_pair_scratch``). Loading each row's mean and rstd from a slot the load warp
+fills (as ``_split_loader``'s ``STATS_STAGED``) instead spilled more (12 bytes at 15360 fp16): not kept.
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
@@ -307,6 +322,26 @@ def _sum_pair(a, b):
     if len(a.shape) == 2:
         a, b = gl.reduce((a, b), 1, _add_pairs)
     return gl.reduce((a, b), 0, _add_pairs)
+
+
+@gluon.constexpr_function
+def _all_warps_layout(warps):
+    """``[warps]`` held whole by every thread (of ``warps`` warps)."""
+    return gl.BlockedLayout([warps], [32], [warps], [0])
+
+
+@gluon.jit
+def _cross_warps_pair(s1, s2, scratch, at):
+    """Two sums a warp each (``[warps]`` in ``_warp_sums_layout``) added over the warps through ``scratch``'s rows
+    ``at`` and ``at + 1`` (float32 ``[4, warps]`` shared): each warp stores its own, one barrier, then every thread
+    loads all of them and adds them itself."""
+    NW: gl.constexpr = s1.shape[0]
+    scratch.index(at).store(s1)
+    scratch.index(at + 1).store(s2)
+    gl.thread_barrier()
+    a = scratch.index(at).load(_all_warps_layout(NW))
+    b = scratch.index(at + 1).load(_all_warps_layout(NW))
+    return gl.sum(a, axis=0), gl.sum(b, axis=0)
 
 
 @gluon.jit
@@ -441,7 +476,7 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
              programs, my_rows, dbsb, dbsc, RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, LA: gl.constexpr,
              LB: gl.constexpr, LC: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr,
              ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, DB_HERE: gl.constexpr,
-             DB_SHARED: gl.constexpr):  # fmt: skip
+             DB_SHARED: gl.constexpr, ps, PAIR_SCRATCH: gl.constexpr):  # fmt: skip
     """The compute warps: each row's sums, dx and dW's terms (and dB's where ``DB_HERE``), then its stage released to
     the load warp; at the end the program's dW partial (and dB's, ``PARTIAL``'s second half)."""
     # dW (and dB but the last DB_SHARED parts') in registers across the loop (up to 64 rows of 256: 64 a thread each)
@@ -497,7 +532,10 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
                 t1, t2 = _ln_part_sums(xsc, dysc, wsc, mean, rstd, RA + RB, RC, LC, ZERO_CENTERED, VALID)
                 s1 += t1
                 s2 += t2
-            s1, s2 = _sum_pair(s1, s2)
+            if PAIR_SCRATCH:  # a scratch a row's parity: its next use is two rows on, after the next row's barrier
+                s1, s2 = _cross_warps_pair(s1, s2, ps, 2 * (i % 2))
+            else:
+                s1, s2 = _sum_pair(s1, s2)
             c1 = s1 / N
             c2 = s2 / N
         # pass two, a part at a time: dx stored, dW's term and dB's (dy, as pass two read it) added before the next
@@ -561,7 +599,7 @@ def norm_bwd_staged_kernel(
     RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, LA: gl.constexpr, LB: gl.constexpr, LC: gl.constexpr,
     DLA: gl.constexpr, DLB: gl.constexpr, DLC: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr,
     ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, HAS_DBIAS: gl.constexpr, DB_WARPS: gl.constexpr,
-    DB_REGISTERS: gl.constexpr, DB_SHARED: gl.constexpr,
+    DB_REGISTERS: gl.constexpr, DB_SHARED: gl.constexpr, PAIR_SCRATCH: gl.constexpr,
 ):  # fmt: skip
     """RMSNorm's or LayerNorm's dx ``[M, N]`` and each program's float32 dW partial (``PARTIAL``: ``[1 or 2,
     programs, N]``, dB's second where ``HAS_DBIAS``) from dy, x (their descriptors: ``[M * N / 256, 256]``, one a
@@ -601,6 +639,9 @@ def norm_bwd_staged_kernel(
     if DB_SHARED >= 2:
         dbsb = gl.allocate_shared_memory(gl.float32, [RB, 256], _DB_SHARED)
         dbsb.store(gl.zeros([RB, 256], gl.float32, LB))
+    ps = ready  # a placeholder, not read
+    if PAIR_SCRATCH:  # LayerNorm's row sums crossing the warps, two slots a row's parity (``_cross_warps_pair``)
+        ps = gl.allocate_shared_memory(gl.float32, [4, _warps(LA)], _PAIR_SHARED)
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)
         mbarrier.init(empty.index(s), count=2 if db_apart else 1)  # released by the compute (and dB) warps
@@ -617,7 +658,7 @@ def norm_bwd_staged_kernel(
             [
                 (_compute, (xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, M,
                             N, pid, programs, my_rows, dbsb, dbsc, RA, RB, RC, LA, LB, LC, VALID, STAGES,
-                            ZERO_CENTERED, IS_RMS, False, 0)),
+                            ZERO_CENTERED, IS_RMS, False, 0, ps, PAIR_SCRATCH)),
                 (_loader, (xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, empty, pid, programs,
                            my_rows, RA, RB, RC, VALID, STAGES)),
                 (_db_sum, (dya, dyb, dyc, ready, empty, PARTIAL, N, pid, programs, my_rows, RA, RB, RC, DLA, DLB, DLC,
@@ -630,7 +671,7 @@ def norm_bwd_staged_kernel(
             [
                 (_compute, (xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, M,
                             N, pid, programs, my_rows, dbsb, dbsc, RA, RB, RC, LA, LB, LC, VALID, STAGES,
-                            ZERO_CENTERED, IS_RMS, HAS_DBIAS, DB_SHARED)),
+                            ZERO_CENTERED, IS_RMS, HAS_DBIAS, DB_SHARED, ps, PAIR_SCRATCH)),
                 (_loader, (xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, empty, pid, programs,
                            my_rows, RA, RB, RC, VALID, STAGES)),
             ],
@@ -1104,7 +1145,7 @@ def mask_layout(rows: int, num_warps: int) -> gl.BlockedLayout:
 
 def constexprs(
     n: int, num_warps: int, stages: int, zero_centered: bool, is_rms: bool = True, has_dbias: bool = False,
-    db_warps: int = 0, db_registers: int = 0, fp16: bool = False, db_shared: int = 0,
+    db_warps: int = 0, db_registers: int = 0, fp16: bool = False, db_shared: int = 0, pair_scratch: bool = False,
 ) -> dict:  # fmt: skip
     """The kernel's constexpr arguments for rows of n columns, in its signature's order (``stages``: rows in flight a
     program, ``config.staged_stages``; ``db_warps``: dB's warps of its own, 0 for none: the compute warps sum it;
@@ -1120,7 +1161,7 @@ def constexprs(
         RA=ra, RB=rb, RC=rc, LA=la, LB=lb, LC=lc, DLA=dla, DLB=dlb, DLC=dlc, VALID=n // COLUMNS, STAGES=stages,
         ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_DBIAS=has_dbias, DB_WARPS=db_warps if has_dbias else 0,
         DB_REGISTERS=db_registers if has_dbias and db_warps else 0,
-        DB_SHARED=db_shared if has_dbias and not db_warps else 0,
+        DB_SHARED=db_shared if has_dbias and not db_warps else 0, PAIR_SCRATCH=pair_scratch and not is_rms,
     )  # fmt: skip
 
 
