@@ -710,7 +710,8 @@ def _split_loader(xd, dyd, md, xs, dys, ms, ready, empty, group, groups, part, m
             tma.async_copy_global_to_shared(md, [first, 0], bar, ms.index(stage))
 
 
-_PAIR_SHARED = gl.SwizzledSharedLayout(1, 1, 1, order=[0])  # a stage's slot of a row's (mean, rstd)
+# a stage's slot of a row's (mean, rstd) (``_split_loader``); the whole-row kernel's row sums' scratch (PAIR_SCRATCH)
+_PAIR_SHARED = gl.SwizzledSharedLayout(1, 1, 1, order=[0])
 _DB_SHARED = gl.SwizzledSharedLayout(1, 1, 1, order=[1, 0])  # the staged kernel's dB of its last parts
 
 
