@@ -341,7 +341,7 @@ def test_warp_sums_layouts():
 
 
 COMPILE = """
-import importlib.util, json, re, sys
+import importlib.util, json, os, re, subprocess, sys, tempfile
 import torch, triton
 from triton.backends.compiler import GPUTarget
 from triton.experimental.gluon._runtime import GluonASTSource
@@ -374,7 +374,6 @@ for n, dtype, zero_centered, is_rms, has_dbias, db_warps, db_registers, db_share
     parts = [values[k] for k in ("RA", "RB", "RC")]
     spilled = -1  # ptxas' spill stores, read where the row sums cross the warps through the scratch
     if values["PAIR_SCRATCH"]:
-        import os, subprocess, tempfile
         with tempfile.NamedTemporaryFile("w", suffix=".ptx") as ptx:
             ptx.write(compiled.asm["ptx"])
             ptx.flush()

@@ -193,20 +193,22 @@ adding to its own elements in the part's layout (no barrier), zeroed first and r
 14848-15872 with dB took the kernel from 4096 / 8192 rows. The paths without dB compile to the same PTX instructions as
 before.
 
-Round 105 (H200, GPU runs 773-777). At 4096 x 15360 fp16 LayerNorm's kernel with dB ran 114 us to RMSNorm's 94
-(torch.profiler) and moved 3.2 TB/s to its 3.9 (Nsight Compute). Its warps' samples: 13.6% waiting at the barrier
-of the row's two sums, and 8% on two reloads of spilled registers (a lane's address for its warp's sums and a column
-offset for dx) just before it, which every warp then waits out. ``gl.reduce``'s exchange of the pair (``_sum_pair``:
-one lane a warp stores, a barrier, one warp adds, a barrier, all load) holds more registers than the row's sums need;
-``_cross_warps_pair`` has each warp store its two sums to a scratch of its own, one barrier, then every thread loads
-all of them and adds them itself (``PAIR_SCRATCH``; two slots a row's parity, so the next row's stores do not wait
-for this row's loads). With it nothing spills at 14848-15872 (8 bytes before; 13824-14336 with dB all in registers:
-0, 80 before). In turns against round 104's rule (run 776-777, fp16 but where named): x1.14-1.19 at 14848, x1.09-1.17
-at 15360-15872 from 2048 to 8192 rows, x1.11-1.15 at 32768 bf16 (96% of the copy), zero-centered x1.10-1.16; these
-widths now take the kernel from 2048 rows. Elsewhere the scratch ran slower than ``gl.reduce`` (run 775: x0.91 at
-10240, x0.92-0.99 at 13824-14336 whatever the dB parts in shared memory, x0.98-1.00 without dB), so it is taken at
-14848-15872 with dB only (``config.staged_pair_scratch``). Loading each row's mean and rstd from a slot the load warp
-fills (as ``_split_loader``'s ``STATS_STAGED``) instead spilled more (12 bytes at 15360 fp16): not kept.
+Round 105 (H200, GPU runs 773-778). At 4096 x 15360 fp16 LayerNorm's kernel with dB ran 114 us to RMSNorm's 94
+(torch.profiler) and moved 3.2 TB/s to its 3.9 (Nsight Compute). Its warps' samples: 13.6% waiting at the barrier of the
+row's two sums, and 8% on two reloads of spilled registers (a lane's address for its warp's sums and a column offset for
+dx) just before it, which every warp then waits out. ``gl.reduce``'s exchange of the pair (``_sum_pair``: one lane a
+warp stores, a barrier, one warp adds, a barrier, all load) holds more registers than the row's sums need;
+``_cross_warps_pair`` has each warp store its two sums to a scratch of its own, one barrier, then every thread loads all
+of them and adds them itself (``PAIR_SCRATCH``; two slots a row's parity, so a warp's stores for the next row cannot
+overwrite sums another warp has yet to load; Triton's barrier pass, which cannot tell the slots apart, also puts a
+barrier between the two stores: in two allocations they shared one and ran level, run 778). With it nothing spills at
+14848-15872 (8 bytes before; 13824-14336 with dB all in registers: 0, 80 before). In turns against round 104's rule (run
+776-777, fp16 but where named): x1.14-1.19 at 14848, x1.09-1.17 at 15360-15872 from 2048 to 8192 rows, x1.11-1.15 at
+32768 bf16 (96% of the copy), zero-centered x1.10-1.16; these widths now take the kernel from 2048 rows. Elsewhere the
+scratch ran slower than ``gl.reduce`` (run 775: x0.91 at 10240, x0.92-0.99 at 13824-14336 whatever the dB parts in
+shared memory, x0.98-1.00 without dB), so it is taken at 14848-15872 with dB only (``config.staged_pair_scratch``).
+Loading each row's mean and rstd from a slot the load warp fills (as ``_split_loader``'s ``STATS_STAGED``) instead
+spilled more (12 bytes at 15360 fp16): not kept.
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
@@ -532,7 +534,7 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
                 t1, t2 = _ln_part_sums(xsc, dysc, wsc, mean, rstd, RA + RB, RC, LC, ZERO_CENTERED, VALID)
                 s1 += t1
                 s2 += t2
-            if PAIR_SCRATCH:  # a scratch a row's parity: its next use is two rows on, after the next row's barrier
+            if PAIR_SCRATCH:  # a scratch a row's parity: reused two rows on, after the next row's barrier
                 s1, s2 = _cross_warps_pair(s1, s2, ps, 2 * (i % 2))
             else:
                 s1, s2 = _sum_pair(s1, s2)
