@@ -2568,3 +2568,104 @@ def test_tuner_grid_contains_the_heuristics_choice():
             for slower_dram in (False, True):
                 chosen = heuristic_config(case, slower_dram, as_launched=False)
                 assert chosen in candidates(case), (op, m, n, slower_dram, chosen)
+
+
+def compiled_on_the_cpu(script: str, path, cases: list, timeout: int) -> list:
+    """The JSON lines a compile script (``python -c script path cases``) printed, run with Triton's interpreter off
+    (which cannot compile for a GPU: ``triton.compile`` for sm_90 needs no GPU); its stderr where it failed."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path), json.dumps(cases)], env=env, capture_output=True, text=True,
+        timeout=timeout,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+ROW_EVICT_PTX = """
+import importlib, json, pathlib, re, sys, types
+
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+for name, path in (("normkit", "normkit"), ("normkit.triton", "normkit/triton")):  # the package without its
+    package = types.ModuleType(name)  # __init__, which asks for a GPU or the interpreter
+    package.__path__ = [str(pathlib.Path(sys.argv[1]) / path)]
+    sys.modules[name] = package
+kernel = importlib.import_module("normkit.triton.norm_bwd").norm_bwd_kernel
+pointers = dict(DY="*fp16", X="*fp16", W="*fp16", MEAN="*fp32", RSTD="*fp32", MASK="*u8", DX="*fp16", PARTIAL="*fp32")
+for block_n, tail_n, has_mask, evict in json.loads(sys.argv[2]):
+    values = dict(IS_RMS=False, ZERO_CENTERED=False, HAS_MASK=has_mask, HAS_DBIAS=True, ACC=tl.float32, BLOCK_M=1,
+                  BLOCK_N=block_n, NUM_CHUNKS=1, CHUNKS_P2=1, EVEN_N=True, TAIL_N=tail_n, PDL_TRIGGER=False, ALIGN=1,
+                  ROW_EVICT=evict)
+    signature = {name: pointers.get(name, "i32") for name in kernel.arg_names if name not in values}
+    signature |= {name: "constexpr" for name in values}
+    aligned = [i for i, name in enumerate(kernel.arg_names) if name in (*pointers, "N", "stride_dy", "stride_x")]
+    source = ASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
+    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
+    loads = re.findall(r"ld\\.global[^;]*;", ptx)
+    print(json.dumps({
+        "hinted": [load.split()[0] for load in loads if "L2::cache_hint" in load],
+        "plain": [load.split()[0] for load in loads if "L2::cache_hint" not in load],
+        "policies": sorted(set(re.findall(r"createpolicy\\.fractional\\.L2::(\\w+)", ptx))),
+    }))
+"""
+
+
+def test_backward_reads_its_rows_evict_first_on_hopper():
+    """``norm_bwd_kernel`` compiled for sm_90 on any machine (Triton's interpreter off): with ROW_EVICT "evict_first"
+    dy's and x's loads (and the clamped-ReLU mask's bytes) carry that L2 policy and stay 16-byte vectors, the weights,
+    mean and rstd keep the default; with "" (larger calls, ``config.bwd_row_evict``) no load carries a policy. A head +
+    tail tile (4096 + 1024: each tile's loads, the first row block's and the next's), a masked tile of 2048, a tile of
+    1024."""
+    from pathlib import Path
+
+    cases = [(4096, 1024, False, "evict_first"), (2048, 0, True, "evict_first"), (1024, 0, False, "evict_first")]
+    cases += [(4096, 1024, False, ""), (2048, 0, True, "")]
+    compiled = compiled_on_the_cpu(ROW_EVICT_PTX, Path(__file__).resolve().parents[1], cases, timeout=300)
+    assert len(compiled) == len(cases)
+    for (block_n, tail_n, has_mask, evict), c in zip(cases, compiled):
+        if not evict:
+            assert not c["hinted"] and not c["policies"], c
+            continue
+        vectors = [load for load in c["hinted"] if load.endswith(".v4.b32")]
+        # a 16-byte vector a thread of dy and x, their first row block's and the next's (one tile, or two)
+        assert len(vectors) >= 2 * 2 * (2 if tail_n else 1), (block_n, c)
+        mask_bytes = [load for load in c["hinted"] if load.endswith(".b8")]
+        assert len(vectors) + len(mask_bytes) == len(c["hinted"]) and bool(mask_bytes) == has_mask, c
+        assert c["policies"] == ["evict_first"], c
+        assert c["plain"], c  # the weights, mean and rstd: no policy
+
+
+def test_backward_row_evict_rule():
+    """``config.bwd_row_evict``: "evict_first" up to 36 MiB of x (4096 x 4608 fp16, 32768 x 512 bf16), the default
+    above (4096 x 5120 fp16, 32768 x 1024 bf16, 32768 x 4096 fp32 x)."""
+    from normkit.triton import config
+
+    assert config.bwd_row_evict(4096, 4608, 2) == config.bwd_row_evict(32768, 512, 2) == "evict_first"
+    assert config.bwd_row_evict(1, 1, 4) == "evict_first"
+    assert config.bwd_row_evict(4096, 5120, 2) == config.bwd_row_evict(32768, 1024, 2) == ""
+    assert config.bwd_row_evict(32768, 4096, 4) == ""
+
+
+def test_backward_plan_takes_the_row_evict_rule():
+    """The whole-row backward's plan (``ops._backward_plan``) passes ``config.bwd_row_evict`` as ``ROW_EVICT``:
+    RMSNorm's 4096 x 1024 / 4608 fp16 and 32768 x 512 bf16 "evict_first", 4096 x 5120 fp16 and 32768 x 1024 bf16 the
+    default."""
+    from normkit.triton import config, ops
+
+    at = ops.NORM_BWD.constexpr_names.index("ROW_EVICT")
+    for m, n, dtype, evict in (
+        (4096, 1024, torch.float16, "evict_first"), (4096, 4608, torch.float16, "evict_first"),
+        (32768, 512, torch.bfloat16, "evict_first"), (4096, 5120, torch.float16, ""), (32768, 1024, torch.bfloat16, ""),
+    ):  # fmt: skip
+        plan = ops._backward_plan(m, n, dtype, dtype, False, False, True, False, -1, False, config.generation, 1, False)
+        assert plan.programs and not plan.cfg.tma and plan.cfg.parts == 1, (m, n, plan.cfg)
+        assert plan.values[at] == evict == config.bwd_row_evict(m, n, dtype.itemsize), (m, n)

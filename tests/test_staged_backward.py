@@ -4,16 +4,12 @@ how it cuts a row, that it compiles for a Hopper GPU on a machine without one, a
 rules' shapes and, forced, at odd ones."""
 
 import itertools
-import json
-import os
-import subprocess
-import sys
 import types
 from pathlib import Path
 
 import pytest
 import torch
-from test_kernels import backward_call, check_backward, make_inputs
+from test_kernels import backward_call, check_backward, compiled_on_the_cpu, make_inputs
 
 from normkit import reference
 from normkit.testing import compare
@@ -419,13 +415,7 @@ def test_staged_kernel_compiles_for_hopper():
     cases = [(*case, config.staged_pair_scratch(case[0], case[3], case[4])) for case in cases]
     assert {case[7] for case in cases} == {0, 1, 2}
     assert sum(case[10] for case in cases) == 4  # 14848-15872 fp16, 15360 bf16 zero-centered
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run(
-        [sys.executable, "-c", COMPILE, str(KERNEL_FILE), json.dumps(cases)], env=env, capture_output=True, text=True,
-        timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    compiled = [json.loads(line) for line in done.stdout.splitlines()]
+    compiled = compiled_on_the_cpu(COMPILE, KERNEL_FILE, cases, timeout=600)
     assert [c["n"] for c in compiled] == [case[0] for case in cases]
     for c, case in zip(compiled, cases):
         assert c["cubin"] > 0 and 0 < c["shared"] <= HOPPER_SHARED_MEMORY, c
@@ -946,13 +936,7 @@ def test_split_staged_kernel_compiles_for_hopper():
         (8192, False, 1, True), (8192, False, 2, False), (8192, True, 2, False), (8192, True, 1, True),
         (16384, False, 1, True), (16384, False, 1, False),
     }  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run(
-        [sys.executable, "-c", COMPILE_SPLIT, str(KERNEL_FILE), json.dumps(cases)], env=env, capture_output=True,
-        text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    compiled = [json.loads(line) for line in done.stdout.splitlines()]
+    compiled = compiled_on_the_cpu(COMPILE_SPLIT, KERNEL_FILE, cases, timeout=600)
     assert [c["n"] for c in compiled] == [case[0] for case in cases]
     for c, (n, slice_n, warps, stages, shared, _, _, _, w_dtype, *_, has_mask, _, stats_staged) in zip(compiled, cases):
         assert c["cubin"] > 0 and 0 < c["shared"] <= HOPPER_SHARED_MEMORY, (n, slice_n, c)

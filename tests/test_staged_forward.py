@@ -2,16 +2,12 @@
 (``normkit/triton/norm_fwd_staged.py``): where the rule takes it, its plan, that it compiles for a Hopper GPU on a
 machine without one, and its answers on the GPU, at the rule's shapes and, its fewest rows lowered, at odd ones."""
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from unittest import mock
 
 import pytest
 import torch
-from test_kernels import LOWER, UPPER, check_forward, make_inputs
+from test_kernels import LOWER, UPPER, check_forward, compiled_on_the_cpu, make_inputs
 from test_staged_backward import staged_launches
 
 from normkit import reference
@@ -231,13 +227,7 @@ def test_split_staged_forward_compiles_for_hopper():
     cases = [(c[0], slice_n, warps, *config.split_staged_fwd_form(c[4]), *c[1:]) for c in cases]
     # the clamped ReLU's training forward's slots of y, by the rule (x's dtype)
     cases = [(*c, config.split_staged_fwd_y_slots(c[5] == "float16") if c[-1] and c[-2] else 0) for c in cases]
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run(
-        [sys.executable, "-c", COMPILE, str(KERNEL_FILE.parent), json.dumps(cases)], env=env, capture_output=True,
-        text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-3000:]
-    compiled = [json.loads(line) for line in done.stdout.splitlines()]
+    compiled = compiled_on_the_cpu(COMPILE, KERNEL_FILE.parent, cases, timeout=600)
     assert [c["n"] for c in compiled] == [case[0] for case in cases]
     assert {c[-1] for c in cases} == {0, 2}  # both ways of the mask partition's y compiled
     for c, (n, slice_n, warps, stages, *_, training, clamp, y_slots) in zip(compiled, cases):

@@ -1952,6 +1952,24 @@ def slower_dram(device_index: int) -> bool:
     return 0 < dram_bytes_per_s(torch.cuda.get_device_properties(device_index)) < SLOWER_DRAM_BELOW
 
 
+# the whole-row backward (``norm_bwd_kernel``) loads dy and x "evict_first" in calls of at most this many bytes of x
+BWD_ROW_EVICT_MAX_BYTES = 36 << 20
+
+
+def bwd_row_evict(m: int, n: int, x_bytes: int) -> str:
+    """The L2 policy of the whole-row backward's dy, x and mask bytes (``norm_bwd_kernel``'s ROW_EVICT), which it reads
+    once: "evict_first" where x is at most ``BWD_ROW_EVICT_MAX_BYTES`` (36 MiB), else "" (the default).
+
+    The lines a call's dx allocates in L2 replace lines already there; those the call finds may be dirty (the
+    benchmark's timer leaves L2 full of its 256 MB flush, a training step the writes of the kernels before), and each
+    costs a write to DRAM. Marked "evict_first", dy's and x's lines, clean, go first. Round 106 (H200, GPU runs
+    780-781, in turns against the default): 4096 rows fp16 x1.02 / x1.03-1.05 / x1.03-1.04 at 1024 / 2048 / 4096
+    (RMSNorm / LayerNorm), RMSNorm's x1.019 at 4608 (36 MiB), and 32768 rows bf16 x1.03 at 256, x1.02-1.05 at 512
+    (32 MiB); but x0.993 / x0.990 / x0.955 at 4096 x 5120 / 8192 / 10240 (40-80 MiB), level at 32768 x 1024 (64 MiB)
+    and x0.896 at 32768 x 4096 (RMSNorm, 256 MiB), where the default stays."""
+    return "evict_first" if m * n * x_bytes <= BWD_ROW_EVICT_MAX_BYTES else ""
+
+
 def persistent_programs(device: int, row_blocks: int, programs_per_sm: int) -> int:
     """Programs of a persistent grid (the backward's, a persistent forward's) on the GPU ``device`` (an index; -1:
     the CPU, as ``Tensor.get_device()`` says): ``programs_per_sm`` (a config's, or fewer where fewer fit:

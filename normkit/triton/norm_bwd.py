@@ -58,6 +58,12 @@ float32 in x's dtype (16 and 144-168 bytes of stack); loading the weights again 
 of holding them in float32 took the spills out (fp32 to 40-64 bytes) and ran x1.01-1.11 (fp16) and x1.08-1.14
 (fp32) at 4096 rows (GPU runs 256-257). Where the program fits (bfloat16, fp16 x with float32 weights, the plain
 backwards) holding them stays faster: loaded again there 0.74-1.00x (GPU runs 255-256).
+
+Whole rows read their dy, x and mask bytes once; in calls of at most 36 MiB of x those loads carry the L2 policy
+``evict_first`` (``ROW_EVICT``, ``config.bwd_row_evict``), so that the lines dx's stores allocate replace them (clean)
+before the lines the call found in L2, which may be dirty and each cost a write to DRAM: x1.02-1.05 at 4096 rows of
+1024-4608 and 32768 rows of 256-512 after the benchmark's 256 MB flush, but x0.90-1.00 in larger calls, which keep the
+default (round 106, GPU runs 780-782).
 """
 
 import triton
@@ -170,22 +176,25 @@ def _load_stats(MEAN, RSTD, rows, row_ok, IS_RMS: tl.constexpr):
 def _load_row_block(
     DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask,
     IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
+    EVICT: tl.constexpr,
 ):  # fmt: skip
     """``_load_raw`` of the tile of columns ``col0 ...`` of the row block ``rows``, bounded by M: how the persistent
-    loops (whole rows, a split row's part) issue every row block's loads."""
+    loops (whole rows, a split row's part) issue every row block's loads, with the L2 policy ``EVICT``."""
     return _load_raw(
         DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < M, col0, N, stride_dy, stride_x, stride_mask,
-        IS_RMS, HAS_MASK, BLOCK_N, "", EVEN_N,
+        IS_RMS, HAS_MASK, BLOCK_N, EVICT, EVEN_N,
     )  # fmt: skip
 
 
 @triton.jit
 def _load_tail(
-    DY, X, MASK, rows, M, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK: tl.constexpr, TAIL_N: tl.constexpr
-):
-    """``_load_data`` of the tail tile (columns ``col0 ...``, with their bounds) of the row block ``rows``."""
+    DY, X, MASK, rows, M, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK: tl.constexpr, TAIL_N: tl.constexpr,
+    EVICT: tl.constexpr,
+):  # fmt: skip
+    """``_load_data`` of the tail tile (columns ``col0 ...``, with their bounds) of the row block ``rows``, with the
+    L2 policy ``EVICT``."""
     return _load_data(
-        DY, X, MASK, rows.to(tl.int64), rows < M, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N, "",
+        DY, X, MASK, rows.to(tl.int64), rows < M, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N, EVICT,
         False,
     )  # fmt: skip
 
@@ -412,14 +421,15 @@ def norm_bwd_kernel(
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr,
     CHUNKS_P2: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr, PDL_TRIGGER: tl.constexpr,
-    ALIGN: tl.constexpr,
+    ALIGN: tl.constexpr, ROW_EVICT: tl.constexpr,
 ):  # fmt: skip
     """PARTIAL is float32 ``[1 or 2, num_programs, N]``: dW partials, then dB partials when HAS_DBIAS.
     CHUNKS_P2 is NUM_CHUNKS rounded up to a power of two (the rows of a chunked row's partial tiles). TAIL_N: a
     one-tile row is a head tile of BLOCK_N columns and a tail tile of TAIL_N after it (EVEN_N: the head wholly in
     the row), each with its own weights, loads in flight and partials. PDL_TRIGGER: ``sum_partials_kernel`` after
     it may launch (``_trigger_dependents``). ALIGN (not 1): N and the row strides come in units of ALIGN elements
-    (``ops._row_align``)."""
+    (``ops._row_align``). ROW_EVICT: the L2 policy of a whole row's dy, x and mask bytes, "evict_first" in calls
+    small enough (``config.bwd_row_evict``), else "" (the default; chunked rows choose their own)."""
     _trigger_dependents(PDL_TRIGGER)
     N, stride_dy, stride_x, stride_dx = _in_elements(N, stride_dy, stride_x, stride_dx, ALIGN)
     pid = tl.program_id(0)
@@ -448,13 +458,16 @@ def norm_bwd_kernel(
         rows = pid * BLOCK_M + tl.arange(0, BLOCK_M)
         step = num_programs * BLOCK_M
         tile = _load_row_block(
-            DY, X, MASK, MEAN, RSTD, rows, M, 0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, EVEN_N
-        )
+            DY, X, MASK, MEAN, RSTD, rows, M, 0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, EVEN_N,
+            ROW_EVICT,
+        )  # fmt: skip
         if TAIL_N:  # the tail tile's own weights, partials and loads (its mean and rstd are the head's)
             w_tail = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N, False)
             dw_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
             db_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
-            tail = _load_tail(DY, X, MASK, rows, M, BLOCK_N, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N)
+            tail = _load_tail(
+                DY, X, MASK, rows, M, BLOCK_N, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N, ROW_EVICT
+            )
         else:  # stand-ins for _row_block_step, which leaves them untouched
             w_tail, dw_tail, db_tail, tail = w, dw_acc, db_acc, tile
         for _ in tl.range(0, blocks_per_program):
@@ -465,12 +478,13 @@ def norm_bwd_kernel(
             next_rows = rows + step
             next_tile = _load_row_block(
                 DY, X, MASK, MEAN, RSTD, next_rows, M, 0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
-                BLOCK_N, EVEN_N,
+                BLOCK_N, EVEN_N, ROW_EVICT,
             )  # fmt: skip
             if TAIL_N:
                 next_tail = _load_tail(
-                    DY, X, MASK, next_rows, M, BLOCK_N, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N
-                )
+                    DY, X, MASK, next_rows, M, BLOCK_N, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N,
+                    ROW_EVICT,
+                )  # fmt: skip
             dw_acc, db_acc, dw_tail, db_tail = _row_block_step(
                 tile, tail, w, w_tail, dw_acc, db_acc, dw_tail, db_tail, DX, DX, DX, 0, rows, rows < M, N, stride_dx,
                 IS_RMS, HAS_MASK, HAS_DBIAS, ACC, BLOCK_M, BLOCK_N, EVEN_N, TAIL_N, False, False,
@@ -855,8 +869,9 @@ def split_rows_kernel(
     step = num_groups * BLOCK_M
     rows = group * BLOCK_M + tl.arange(0, BLOCK_M)
     tile = _load_row_block(
-        DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, EVEN_N
-    )
+        DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, EVEN_N,
+        "",
+    )  # fmt: skip
     # where the in-step loop adds a block's dW/dB terms: before the wait, but after dx in LayerNorm's parts of 4096
     # and 8192 (docstring)
     terms_first: tl.constexpr = HAS_MASK or BLOCK_N <= 1024
@@ -873,7 +888,7 @@ def split_rows_kernel(
             next_rows = rows + step
             next_tile = _load_row_block(
                 DY, X, MASK, MEAN, RSTD, next_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
-                BLOCK_N, EVEN_N,
+                BLOCK_N, EVEN_N, "",
             )  # fmt: skip
             own, dy, xhat, g, rstd = _publish_part(
                 tile, w, SUMS, rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, EVEN_N
@@ -898,7 +913,7 @@ def split_rows_kernel(
         next_rows = rows + step
         next_tile = _load_row_block(
             DY, X, MASK, MEAN, RSTD, next_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
-            BLOCK_N, EVEN_N,
+            BLOCK_N, EVEN_N, "",
         )  # fmt: skip
         for _ in tl.range(0, blocks_per_group):
             # three row blocks in registers: this one (its sums published a step ago), the next (published now)
@@ -906,7 +921,7 @@ def split_rows_kernel(
             far_rows = next_rows + step
             far_tile = _load_row_block(
                 DY, X, MASK, MEAN, RSTD, far_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
-                BLOCK_N, EVEN_N,
+                BLOCK_N, EVEN_N, "",
             )  # fmt: skip
             next_own = _publish_part(
                 next_tile, w, SUMS, next_rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS,
