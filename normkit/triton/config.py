@@ -1956,9 +1956,10 @@ def slower_dram(device_index: int) -> bool:
 BWD_ROW_EVICT_MAX_BYTES = 36 << 20
 
 
-def bwd_row_evict(m: int, n: int, x_bytes: int) -> str:
-    """The L2 policy of the whole-row backward's dy, x and mask bytes (``norm_bwd_kernel``'s ROW_EVICT), which it reads
-    once: "evict_first" where x is at most ``BWD_ROW_EVICT_MAX_BYTES`` (36 MiB), else "" (the default).
+def bwd_row_evict(m: int, n: int, x_bytes: int, has_mask: bool = False) -> str:
+    """The L2 policy of the whole-row backward's dy and x (``norm_bwd_kernel``'s ROW_EVICT), which it reads once:
+    "evict_first" where x is at most ``BWD_ROW_EVICT_MAX_BYTES`` (36 MiB), else "" (the default); the masked backward's
+    (``has_mask``: dy, x and the mask's bytes) the default, not timed with it.
 
     The lines a call's dx allocates in L2 replace lines already there; those the call finds may be dirty (the
     benchmark's timer leaves L2 full of its 256 MB flush, a training step the writes of the kernels before), and each
@@ -1967,7 +1968,7 @@ def bwd_row_evict(m: int, n: int, x_bytes: int) -> str:
     (RMSNorm / LayerNorm), RMSNorm's x1.019 at 4608 (36 MiB), and 32768 rows bf16 x1.03 at 256, x1.02-1.05 at 512
     (32 MiB); but x0.993 / x0.990 / x0.955 at 4096 x 5120 / 8192 / 10240 (40-80 MiB), level at 32768 x 1024 (64 MiB)
     and x0.896 at 32768 x 4096 (RMSNorm, 256 MiB), where the default stays."""
-    return "evict_first" if m * n * x_bytes <= BWD_ROW_EVICT_MAX_BYTES else ""
+    return "evict_first" if m * n * x_bytes <= BWD_ROW_EVICT_MAX_BYTES and not has_mask else ""
 
 
 def persistent_programs(device: int, row_blocks: int, programs_per_sm: int) -> int:
