@@ -2646,20 +2646,19 @@ def test_backward_reads_its_rows_evict_first_on_hopper():
 
 def test_backward_row_evict_rule():
     """``config.bwd_row_evict``: "evict_first" up to 36 MiB of x (4096 x 4608 fp16, 32768 x 512 bf16), the default
-    above (4096 x 5120 fp16, 32768 x 1024 bf16, 32768 x 4096 fp32 x) and for the masked backward."""
+    above (4096 x 5120 fp16, 32768 x 1024 bf16, 32768 x 4096 fp32 x)."""
     from normkit.triton import config
 
     assert config.bwd_row_evict(4096, 4608, 2) == config.bwd_row_evict(32768, 512, 2) == "evict_first"
     assert config.bwd_row_evict(1, 1, 4) == "evict_first"
     assert config.bwd_row_evict(4096, 5120, 2) == config.bwd_row_evict(32768, 1024, 2) == ""
     assert config.bwd_row_evict(32768, 4096, 4) == ""
-    assert config.bwd_row_evict(4096, 1024, 2, has_mask=True) == ""  # the masked backward: not timed so
 
 
 def test_backward_plan_takes_the_row_evict_rule():
     """The whole-row backward's plan (``ops._backward_plan``) passes ``config.bwd_row_evict`` as ``ROW_EVICT``:
     RMSNorm's 4096 x 1024 / 4608 fp16 and 32768 x 512 bf16 "evict_first", 4096 x 5120 fp16 and 32768 x 1024 bf16 the
-    default, and the masked backward's at 4096 x 1024 the default."""
+    default, and the masked backward's by the same bound (4096 x 1024 fp16 "evict_first", 4096 x 8192 the default)."""
     from normkit.triton import config, ops
 
     at = ops.NORM_BWD.constexpr_names.index("ROW_EVICT")
@@ -2670,6 +2669,7 @@ def test_backward_plan_takes_the_row_evict_rule():
         plan = ops._backward_plan(m, n, dtype, dtype, False, False, True, False, -1, False, config.generation, 1, False)
         assert plan.programs and not plan.cfg.tma and plan.cfg.parts == 1, (m, n, plan.cfg)
         assert plan.values[at] == evict == config.bwd_row_evict(m, n, dtype.itemsize), (m, n)
-    masked = ops._backward_plan(4096, 1024, torch.float16, torch.float16, True, True, False, False, -1, False,
-                                config.generation, 1, False)  # fmt: skip
-    assert masked.programs and masked.values[at] == ""  # the masked backward keeps the default
+    for n, evict in ((1024, "evict_first"), (8192, "")):
+        masked = ops._backward_plan(4096, n, torch.float16, torch.float16, True, True, False, False, -1, False,
+                                    config.generation, 1, False)  # fmt: skip
+        assert masked.programs and masked.cfg.parts == 1 and masked.values[at] == evict, (n, masked.cfg)

@@ -1840,7 +1840,11 @@ def _few_waves_masked_bwd(n: int) -> LaunchConfig | None:
     graph in the same run: 48.7 (4096), 60.5 (5632), 68.7 (6144). Against the rule before in turns (``bench.ab``,
     run 238): 4096 rows (fp16) 4608 x1.177, 5120 x1.210, 6144 x1.103; 3000 rows (bf16 x, float32 weights) 4608
     x1.062, 6144 x1.071; but whole parts at 7168 x1.019 and 8192 x1.098 (4096 rows) and x0.968 (3000 rows, bf16):
-    not taken there."""
+    not taken there.
+
+    Round 107 (H200): at 3072 and 4096 columns (4096 rows fp16) the rules' one row of 4096 at 4 warps is within 0.4% of
+    the tuner's best launch (run 785), and the plain backward's two rows of 4096 at 16 warps ran 46.6 us against 38.8
+    at 4096 and x0.912 at 3000 x 4096 bf16 x float32 weights (run 784)."""
     if 4096 < n <= 5632 or n in (6144, 7168):
         return split_rows_config(n, False, True)
     return None
@@ -1956,10 +1960,10 @@ def slower_dram(device_index: int) -> bool:
 BWD_ROW_EVICT_MAX_BYTES = 36 << 20
 
 
-def bwd_row_evict(m: int, n: int, x_bytes: int, has_mask: bool = False) -> str:
-    """The L2 policy of the whole-row backward's dy and x (``norm_bwd_kernel``'s ROW_EVICT), which it reads once:
-    "evict_first" where x is at most ``BWD_ROW_EVICT_MAX_BYTES`` (36 MiB), else "" (the default); the masked backward's
-    (``has_mask``: dy, x and the mask's bytes) the default, not timed with it.
+def bwd_row_evict(m: int, n: int, x_bytes: int) -> str:
+    """The L2 policy of the whole-row backward's dy and x (and the clamped-ReLU mask's bytes), which it reads once
+    (``norm_bwd_kernel``'s ROW_EVICT): "evict_first" where x is at most ``BWD_ROW_EVICT_MAX_BYTES`` (36 MiB), else ""
+    (the default).
 
     The lines a call's dx allocates in L2 replace lines already there; those the call finds may be dirty (the
     benchmark's timer leaves L2 full of its 256 MB flush, a training step the writes of the kernels before), and each
@@ -1967,8 +1971,13 @@ def bwd_row_evict(m: int, n: int, x_bytes: int, has_mask: bool = False) -> str:
     780-781, in turns against the default): 4096 rows fp16 x1.02 / x1.03-1.05 / x1.03-1.04 at 1024 / 2048 / 4096
     (RMSNorm / LayerNorm), RMSNorm's x1.019 at 4608 (36 MiB), and 32768 rows bf16 x1.03 at 256, x1.02-1.05 at 512
     (32 MiB); but x0.993 / x0.990 / x0.955 at 4096 x 5120 / 8192 / 10240 (40-80 MiB), level at 32768 x 1024 (64 MiB)
-    and x0.896 at 32768 x 4096 (RMSNorm, 256 MiB), where the default stays."""
-    return "evict_first" if m * n * x_bytes <= BWD_ROW_EVICT_MAX_BYTES and not has_mask else ""
+    and x0.896 at 32768 x 4096 (RMSNorm, 256 MiB), where the default stays. Round 107 (run 783): the masked backward
+    (LayerNorm + clamped ReLU) x1.012 / x1.039 / x1.060 / x1.026 at 4096 x 1024 / 2048 / 3072 / 4096 fp16, x1.040 /
+    x1.046 at 32768 x 256 / 512 bf16 x float32 weights. Nsight Compute after a 256 MB write (run 783, RMSNorm's):
+    the policy cut the call's DRAM writes by 7.8-9.2 MB, at 4096 x 4608 (25.4 -> 16.2 MB) and above the bound too
+    (4096 x 10240 71.0 -> 63.2 MB, 32768 x 4096 bf16 255 -> 247), its reads level or fewer, yet those two ran 3% and
+    12% longer: above the bound the loss is not in DRAM's bytes."""
+    return "evict_first" if m * n * x_bytes <= BWD_ROW_EVICT_MAX_BYTES else ""
 
 
 def persistent_programs(device: int, row_blocks: int, programs_per_sm: int) -> int:

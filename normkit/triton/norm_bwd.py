@@ -59,11 +59,11 @@ of holding them in float32 took the spills out (fp32 to 40-64 bytes) and ran x1.
 (fp32) at 4096 rows (GPU runs 256-257). Where the program fits (bfloat16, fp16 x with float32 weights, the plain
 backwards) holding them stays faster: loaded again there 0.74-1.00x (GPU runs 255-256).
 
-Whole rows read their dy and x once; in calls of at most 36 MiB of x those loads carry the L2 policy ``evict_first``
-(``ROW_EVICT``, ``config.bwd_row_evict``; not the masked backward's, not timed so), so that the lines dx's stores
-allocate replace them (clean) before the lines the call found in L2, which may be dirty and each cost a write to DRAM:
-x1.02-1.05 at 4096 rows of 1024-4608 and 32768 rows of 256-512 after the benchmark's 256 MB flush, but x0.90-1.00 in
-larger calls, which keep the default (round 106, GPU runs 780-782).
+Whole rows read their dy and x (and the mask's bytes) once; in calls of at most 36 MiB of x those loads carry the L2
+policy ``evict_first`` (``ROW_EVICT``, ``config.bwd_row_evict``), so that the lines dx's stores allocate replace them
+(clean) before the lines the call found in L2, which may be dirty and each cost a write to DRAM: x1.02-1.05 at 4096
+rows of 1024-4608 and 32768 rows of 256-512 after the benchmark's 256 MB flush, but x0.90-1.00 in larger calls, which
+keep the default (round 106, GPU runs 780-782); the masked backward x1.01-1.06 (round 107, run 783).
 """
 
 import triton
@@ -140,7 +140,10 @@ def _load_mask_bytes(
     MASK, rows64, row_ok, col0, N, stride_mask, BLOCK_N: tl.constexpr, EVICT: tl.constexpr, EVEN_N: tl.constexpr
 ):
     """The packed clamped-ReLU mask of a tile's columns ``col0 ...``: one byte a row per 8 columns, loaded once (not
-    once per column)."""
+    once per column). Where the mask's row stride is a multiple of 16 (Triton's specialization, as in every call of
+    whole 16-byte mask rows), the compiler loads the bytes as vectors and moves them into dy's layout through shared
+    memory (``STS.U8`` and a barrier a tile on sm_90); loaded in dy's layout a byte at a time instead (``stride_mask``
+    not specialized), the masked backward ran x0.95-1.00 (round 107, H200 run 787), so the conversion stays."""
     byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
     byte_ok = row_ok[:, None] & in_bounds(byte_cols, (N + 7) // 8, EVEN_N)[None, :]
     return tl.load(
@@ -429,7 +432,7 @@ def norm_bwd_kernel(
     the row), each with its own weights, loads in flight and partials. PDL_TRIGGER: ``sum_partials_kernel`` after
     it may launch (``_trigger_dependents``). ALIGN (not 1): N and the row strides come in units of ALIGN elements
     (``ops._row_align``). ROW_EVICT: the L2 policy of a whole row's dy, x and mask bytes, "evict_first" in calls
-    small enough without a mask (``config.bwd_row_evict``), else "" (the default; chunked rows choose their own)."""
+    small enough (``config.bwd_row_evict``), else "" (the default; chunked rows choose their own)."""
     _trigger_dependents(PDL_TRIGGER)
     N, stride_dy, stride_x, stride_dx = _in_elements(N, stride_dy, stride_x, stride_dx, ALIGN)
     pid = tl.program_id(0)

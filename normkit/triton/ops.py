@@ -663,7 +663,7 @@ def _backward_plan(
     else:
         values = NORM_BWD.values(
             NUM_CHUNKS=cfg.num_chunks, CHUNKS_P2=next_power_of_2(cfg.num_chunks), HAS_MASK=has_mask, ALIGN=row_align,
-            ROW_EVICT=config.bwd_row_evict(m, n, x_dtype.itemsize, has_mask), **common,
+            ROW_EVICT=config.bwd_row_evict(m, n, x_dtype.itemsize), **common,
         )  # fmt: skip
     return _BackwardPlan(cfg, programs, cdiv(row_blocks, programs), values, [], {})
 
