@@ -2095,6 +2095,90 @@ def test_masked_tma_backward_falls_back_where_mask_rows_are_not_aligned():
         compare(g, e, f"masked backward {name}")
 
 
+def _record_masks(monkeypatch) -> list:
+    """The packed masks ``norm_bwd_kernel``'s launches take from here on (``ops.NORM_BWD.launch``'s sixth runtime
+    argument), in the list returned: the bytes (uint8), or an int32 view of them (``ops._mask_words``)."""
+    from normkit.triton import ops
+
+    launcher, masks = ops.NORM_BWD, []
+    launch = launcher.launch
+
+    def recorded(grid, args, *rest, **keywords):
+        masks.append(args[5])
+        return launch(grid, args, *rest, **keywords)
+
+    monkeypatch.setattr(launcher, "launch", recorded)
+    return masks
+
+
+# (N, the forced launch, whether it loads the mask as 32-bit words): whole tiles of several rows, one row of 4096 in
+# four warps, whole chunks; a ragged tile, a head and a tail, one warp, a ragged row (100)
+MASK_WORDS_LAUNCHES = [
+    (256, (8, 256, 1, 2, 1), {}, True),
+    (4096, (1, 4096, 1, 4, 1), {}, True),
+    (1024, (2, 256, 4, 2, 1), {}, True),
+    (3072, (1, 4096, 1, 4, 1), {}, False),
+    (3072, (1, 2048, 1, 2, 1), {"tail_n": 1024}, False),
+    (1024, (1, 1024, 1, 1, 1), {}, False),
+    (100, (16, 128, 1, 2, 1), {}, False),
+]
+
+
+@pytest.mark.parametrize("n, launch, extra, words", MASK_WORDS_LAUNCHES)
+@pytest.mark.parametrize("dtypes", [(torch.float16, torch.float16), (torch.bfloat16, torch.float32)], ids=str)
+def test_masked_backward_mask_as_words(monkeypatch, n, launch, extra, words, dtypes):
+    """The whole-row masked backward loads its packed mask as 32-bit words (an int32 view, ``ops._mask_words``) where
+    every tile is whole and of whole words in more than one warp, as bytes elsewhere; either way the results are the
+    reference's: 37 strided rows, zero-centered gamma, with and without dB."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    x, w, b = make_inputs(37, n, *dtypes, row_pad=24)
+    masks = _record_masks(monkeypatch)
+    with config.forced(bwd=LaunchConfig(*launch, **extra)):
+        check_backward("triton", "layer_norm_clamped_relu", x, w, b, zero_centered_gamma=True)
+        check_backward("triton", "layer_norm_clamped_relu", x, w, b, has_dbias=False)
+    assert len(masks) == 2
+    assert all(mask.dtype == (torch.int32 if words else torch.uint8) for mask in masks)
+
+
+@pytest.mark.parametrize("offset, words", [(4, True), (1, False)])
+def test_masked_backward_mask_words_need_aligned_rows(monkeypatch, offset, words):
+    """A mask given as a view into rows of 132 bytes: starting 4 bytes in, its rows start on 4 bytes and load as
+    words; 1 byte in, as bytes (a word's load there would be misaligned). The same results either way."""
+    from normkit.triton import ops
+
+    x, w, b = make_inputs(37, 1024, torch.float16, torch.float16)
+    dy = torch.randn(x.shape, device=x.device).to(x.dtype)
+    _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, LOWER, UPPER)
+    rows = torch.zeros(37, 132, dtype=torch.uint8, device=x.device)
+    rows[:, offset : offset + 128] = mask
+    want = reference.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd)
+    masks = _record_masks(monkeypatch)
+    got = ops.layer_norm_clamped_relu_bwd(dy, rows[:, offset : offset + 128], x, w, mean, rstd)
+    assert [m.dtype for m in masks] == [torch.int32 if words else torch.uint8]
+    for name, g, e in zip(["dx", "dw", "db"], got, want):
+        compare(g, e, f"masked backward {name}")
+
+
+def test_mask_words_rule(monkeypatch):
+    """``ops._mask_words``: words where every tile is whole and of whole words in more than one warp and the mask's
+    rows allow it; not with ``MASK_WORDS`` off, without a mask, at a ragged tile, a tail, one warp."""
+    from normkit.triton import ops
+    from normkit.triton.config import LaunchConfig
+
+    mask = torch.zeros(8, 512, dtype=torch.uint8)
+    whole = LaunchConfig(1, 4096, 1, 4, 1)
+    assert ops._mask_words(4096, whole, mask)
+    assert not ops._mask_words(4096, whole, None)
+    assert not ops._mask_words(3072, whole, mask[:, :384])
+    assert not ops._mask_words(4096, LaunchConfig(1, 2048, 1, 2, 1, tail_n=2048), mask)
+    assert not ops._mask_words(4096, LaunchConfig(1, 4096, 1, 1, 1), mask)
+    assert not ops._mask_words(4096, whole, torch.zeros(8, 513, dtype=torch.uint8)[:, 1:])
+    monkeypatch.setattr(ops, "MASK_WORDS", False)
+    assert not ops._mask_words(4096, whole, mask)
+
+
 def test_tma_rules():
     """``config._tma_bwd``'s shapes take the TMA backward where the call can (``tma``) and is large enough
     (``TMA_MIN_ELEMENTS``), and only those: whole rows of 2048, 4096 and 8192 (LayerNorm's of 16-bit x from 5121); head

@@ -139,16 +139,20 @@ def _load_data(
 def _load_mask_bytes(
     MASK, rows64, row_ok, col0, N, stride_mask, BLOCK_N: tl.constexpr, EVICT: tl.constexpr, EVEN_N: tl.constexpr
 ):
-    """The packed clamped-ReLU mask of a tile's columns ``col0 ...``: one byte a row per 8 columns, loaded once (not
-    once per column). Where the mask's row stride is a multiple of 16 (Triton's specialization, as in every call of
-    whole 16-byte mask rows), the compiler loads the bytes as vectors and moves them into dy's layout through shared
-    memory (``STS.U8`` and a barrier a tile on sm_90); loaded in dy's layout a byte at a time instead (``stride_mask``
-    not specialized), the masked backward ran x0.95-1.00 (round 107, H200 run 787), so the conversion stays."""
-    byte_cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
-    byte_ok = row_ok[:, None] & in_bounds(byte_cols, (N + 7) // 8, EVEN_N)[None, :]
-    return tl.load(
-        MASK + rows64[:, None] * stride_mask + byte_cols[None, :], mask=byte_ok, other=0, eviction_policy=EVICT
-    )
+    """The packed clamped-ReLU mask of a tile's columns ``col0 ...``, loaded once (not once per column): one byte a
+    row per 8 columns, or, where the caller passes the mask as 32-bit words (``MASK`` an int32 pointer, the row
+    stride in words: ``ops._mask_words``), one word per 32 columns. Where the mask's row stride is a multiple of 16
+    bytes (Triton's specialization, as in every call of whole 16-byte mask rows), the compiler loads the bytes as
+    vectors and moves them into dy's layout through shared memory (``STS.U8`` and a barrier a tile on sm_90); loaded
+    in dy's layout a byte at a time instead (``stride_mask`` not specialized), the masked backward ran x0.95-1.00
+    (round 107, H200 run 787), so the conversion stays."""
+    if MASK.dtype.element_ty == tl.int32:
+        cols = col0 // 32 + tl.arange(0, BLOCK_N // 32)
+        ok = row_ok[:, None] & in_bounds(cols, (N + 31) // 32, EVEN_N)[None, :]
+    else:
+        cols = col0 // 8 + tl.arange(0, BLOCK_N // 8)
+        ok = row_ok[:, None] & in_bounds(cols, (N + 7) // 8, EVEN_N)[None, :]
+    return tl.load(MASK + rows64[:, None] * stride_mask + cols[None, :], mask=ok, other=0, eviction_policy=EVICT)
 
 
 @triton.jit
