@@ -2685,10 +2685,10 @@ for name, path in (("normkit", "normkit"), ("normkit.triton", "normkit/triton"))
     sys.modules[name] = package
 kernel = importlib.import_module("normkit.triton.norm_bwd").norm_bwd_kernel
 pointers = dict(DY="*fp16", X="*fp16", W="*fp16", MEAN="*fp32", RSTD="*fp32", MASK="*u8", DX="*fp16", PARTIAL="*fp32")
-for block_n, tail_n, has_mask, evict in json.loads(sys.argv[2]):
+for block_n, tail_n, has_mask, evict, x_evict in json.loads(sys.argv[2]):
     values = dict(IS_RMS=False, ZERO_CENTERED=False, HAS_MASK=has_mask, HAS_DBIAS=True, ACC=tl.float32, BLOCK_M=1,
                   BLOCK_N=block_n, NUM_CHUNKS=1, CHUNKS_P2=1, EVEN_N=True, TAIL_N=tail_n, PDL_TRIGGER=False, ALIGN=1,
-                  ROW_EVICT=evict)
+                  ROW_EVICT=evict, ROW_X_EVICT=x_evict)
     signature = {name: pointers.get(name, "i32") for name in kernel.arg_names if name not in values}
     signature |= {name: "constexpr" for name in values}
     aligned = [i for i, name in enumerate(kernel.arg_names) if name in (*pointers, "N", "stride_dy", "stride_x")]
@@ -2704,56 +2704,71 @@ for block_n, tail_n, has_mask, evict in json.loads(sys.argv[2]):
 
 
 def test_backward_reads_its_rows_evict_first_on_hopper():
-    """``norm_bwd_kernel`` compiled for sm_90 on any machine (Triton's interpreter off): with ROW_EVICT "evict_first"
-    dy's and x's loads (and the clamped-ReLU mask's bytes) carry that L2 policy and stay 16-byte vectors, the weights,
-    mean and rstd keep the default; with "" (larger calls, ``config.bwd_row_evict``) no load carries a policy. A head +
-    tail tile (4096 + 1024: each tile's loads, the first row block's and the next's), a masked tile of 2048, a tile of
-    1024."""
+    """``norm_bwd_kernel`` compiled for sm_90 on any machine (Triton's interpreter off): with ROW_EVICT and
+    ROW_X_EVICT "evict_first" dy's and x's loads (and the clamped-ReLU mask's bytes) carry that L2 policy and stay
+    16-byte vectors, the weights, mean and rstd keep the default; with ROW_EVICT alone (36-64 MiB of x,
+    ``config.bwd_row_evict``) dy's and the mask's do, half the vectors; with neither (larger calls) no load carries a
+    policy. A head + tail tile (4096 + 1024: each tile's loads, the first row block's and the next's), a masked tile
+    of 2048, a tile of 1024."""
     from pathlib import Path
 
-    cases = [(4096, 1024, False, "evict_first"), (2048, 0, True, "evict_first"), (1024, 0, False, "evict_first")]
-    cases += [(4096, 1024, False, ""), (2048, 0, True, "")]
+    first = "evict_first"
+    cases = [(4096, 1024, False, first, first), (2048, 0, True, first, first), (1024, 0, False, first, first)]
+    cases += [(4096, 1024, False, first, ""), (2048, 0, True, first, "")]
+    cases += [(4096, 1024, False, "", ""), (2048, 0, True, "", "")]
     compiled = compiled_on_the_cpu(ROW_EVICT_PTX, Path(__file__).resolve().parents[1], cases, timeout=300)
     assert len(compiled) == len(cases)
-    for (block_n, tail_n, has_mask, evict), c in zip(cases, compiled):
+    vectors_of = {}
+    for (block_n, tail_n, has_mask, evict, x_evict), c in zip(cases, compiled):
         if not evict:
             assert not c["hinted"] and not c["policies"], c
             continue
         vectors = [load for load in c["hinted"] if load.endswith(".v4.b32")]
-        # a 16-byte vector a thread of dy and x, their first row block's and the next's (one tile, or two)
-        assert len(vectors) >= 2 * 2 * (2 if tail_n else 1), (block_n, c)
+        vectors_of[block_n, tail_n, has_mask, x_evict] = len(vectors)
+        # a 16-byte vector a thread of dy (and x), their first row block's and the next's (one tile, or two)
+        assert len(vectors) >= (2 if x_evict else 1) * 2 * (2 if tail_n else 1), (block_n, c)
         mask_bytes = [load for load in c["hinted"] if load.endswith(".b8")]
         assert len(vectors) + len(mask_bytes) == len(c["hinted"]) and bool(mask_bytes) == has_mask, c
         assert c["policies"] == ["evict_first"], c
-        assert c["plain"], c  # the weights, mean and rstd: no policy
+        assert c["plain"], c  # the weights, mean and rstd (and x without ROW_X_EVICT): no policy
+    for block_n, tail_n, has_mask in ((4096, 1024, False), (2048, 0, True)):  # dy's alone: half the vectors
+        assert 2 * vectors_of[block_n, tail_n, has_mask, ""] == vectors_of[block_n, tail_n, has_mask, first]
 
 
 def test_backward_row_evict_rule():
-    """``config.bwd_row_evict``: "evict_first" up to 36 MiB of x (4096 x 4608 fp16, 32768 x 512 bf16), the default
-    above (4096 x 5120 fp16, 32768 x 1024 bf16, 32768 x 4096 fp32 x)."""
+    """``config.bwd_row_evict``: dy's and x's "evict_first" up to 36 MiB of x (4096 x 4608 fp16, 32768 x 512 bf16),
+    dy's alone up to 64 MiB (4096 x 5120 / 8192 fp16, 32768 x 1024 bf16), the default above (4096 x 10240 fp16,
+    32768 x 4096 fp32 x)."""
     from normkit.triton import config
 
-    assert config.bwd_row_evict(4096, 4608, 2) == config.bwd_row_evict(32768, 512, 2) == "evict_first"
-    assert config.bwd_row_evict(1, 1, 4) == "evict_first"
-    assert config.bwd_row_evict(4096, 5120, 2) == config.bwd_row_evict(32768, 1024, 2) == ""
-    assert config.bwd_row_evict(32768, 4096, 4) == ""
+    both, dy_alone, neither = ("evict_first", "evict_first"), ("evict_first", ""), ("", "")
+    assert config.bwd_row_evict(4096, 4608, 2) == config.bwd_row_evict(32768, 512, 2) == both
+    assert config.bwd_row_evict(1, 1, 4) == both
+    assert config.bwd_row_evict(4096, 5120, 2) == config.bwd_row_evict(32768, 1024, 2) == dy_alone
+    assert config.bwd_row_evict(4096, 8192, 2) == dy_alone
+    assert config.bwd_row_evict(4096, 10240, 2) == config.bwd_row_evict(32768, 4096, 4) == neither
 
 
 def test_backward_plan_takes_the_row_evict_rule():
-    """The whole-row backward's plan (``ops._backward_plan``) passes ``config.bwd_row_evict`` as ``ROW_EVICT``:
-    RMSNorm's 4096 x 1024 / 4608 fp16 and 32768 x 512 bf16 "evict_first", 4096 x 5120 fp16 and 32768 x 1024 bf16 the
-    default, and the masked backward's by the same bound (4096 x 1024 fp16 "evict_first", 4096 x 8192 the default)."""
+    """The whole-row backward's plan (``ops._backward_plan``) passes ``config.bwd_row_evict`` as ``ROW_EVICT`` and
+    ``ROW_X_EVICT``: RMSNorm's 4096 x 1024 / 4608 fp16 and 32768 x 512 bf16 both "evict_first", 4096 x 5120 fp16 and
+    32768 x 1024 bf16 dy's alone, 4096 x 10240 fp16 neither, and the masked backward's by the same bounds (4096 x
+    1024 fp16 both, 4096 x 8192 dy's and the mask's alone)."""
     from normkit.triton import config, ops
 
     at = ops.NORM_BWD.constexpr_names.index("ROW_EVICT")
+    x_at = ops.NORM_BWD.constexpr_names.index("ROW_X_EVICT")
+    first = "evict_first"
     for m, n, dtype, evict in (
-        (4096, 1024, torch.float16, "evict_first"), (4096, 4608, torch.float16, "evict_first"),
-        (32768, 512, torch.bfloat16, "evict_first"), (4096, 5120, torch.float16, ""), (32768, 1024, torch.bfloat16, ""),
+        (4096, 1024, torch.float16, (first, first)), (4096, 4608, torch.float16, (first, first)),
+        (32768, 512, torch.bfloat16, (first, first)), (4096, 5120, torch.float16, (first, "")),
+        (32768, 1024, torch.bfloat16, (first, "")), (4096, 10240, torch.float16, ("", "")),
     ):  # fmt: skip
         plan = ops._backward_plan(m, n, dtype, dtype, False, False, True, False, -1, False, config.generation, 1, False)
         assert plan.programs and not plan.cfg.tma and plan.cfg.parts == 1, (m, n, plan.cfg)
-        assert plan.values[at] == evict == config.bwd_row_evict(m, n, dtype.itemsize), (m, n)
-    for n, evict in ((1024, "evict_first"), (8192, "")):
+        assert (plan.values[at], plan.values[x_at]) == evict == config.bwd_row_evict(m, n, dtype.itemsize), (m, n)
+    for n, evict in ((1024, (first, first)), (8192, (first, ""))):
         masked = ops._backward_plan(4096, n, torch.float16, torch.float16, True, True, False, False, -1, False,
                                     config.generation, 1, False)  # fmt: skip
-        assert masked.programs and masked.cfg.parts == 1 and masked.values[at] == evict, (n, masked.cfg)
+        assert masked.programs and masked.cfg.parts == 1, (n, masked.cfg)
+        assert (masked.values[at], masked.values[x_at]) == evict, n

@@ -1956,14 +1956,16 @@ def slower_dram(device_index: int) -> bool:
     return 0 < dram_bytes_per_s(torch.cuda.get_device_properties(device_index)) < SLOWER_DRAM_BELOW
 
 
-# the whole-row backward (``norm_bwd_kernel``) loads dy and x "evict_first" in calls of at most this many bytes of x
+# the whole-row backward (``norm_bwd_kernel``) loads dy and x "evict_first" in calls of at most this many bytes of x,
+# dy alone (and the mask) in calls of at most BWD_DY_EVICT_MAX_BYTES
 BWD_ROW_EVICT_MAX_BYTES = 36 << 20
+BWD_DY_EVICT_MAX_BYTES = 64 << 20
 
 
-def bwd_row_evict(m: int, n: int, x_bytes: int) -> str:
-    """The L2 policy of the whole-row backward's dy and x (and the clamped-ReLU mask's bytes), which it reads once
-    (``norm_bwd_kernel``'s ROW_EVICT): "evict_first" where x is at most ``BWD_ROW_EVICT_MAX_BYTES`` (36 MiB), else ""
-    (the default).
+def bwd_row_evict(m: int, n: int, x_bytes: int) -> tuple[str, str]:
+    """The L2 policies of the whole-row backward's loads, which read each row once (``norm_bwd_kernel``'s ROW_EVICT,
+    dy's and the clamped-ReLU mask's bytes, and ROW_X_EVICT, x's): both "evict_first" where x is at most
+    ``BWD_ROW_EVICT_MAX_BYTES`` (36 MiB); dy's alone up to ``BWD_DY_EVICT_MAX_BYTES`` (64 MiB); else "" (the default).
 
     The lines a call's dx allocates in L2 replace lines already there; those the call finds may be dirty (the
     benchmark's timer leaves L2 full of its 256 MB flush, a training step the writes of the kernels before), and each
@@ -1971,13 +1973,19 @@ def bwd_row_evict(m: int, n: int, x_bytes: int) -> str:
     780-781, in turns against the default): 4096 rows fp16 x1.02 / x1.03-1.05 / x1.03-1.04 at 1024 / 2048 / 4096
     (RMSNorm / LayerNorm), RMSNorm's x1.019 at 4608 (36 MiB), and 32768 rows bf16 x1.03 at 256, x1.02-1.05 at 512
     (32 MiB); but x0.993 / x0.990 / x0.955 at 4096 x 5120 / 8192 / 10240 (40-80 MiB), level at 32768 x 1024 (64 MiB)
-    and x0.896 at 32768 x 4096 (RMSNorm, 256 MiB), where the default stays. Round 107 (run 783): the masked backward
-    (LayerNorm + clamped ReLU) x1.012 / x1.039 / x1.060 / x1.026 at 4096 x 1024 / 2048 / 3072 / 4096 fp16, x1.040 /
-    x1.046 at 32768 x 256 / 512 bf16 x float32 weights. Nsight Compute after a 256 MB write (run 783, RMSNorm's):
-    the policy cut the call's DRAM writes by 7.8-9.2 MB, at 4096 x 4608 (25.4 -> 16.2 MB) and above the bound too
-    (4096 x 10240 71.0 -> 63.2 MB, 32768 x 4096 bf16 255 -> 247), its reads level or fewer, yet those two ran 3% and
-    12% longer: above the bound the loss is not in DRAM's bytes."""
-    return "evict_first" if m * n * x_bytes <= BWD_ROW_EVICT_MAX_BYTES else ""
+    and x0.896 at 32768 x 4096 (RMSNorm, 256 MiB). Round 107 (run 783): the masked backward (LayerNorm + clamped
+    ReLU) x1.012 / x1.039 / x1.060 / x1.026 at 4096 x 1024 / 2048 / 3072 / 4096 fp16, x1.040 / x1.046 at 32768 x 256
+    / 512 bf16 x float32 weights. Nsight Compute after a 256 MB write (run 783, RMSNorm's): the policy cut the call's
+    DRAM writes by 7.8-9.2 MB, at 4096 x 4608 (25.4 -> 16.2 MB) and above the bound too (4096 x 10240 71.0 -> 63.2
+    MB, 32768 x 4096 bf16 255 -> 247), its reads level or fewer, yet those two ran 3% and 12% longer: above the bound
+    the loss is not in DRAM's bytes. Round 108 (runs 793-795), dy's loads alone marked: against both marked, x0.973-
+    0.998 at 4096 x 1024 / 2048 fp16 and 32768 x 256 / 512 bf16 (so both stay there); against the default, x1.011 /
+    x1.007 at 4096 x 5120 / 8192 fp16 and x1.011 at 32768 x 1024 bf16 (RMSNorm), x1.008 at 4096 x 8192 (the masked
+    backward), but x0.996 at 4096 x 10240 (80 MiB) and x0.973 at 32768 x 4096 bf16 (256 MiB)."""
+    size = m * n * x_bytes
+    if size <= BWD_ROW_EVICT_MAX_BYTES:
+        return "evict_first", "evict_first"
+    return ("evict_first" if size <= BWD_DY_EVICT_MAX_BYTES else ""), ""
 
 
 def persistent_programs(device: int, row_blocks: int, programs_per_sm: int) -> int:

@@ -63,7 +63,10 @@ Whole rows read their dy and x (and the mask's bytes) once; in calls of at most 
 policy ``evict_first`` (``ROW_EVICT``, ``config.bwd_row_evict``), so that the lines dx's stores allocate replace them
 (clean) before the lines the call found in L2, which may be dirty and each cost a write to DRAM: x1.02-1.05 at 4096
 rows of 1024-4608 and 32768 rows of 256-512 after the benchmark's 256 MB flush, but x0.90-1.00 in larger calls, which
-keep the default (round 106, GPU runs 780-782); the masked backward x1.01-1.06 (round 107, run 783).
+keep the default (round 106, GPU runs 780-782); the masked backward x1.01-1.06 (round 107, run 783). From 36 to 64
+MiB of x, dy's loads (and the mask's) alone carry it (``ROW_X_EVICT`` "", x's the default): x1.007-1.011 at 4096 x
+5120 / 8192 and 32768 x 1024 (RMSNorm) and 4096 x 8192 (the masked backward), where both marked ran x0.99-1.00; dy's
+alone below 36 MiB ran x0.97-1.00 of both (round 108, runs 793-795).
 """
 
 import triton
@@ -121,14 +124,15 @@ def _row_sums(xhat, g, IS_RMS: tl.constexpr):
 @triton.jit
 def _load_data(
     DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
-    HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr, EVEN_N: tl.constexpr,
+    HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr, EVEN_N: tl.constexpr, X_EVICT: tl.constexpr,
 ):  # fmt: skip
-    """Issue the loads of one tile's row data (columns ``col0 ...``): ``(dy, x, packed mask bytes)`` as stored.
-    EVEN_N: every column of the tile is in the row (no column bounds, so the mask bytes load as one vector)."""
+    """Issue the loads of one tile's row data (columns ``col0 ...``): ``(dy, x, packed mask bytes)`` as stored, dy's
+    and the mask's with the L2 policy EVICT, x's with X_EVICT. EVEN_N: every column of the tile is in the row (no
+    column bounds, so the mask bytes load as one vector)."""
     cols = col0 + tl.arange(0, BLOCK_N)
     ok = row_ok[:, None] & in_bounds(cols, N, EVEN_N)[None, :]
     dy = tl.load(DY + rows64[:, None] * stride_dy + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT)
-    x = tl.load(X + rows64[:, None] * stride_x + cols[None, :], mask=ok, other=0.0, eviction_policy=EVICT)
+    x = tl.load(X + rows64[:, None] * stride_x + cols[None, :], mask=ok, other=0.0, eviction_policy=X_EVICT)
     packed = dy  # unused without a mask
     if HAS_MASK:
         packed = _load_mask_bytes(MASK, rows64, row_ok, col0, N, stride_mask, BLOCK_N, EVICT, EVEN_N)
@@ -159,12 +163,15 @@ def _load_mask_bytes(
 def _load_raw(
     DY, X, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
     IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVICT: tl.constexpr, EVEN_N: tl.constexpr,
+    X_EVICT: tl.constexpr,
 ):  # fmt: skip
-    """Issue the loads of one tile (columns ``col0 ...``): ``(dy, x, packed mask bytes, mean, rstd)`` as stored.
-    Nothing is computed from them here, so a caller can issue the next tile's loads before it works on this one."""
+    """Issue the loads of one tile (columns ``col0 ...``): ``(dy, x, packed mask bytes, mean, rstd)`` as stored (L2
+    policies as ``_load_data``'s). Nothing is computed from them here, so a caller can issue the next tile's loads
+    before it works on this one."""
     dy, x, packed = _load_data(
-        DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, BLOCK_N, EVICT, EVEN_N
-    )
+        DY, X, MASK, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, BLOCK_N, EVICT, EVEN_N,
+        X_EVICT,
+    )  # fmt: skip
     mean, rstd = _load_stats(MEAN, RSTD, rows, row_ok, IS_RMS)
     return dy, x, packed, mean, rstd
 
@@ -183,26 +190,27 @@ def _load_stats(MEAN, RSTD, rows, row_ok, IS_RMS: tl.constexpr):
 def _load_row_block(
     DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask,
     IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
-    EVICT: tl.constexpr,
+    EVICT: tl.constexpr, X_EVICT: tl.constexpr = "",
 ):  # fmt: skip
     """``_load_raw`` of the tile of columns ``col0 ...`` of the row block ``rows``, bounded by M: how the persistent
-    loops (whole rows, a split row's part) issue every row block's loads, with the L2 policy ``EVICT``."""
+    loops (whole rows, a split row's part) issue every row block's loads, dy's and the mask's with the L2 policy
+    ``EVICT``, x's with ``X_EVICT`` (``config.bwd_row_evict``)."""
     return _load_raw(
         DY, X, MASK, MEAN, RSTD, rows, rows.to(tl.int64), rows < M, col0, N, stride_dy, stride_x, stride_mask,
-        IS_RMS, HAS_MASK, BLOCK_N, EVICT, EVEN_N,
+        IS_RMS, HAS_MASK, BLOCK_N, EVICT, EVEN_N, X_EVICT,
     )  # fmt: skip
 
 
 @triton.jit
 def _load_tail(
     DY, X, MASK, rows, M, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK: tl.constexpr, TAIL_N: tl.constexpr,
-    EVICT: tl.constexpr,
+    EVICT: tl.constexpr, X_EVICT: tl.constexpr,
 ):  # fmt: skip
-    """``_load_data`` of the tail tile (columns ``col0 ...``, with their bounds) of the row block ``rows``, with the
-    L2 policy ``EVICT``."""
+    """``_load_data`` of the tail tile (columns ``col0 ...``, with their bounds) of the row block ``rows``, dy's and
+    the mask's with the L2 policy ``EVICT``, x's with ``X_EVICT``."""
     return _load_data(
         DY, X, MASK, rows.to(tl.int64), rows < M, col0, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N, EVICT,
-        False,
+        False, X_EVICT,
     )  # fmt: skip
 
 
@@ -304,7 +312,7 @@ def _load_tile(
     "evict_first" for the last read."""
     dy, x, packed, mean, rstd = _load_raw(
         DY, X, MASK, MEAN, RSTD, rows, rows64, row_ok, col0, N, stride_dy, stride_x, stride_mask,
-        IS_RMS, HAS_MASK, BLOCK_N, EVICT, EVEN_N,
+        IS_RMS, HAS_MASK, BLOCK_N, EVICT, EVEN_N, EVICT,
     )  # fmt: skip
     w = _load_weight(W, col0, N, ZERO_CENTERED, ACC, BLOCK_N, EVEN_N)
     return _terms(dy, x, packed, mean, rstd, w, row_ok, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, EVEN_N)
@@ -428,15 +436,16 @@ def norm_bwd_kernel(
     IS_RMS: tl.constexpr, ZERO_CENTERED: tl.constexpr, HAS_MASK: tl.constexpr, HAS_DBIAS: tl.constexpr,
     ACC: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_CHUNKS: tl.constexpr,
     CHUNKS_P2: tl.constexpr, EVEN_N: tl.constexpr, TAIL_N: tl.constexpr, PDL_TRIGGER: tl.constexpr,
-    ALIGN: tl.constexpr, ROW_EVICT: tl.constexpr,
+    ALIGN: tl.constexpr, ROW_EVICT: tl.constexpr, ROW_X_EVICT: tl.constexpr,
 ):  # fmt: skip
     """PARTIAL is float32 ``[1 or 2, num_programs, N]``: dW partials, then dB partials when HAS_DBIAS.
     CHUNKS_P2 is NUM_CHUNKS rounded up to a power of two (the rows of a chunked row's partial tiles). TAIL_N: a
     one-tile row is a head tile of BLOCK_N columns and a tail tile of TAIL_N after it (EVEN_N: the head wholly in
     the row), each with its own weights, loads in flight and partials. PDL_TRIGGER: ``sum_partials_kernel`` after
     it may launch (``_trigger_dependents``). ALIGN (not 1): N and the row strides come in units of ALIGN elements
-    (``ops._row_align``). ROW_EVICT: the L2 policy of a whole row's dy, x and mask bytes, "evict_first" in calls
-    small enough (``config.bwd_row_evict``), else "" (the default; chunked rows choose their own)."""
+    (``ops._row_align``). ROW_EVICT: the L2 policy of a whole row's dy and mask bytes, ROW_X_EVICT its x's,
+    "evict_first" in calls small enough (``config.bwd_row_evict``), else "" (the default; chunked rows choose their
+    own)."""
     _trigger_dependents(PDL_TRIGGER)
     N, stride_dy, stride_x, stride_dx = _in_elements(N, stride_dy, stride_x, stride_dx, ALIGN)
     pid = tl.program_id(0)
@@ -466,15 +475,16 @@ def norm_bwd_kernel(
         step = num_programs * BLOCK_M
         tile = _load_row_block(
             DY, X, MASK, MEAN, RSTD, rows, M, 0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, EVEN_N,
-            ROW_EVICT,
+            ROW_EVICT, ROW_X_EVICT,
         )  # fmt: skip
         if TAIL_N:  # the tail tile's own weights, partials and loads (its mean and rstd are the head's)
             w_tail = _load_weight(W, BLOCK_N, N, ZERO_CENTERED, ACC, TAIL_N, False)
             dw_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
             db_tail = tl.zeros([BLOCK_M, TAIL_N], dtype=ACC)
             tail = _load_tail(
-                DY, X, MASK, rows, M, BLOCK_N, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N, ROW_EVICT
-            )
+                DY, X, MASK, rows, M, BLOCK_N, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N, ROW_EVICT,
+                ROW_X_EVICT,
+            )  # fmt: skip
         else:  # stand-ins for _row_block_step, which leaves them untouched
             w_tail, dw_tail, db_tail, tail = w, dw_acc, db_acc, tile
         for _ in tl.range(0, blocks_per_program):
@@ -485,12 +495,12 @@ def norm_bwd_kernel(
             next_rows = rows + step
             next_tile = _load_row_block(
                 DY, X, MASK, MEAN, RSTD, next_rows, M, 0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
-                BLOCK_N, EVEN_N, ROW_EVICT,
+                BLOCK_N, EVEN_N, ROW_EVICT, ROW_X_EVICT,
             )  # fmt: skip
             if TAIL_N:
                 next_tail = _load_tail(
                     DY, X, MASK, next_rows, M, BLOCK_N, N, stride_dy, stride_x, stride_mask, HAS_MASK, TAIL_N,
-                    ROW_EVICT,
+                    ROW_EVICT, ROW_X_EVICT,
                 )  # fmt: skip
             dw_acc, db_acc, dw_tail, db_tail = _row_block_step(
                 tile, tail, w, w_tail, dw_acc, db_acc, dw_tail, db_tail, DX, DX, DX, 0, rows, rows < M, N, stride_dx,

@@ -661,9 +661,10 @@ def _backward_plan(
             MASK_TMA=mask_tma, WIDEN_W=cfg.widen_w, ALIGN=row_align, **common,
         )  # fmt: skip
     else:
+        row_evict, row_x_evict = config.bwd_row_evict(m, n, x_dtype.itemsize)
         values = NORM_BWD.values(
             NUM_CHUNKS=cfg.num_chunks, CHUNKS_P2=next_power_of_2(cfg.num_chunks), HAS_MASK=has_mask, ALIGN=row_align,
-            ROW_EVICT=config.bwd_row_evict(m, n, x_dtype.itemsize), **common,
+            ROW_EVICT=row_evict, ROW_X_EVICT=row_x_evict, **common,
         )  # fmt: skip
     return _BackwardPlan(cfg, programs, cdiv(row_blocks, programs), values, [], {})
 
