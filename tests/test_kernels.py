@@ -2772,3 +2772,46 @@ def test_backward_plan_takes_the_row_evict_rule():
                                     config.generation, 1, False)  # fmt: skip
         assert masked.programs and masked.cfg.parts == 1, (n, masked.cfg)
         assert (masked.values[at], masked.values[x_at]) == evict, n
+
+
+SPLIT_ROWS_PTX = """
+import importlib, json, pathlib, re, sys, types
+
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+
+for name, path in (("normkit", "normkit"), ("normkit.triton", "normkit/triton")):  # as ROW_EVICT_PTX
+    package = types.ModuleType(name)
+    package.__path__ = [str(pathlib.Path(sys.argv[1]) / path)]
+    sys.modules[name] = package
+kernel = importlib.import_module("normkit.triton.norm_bwd").split_rows_kernel
+pointers = dict(DY="*fp16", X="*fp16", W="*fp16", MEAN="*fp32", RSTD="*fp32", MASK="*u8", DX="*fp16", PARTIAL="*fp32",
+                SUMS="*i64")
+for is_rms, has_mask, ahead in json.loads(sys.argv[2]):
+    values = dict(IS_RMS=is_rms, ZERO_CENTERED=False, HAS_MASK=has_mask, HAS_DBIAS=not is_rms, ACC=tl.float32,
+                  BLOCK_M=1, BLOCK_N=4096, PARTS=2, PARTS_P2=2, MAX_POLLS=1000, STAND_IN=False, EVEN_N=True,
+                  AHEAD=ahead, PDL_WAIT=False, PDL_TRIGGER=False, ALIGN=1)
+    signature = {name: pointers.get(name, "i32") for name in kernel.arg_names if name not in values}
+    signature |= {name: "constexpr" for name in values}
+    aligned = [i for i, name in enumerate(kernel.arg_names) if name in (*pointers, "N", "stride_dy", "stride_x")]
+    source = ASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
+    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8}).asm["ptx"]
+    loads = re.findall(r"ld\\.global[^;]*;", ptx)
+    print(json.dumps({"loads": len(loads), "hinted": sum("L2::cache_hint" in load for load in loads)}))
+"""
+
+
+def test_split_rows_kernel_compiles_for_hopper():
+    """``split_rows_kernel`` compiled for sm_90 on any machine (Triton's interpreter off), which its interpreter runs
+    cannot stand for: the interpreter took a string constexpr's default in a ``@triton.jit`` helper that the compiler
+    rejects (round 108's first GPU test run). LayerNorm with a mask, RMSNorm, with and without its loads a row block
+    ahead: it compiles, and its parts' loads carry no L2 policy (``_load_row_block`` with "" for dy's and x's)."""
+    from pathlib import Path
+
+    cases = [(False, True, False), (True, False, False), (False, False, True)]
+    compiled = compiled_on_the_cpu(SPLIT_ROWS_PTX, Path(__file__).resolve().parents[1], cases, timeout=300)
+    assert len(compiled) == len(cases)
+    for case, c in zip(cases, compiled):
+        assert c["loads"] > 0 and c["hinted"] == 0, (case, c)

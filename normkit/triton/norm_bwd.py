@@ -190,7 +190,7 @@ def _load_stats(MEAN, RSTD, rows, row_ok, IS_RMS: tl.constexpr):
 def _load_row_block(
     DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask,
     IS_RMS: tl.constexpr, HAS_MASK: tl.constexpr, BLOCK_N: tl.constexpr, EVEN_N: tl.constexpr,
-    EVICT: tl.constexpr, X_EVICT: tl.constexpr = "",
+    EVICT: tl.constexpr, X_EVICT: tl.constexpr,
 ):  # fmt: skip
     """``_load_raw`` of the tile of columns ``col0 ...`` of the row block ``rows``, bounded by M: how the persistent
     loops (whole rows, a split row's part) issue every row block's loads, dy's and the mask's with the L2 policy
@@ -887,7 +887,7 @@ def split_rows_kernel(
     rows = group * BLOCK_M + tl.arange(0, BLOCK_M)
     tile = _load_row_block(
         DY, X, MASK, MEAN, RSTD, rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK, BLOCK_N, EVEN_N,
-        "",
+        "", "",
     )  # fmt: skip
     # where the in-step loop adds a block's dW/dB terms: before the wait, but after dx in LayerNorm's parts of 4096
     # and 8192 (docstring)
@@ -905,7 +905,7 @@ def split_rows_kernel(
             next_rows = rows + step
             next_tile = _load_row_block(
                 DY, X, MASK, MEAN, RSTD, next_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
-                BLOCK_N, EVEN_N, "",
+                BLOCK_N, EVEN_N, "", "",
             )  # fmt: skip
             own, dy, xhat, g, rstd = _publish_part(
                 tile, w, SUMS, rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS, EVEN_N
@@ -930,7 +930,7 @@ def split_rows_kernel(
         next_rows = rows + step
         next_tile = _load_row_block(
             DY, X, MASK, MEAN, RSTD, next_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
-            BLOCK_N, EVEN_N, "",
+            BLOCK_N, EVEN_N, "", "",
         )  # fmt: skip
         for _ in tl.range(0, blocks_per_group):
             # three row blocks in registers: this one (its sums published a step ago), the next (published now)
@@ -938,7 +938,7 @@ def split_rows_kernel(
             far_rows = next_rows + step
             far_tile = _load_row_block(
                 DY, X, MASK, MEAN, RSTD, far_rows, M, col0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
-                BLOCK_N, EVEN_N, "",
+                BLOCK_N, EVEN_N, "", "",
             )  # fmt: skip
             next_own = _publish_part(
                 next_tile, w, SUMS, next_rows, M, part, col0, N, IS_RMS, HAS_MASK, ACC, BLOCK_M, BLOCK_N, PARTS,
