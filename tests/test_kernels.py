@@ -2671,7 +2671,7 @@ def compiled_on_the_cpu(script: str, path, cases: list, timeout: int) -> list:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-ROW_EVICT_PTX = """
+NORM_BWD_PTX = """
 import importlib, json, pathlib, re, sys, types
 
 import triton
@@ -2683,22 +2683,32 @@ for name, path in (("normkit", "normkit"), ("normkit.triton", "normkit/triton"))
     package = types.ModuleType(name)  # __init__, which asks for a GPU or the interpreter
     package.__path__ = [str(pathlib.Path(sys.argv[1]) / path)]
     sys.modules[name] = package
-kernel = importlib.import_module("normkit.triton.norm_bwd").norm_bwd_kernel
-pointers = dict(DY="*fp16", X="*fp16", W="*fp16", MEAN="*fp32", RSTD="*fp32", MASK="*u8", DX="*fp16", PARTIAL="*fp32")
-for block_n, tail_n, has_mask, evict, x_evict in json.loads(sys.argv[2]):
-    values = dict(IS_RMS=False, ZERO_CENTERED=False, HAS_MASK=has_mask, HAS_DBIAS=True, ACC=tl.float32, BLOCK_M=1,
-                  BLOCK_N=block_n, NUM_CHUNKS=1, CHUNKS_P2=1, EVEN_N=True, TAIL_N=tail_n, PDL_TRIGGER=False, ALIGN=1,
-                  ROW_EVICT=evict, ROW_X_EVICT=x_evict)
+norm_bwd = importlib.import_module("normkit.triton.norm_bwd")
+pointers = dict(DY="*fp16", X="*fp16", W="*fp16", MEAN="*fp32", RSTD="*fp32", MASK="*u8", DX="*fp16", PARTIAL="*fp32",
+                SUMS="*i64")
+
+
+def loads_of(kernel, values, warps):
+    \"\"\"The global loads of ``kernel``'s PTX for sm_90 with these constexprs, and the L2 policies it creates.\"\"\"
     signature = {name: pointers.get(name, "i32") for name in kernel.arg_names if name not in values}
     signature |= {name: "constexpr" for name in values}
     aligned = [i for i, name in enumerate(kernel.arg_names) if name in (*pointers, "N", "stride_dy", "stride_x")]
     source = ASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
-    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
-    loads = re.findall(r"ld\\.global[^;]*;", ptx)
+    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps}).asm["ptx"]
+    policies = sorted(set(re.findall(r"createpolicy\\.fractional\\.L2::(\\w+)", ptx)))
+    return re.findall(r"ld\\.global[^;]*;", ptx), policies
+"""
+
+ROW_EVICT_PTX = NORM_BWD_PTX + """
+for block_n, tail_n, has_mask, evict, x_evict in json.loads(sys.argv[2]):
+    values = dict(IS_RMS=False, ZERO_CENTERED=False, HAS_MASK=has_mask, HAS_DBIAS=True, ACC=tl.float32, BLOCK_M=1,
+                  BLOCK_N=block_n, NUM_CHUNKS=1, CHUNKS_P2=1, EVEN_N=True, TAIL_N=tail_n, PDL_TRIGGER=False, ALIGN=1,
+                  ROW_EVICT=evict, ROW_X_EVICT=x_evict)
+    loads, policies = loads_of(norm_bwd.norm_bwd_kernel, values, 4)
     print(json.dumps({
         "hinted": [load.split()[0] for load in loads if "L2::cache_hint" in load],
         "plain": [load.split()[0] for load in loads if "L2::cache_hint" not in load],
-        "policies": sorted(set(re.findall(r"createpolicy\\.fractional\\.L2::(\\w+)", ptx))),
+        "policies": policies,
     }))
 """
 
@@ -2774,31 +2784,12 @@ def test_backward_plan_takes_the_row_evict_rule():
         assert (masked.values[at], masked.values[x_at]) == evict, n
 
 
-SPLIT_ROWS_PTX = """
-import importlib, json, pathlib, re, sys, types
-
-import triton
-import triton.language as tl
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-
-for name, path in (("normkit", "normkit"), ("normkit.triton", "normkit/triton")):  # as ROW_EVICT_PTX
-    package = types.ModuleType(name)
-    package.__path__ = [str(pathlib.Path(sys.argv[1]) / path)]
-    sys.modules[name] = package
-kernel = importlib.import_module("normkit.triton.norm_bwd").split_rows_kernel
-pointers = dict(DY="*fp16", X="*fp16", W="*fp16", MEAN="*fp32", RSTD="*fp32", MASK="*u8", DX="*fp16", PARTIAL="*fp32",
-                SUMS="*i64")
+SPLIT_ROWS_PTX = NORM_BWD_PTX + """
 for is_rms, has_mask, ahead in json.loads(sys.argv[2]):
     values = dict(IS_RMS=is_rms, ZERO_CENTERED=False, HAS_MASK=has_mask, HAS_DBIAS=not is_rms, ACC=tl.float32,
                   BLOCK_M=1, BLOCK_N=4096, PARTS=2, PARTS_P2=2, MAX_POLLS=1000, STAND_IN=False, EVEN_N=True,
                   AHEAD=ahead, PDL_WAIT=False, PDL_TRIGGER=False, ALIGN=1)
-    signature = {name: pointers.get(name, "i32") for name in kernel.arg_names if name not in values}
-    signature |= {name: "constexpr" for name in values}
-    aligned = [i for i, name in enumerate(kernel.arg_names) if name in (*pointers, "N", "stride_dy", "stride_x")]
-    source = ASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
-    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": 8}).asm["ptx"]
-    loads = re.findall(r"ld\\.global[^;]*;", ptx)
+    loads, policies = loads_of(norm_bwd.split_rows_kernel, values, 8)
     print(json.dumps({"loads": len(loads), "hinted": sum("L2::cache_hint" in load for load in loads)}))
 """
 
