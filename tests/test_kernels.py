@@ -2699,7 +2699,9 @@ def loads_of(kernel, values, warps):
     return re.findall(r"ld\\.global[^;]*;", ptx), policies
 """
 
-ROW_EVICT_PTX = NORM_BWD_PTX + """
+ROW_EVICT_PTX = (
+    NORM_BWD_PTX
+    + """
 for block_n, tail_n, has_mask, evict, x_evict in json.loads(sys.argv[2]):
     values = dict(IS_RMS=False, ZERO_CENTERED=False, HAS_MASK=has_mask, HAS_DBIAS=True, ACC=tl.float32, BLOCK_M=1,
                   BLOCK_N=block_n, NUM_CHUNKS=1, CHUNKS_P2=1, EVEN_N=True, TAIL_N=tail_n, PDL_TRIGGER=False, ALIGN=1,
@@ -2711,6 +2713,7 @@ for block_n, tail_n, has_mask, evict, x_evict in json.loads(sys.argv[2]):
         "policies": policies,
     }))
 """
+)
 
 
 def test_backward_reads_its_rows_evict_first_on_hopper():
@@ -2784,7 +2787,9 @@ def test_backward_plan_takes_the_row_evict_rule():
         assert (masked.values[at], masked.values[x_at]) == evict, n
 
 
-SPLIT_ROWS_PTX = NORM_BWD_PTX + """
+SPLIT_ROWS_PTX = (
+    NORM_BWD_PTX
+    + """
 for is_rms, has_mask, ahead in json.loads(sys.argv[2]):
     values = dict(IS_RMS=is_rms, ZERO_CENTERED=False, HAS_MASK=has_mask, HAS_DBIAS=not is_rms, ACC=tl.float32,
                   BLOCK_M=1, BLOCK_N=4096, PARTS=2, PARTS_P2=2, MAX_POLLS=1000, STAND_IN=False, EVEN_N=True,
@@ -2792,6 +2797,7 @@ for is_rms, has_mask, ahead in json.loads(sys.argv[2]):
     loads, policies = loads_of(norm_bwd.split_rows_kernel, values, 8)
     print(json.dumps({"loads": len(loads), "hinted": sum("L2::cache_hint" in load for load in loads)}))
 """
+)
 
 
 def test_split_rows_kernel_compiles_for_hopper():
