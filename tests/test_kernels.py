@@ -2163,14 +2163,13 @@ def test_masked_backward_mask_words_need_aligned_rows(monkeypatch, offset, words
 
 def test_mask_words_rule(monkeypatch):
     """``ops._mask_words``: words where every tile is whole and of whole words in more than one warp and the mask's
-    rows allow it; not with ``MASK_WORDS`` off, without a mask, at a ragged tile, a tail, one warp."""
+    rows allow it; not with ``MASK_WORDS`` off, at a ragged tile, a tail, one warp, rows not on 4 bytes."""
     from normkit.triton import ops
     from normkit.triton.config import LaunchConfig
 
     mask = torch.zeros(8, 512, dtype=torch.uint8)
     whole = LaunchConfig(1, 4096, 1, 4, 1)
     assert ops._mask_words(4096, whole, mask)
-    assert not ops._mask_words(4096, whole, None)
     assert not ops._mask_words(3072, whole, mask[:, :384])
     assert not ops._mask_words(4096, LaunchConfig(1, 2048, 1, 2, 1, tail_n=2048), mask)
     assert not ops._mask_words(4096, LaunchConfig(1, 4096, 1, 1, 1), mask)
