@@ -2162,20 +2162,29 @@ def test_masked_backward_mask_words_need_aligned_rows(monkeypatch, offset, words
 
 
 def test_mask_words_rule(monkeypatch):
-    """``ops._mask_words``: words where every tile is whole and of whole words in more than one warp and the mask's
-    rows allow it; not with ``MASK_WORDS`` off, at a ragged tile, a tail, one warp, rows not on 4 bytes."""
-    from normkit.triton import ops
+    """``ops._mask_words`` and ``ops._mask_in_words``: words where every tile is whole and of whole words in more than
+    one warp and the mask's rows allow it; not with ``MASK_WORDS`` off, at a ragged tile, a tail, one warp, rows not
+    on 4 bytes. The masked plan holds the rule (``mask_words``); a TMA plan and a plan without a mask never."""
+    from normkit.triton import config, ops
     from normkit.triton.config import LaunchConfig
 
     mask = torch.zeros(8, 512, dtype=torch.uint8)
     whole = LaunchConfig(1, 4096, 1, 4, 1)
-    assert ops._mask_words(4096, whole, mask)
-    assert not ops._mask_words(3072, whole, mask[:, :384])
-    assert not ops._mask_words(4096, LaunchConfig(1, 2048, 1, 2, 1, tail_n=2048), mask)
-    assert not ops._mask_words(4096, LaunchConfig(1, 4096, 1, 1, 1), mask)
-    assert not ops._mask_words(4096, whole, torch.zeros(8, 513, dtype=torch.uint8)[:, 1:])
+    assert ops._mask_words(4096, whole) and ops._mask_in_words(mask)
+    assert not ops._mask_words(3072, whole)
+    assert not ops._mask_words(4096, LaunchConfig(1, 2048, 1, 2, 1, tail_n=2048))
+    assert not ops._mask_words(4096, LaunchConfig(1, 4096, 1, 1, 1))
+    assert not ops._mask_in_words(torch.zeros(8, 513, dtype=torch.uint8)[:, 1:])
+    for has_mask in (True, False):
+        plan = ops._backward_plan(4096, 4096, torch.float16, torch.float16, True, has_mask, False, False, -1, False,
+                                  config.generation, 1, False)  # fmt: skip
+        assert plan.mask_words == (has_mask and ops._mask_words(4096, plan.cfg)), plan.cfg
+    with config.forced(bwd=LaunchConfig(1, 4096, 1, 4, 1, tma=True)):
+        plan = ops._backward_plan(4096, 4096, torch.float16, torch.float16, True, True, False, False, -1, True,
+                                  config.generation, 1, False)  # fmt: skip
+    assert plan.cfg.tma and not plan.mask_words
     monkeypatch.setattr(ops, "MASK_WORDS", False)
-    assert not ops._mask_words(4096, whole, mask)
+    assert not ops._mask_words(4096, whole)
 
 
 def test_tma_rules():

@@ -583,6 +583,8 @@ class _BackwardPlan(NamedTuple):
     # staged kernel's by dy's, x's and the weights' addresses): made, bound and encoded at a plan's first calls of
     # those rows only
     encoded: dict
+    # norm_bwd_kernel reads the packed mask as 32-bit words where the call's mask rows allow it (``_mask_words``)
+    mask_words: bool = False
 
 
 def _tma_capable(device: int) -> bool:
@@ -666,7 +668,8 @@ def _backward_plan(
             NUM_CHUNKS=cfg.num_chunks, CHUNKS_P2=next_power_of_2(cfg.num_chunks), HAS_MASK=has_mask, ALIGN=row_align,
             ROW_EVICT=row_evict, ROW_X_EVICT=row_x_evict, **common,
         )  # fmt: skip
-    return _BackwardPlan(cfg, programs, cdiv(row_blocks, programs), values, [], {})
+    mask_words = has_mask and not cfg.tma and _mask_words(n, cfg)
+    return _BackwardPlan(cfg, programs, cdiv(row_blocks, programs), values, [], {}, mask_words)
 
 
 def _backward_grid(plan: _BackwardPlan, launcher: Launcher, args: tuple, m: int, device: int) -> tuple[int, int]:
@@ -703,19 +706,23 @@ def _mask_tma(n: int, cfg: config.LaunchConfig) -> bool:
 MASK_WORDS = True  # norm_bwd_kernel loads the packed mask as 32-bit words where _mask_words allows it
 
 
-def _mask_words(n: int, cfg: config.LaunchConfig, mask: torch.Tensor) -> bool:
+def _mask_words(n: int, cfg: config.LaunchConfig) -> bool:
     """Whether the whole-row backward (``norm_bwd_kernel``) loads the packed mask as 32-bit words, one per 32 columns,
-    from an int32 view of it (``norm_bwd._load_mask_bytes``): where every tile is whole (n a multiple of the tile's
-    columns, no tail) and of whole words, the program has more than one warp, and the mask's rows start on 4 bytes
-    with its bytes contiguous (so ``Tensor.view`` gives words and no word spans two rows).
+    from an int32 view of it (``norm_bwd._load_mask_bytes``; the plan's ``mask_words``): where every tile is whole (n
+    a multiple of the tile's columns, no tail) and of whole words and the program has more than one warp; a call
+    whose mask cannot be viewed so reads its bytes (``_mask_in_words``).
 
     On sm_90 the words come into dy's layout through shared memory with fewer instructions than the bytes (no
     ``PRMT``: 1080 against 1112 at one row of 4096 in 4 warps). Against the bytes in turns (H200 run 791, round
     108): x1.006-1.009 at 4096 x 1024-8192 fp16 and 2048 x 4096, x1.005 / x1.011 at 32768 x 256 / 512 bf16 x float32
     weights, x1.005 at 16384 x 512; not taken: a ragged tile (3072 columns in 4096's) x0.990 (fp16) and x0.957 (3000
     x 3072 bf16), one warp (1024 columns bf16) x0.996-0.998."""
-    if not MASK_WORDS or cfg.block_n % 32 or n % cfg.block_n or cfg.tail_n or cfg.num_warps < 2:
-        return False
+    return MASK_WORDS and not (cfg.block_n % 32 or n % cfg.block_n or cfg.tail_n or cfg.num_warps < 2)
+
+
+def _mask_in_words(mask: torch.Tensor) -> bool:
+    """Whether a call's packed mask can be read as 32-bit words: its rows start on 4 bytes and its bytes are
+    contiguous (so ``Tensor.view`` gives words and no word spans two rows; the plan's rule asks whole words a row)."""
     return mask.stride(1) == 1 and not mask.stride(0) % 4 and not mask.data_ptr() % 4
 
 
@@ -847,7 +854,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
             if descriptors is None:  # rows the TMA cannot load: the plan without it
                 plan = _backward_plan(*key, False, config.generation, row_align, False)
     acc_tl, acc_torch = _acc_of(x.dtype)
-    if mask is not None and plan.programs and not plan.cfg.tma and _mask_words(n, plan.cfg, mask):
+    if plan.mask_words and _mask_in_words(mask):
         mask = mask.view(torch.int32)  # norm_bwd_kernel loads it a word at a time (``norm_bwd._load_mask_bytes``)
     mask, mask_stride = (mask, mask.stride(0)) if mask is not None else (dx, 0)  # no mask passes dx for it
     pdl = _pdl(index)  # the kernels after the first wait for the one before on the device (norm_bwd.py)
