@@ -2112,14 +2112,17 @@ def _record_masks(monkeypatch) -> list:
 
 
 # (N, the forced launch, whether it loads the mask as 32-bit words): whole tiles of several rows, one row of 4096 in
-# four warps, whole chunks; a ragged tile, a head and a tail, one warp, a ragged row (100)
+# four warps, whole chunks, a ragged tile of one row, ragged chunks of one row, one warp; a ragged tile of two rows,
+# a head and a tail, a row not of whole words (100)
 MASK_WORDS_LAUNCHES = [
     (256, (8, 256, 1, 2, 1), {}, True),
     (4096, (1, 4096, 1, 4, 1), {}, True),
     (1024, (2, 256, 4, 2, 1), {}, True),
-    (3072, (1, 4096, 1, 4, 1), {}, False),
+    (3072, (1, 4096, 1, 4, 1), {}, True),
+    (1056, (1, 256, 5, 2, 1), {}, True),
+    (1024, (1, 1024, 1, 1, 1), {}, True),
+    (768, (2, 1024, 1, 2, 1), {}, False),
     (3072, (1, 2048, 1, 2, 1), {"tail_n": 1024}, False),
-    (1024, (1, 1024, 1, 1, 1), {}, False),
     (100, (16, 128, 1, 2, 1), {}, False),
 ]
 
@@ -2128,8 +2131,9 @@ MASK_WORDS_LAUNCHES = [
 @pytest.mark.parametrize("dtypes", [(torch.float16, torch.float16), (torch.bfloat16, torch.float32)], ids=str)
 def test_masked_backward_mask_as_words(monkeypatch, n, launch, extra, words, dtypes):
     """The whole-row masked backward loads its packed mask as 32-bit words (an int32 view, ``ops._mask_words``) where
-    every tile is whole and of whole words in more than one warp, as bytes elsewhere; either way the results are the
-    reference's: 9 strided rows (two row blocks of 8 at 256 columns), zero-centered gamma, with and without dB."""
+    rows and tiles are of whole words, without a tail, a ragged tile in programs of one row only; as bytes elsewhere.
+    Either way the results are the reference's: 9 strided rows (two row blocks of 8 at 256 columns), zero-centered
+    gamma, with and without dB."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -2162,18 +2166,22 @@ def test_masked_backward_mask_words_need_aligned_rows(monkeypatch, offset, words
 
 
 def test_mask_words_rule(monkeypatch):
-    """``ops._mask_words`` and ``ops._mask_in_words``: words where every tile is whole and of whole words in more than
-    one warp and the mask's rows allow it; not with ``MASK_WORDS`` off, at a ragged tile, a tail, one warp, rows not
-    on 4 bytes. The masked plan holds the rule (``mask_words``); a TMA plan and a plan without a mask never."""
+    """``ops._mask_words`` and ``ops._mask_in_words``: words where rows and tiles are of whole words, without a tail,
+    and the mask's rows allow it (one warp too, a ragged tile in programs of one row); not with ``MASK_WORDS`` off, at
+    a ragged tile of several rows, a tail, a row not of whole words, rows not on 4 bytes. The masked plan holds the
+    rule (``mask_words``); a TMA plan and a plan without a mask never."""
     from normkit.triton import config, ops
     from normkit.triton.config import LaunchConfig
 
     mask = torch.zeros(8, 512, dtype=torch.uint8)
     whole = LaunchConfig(1, 4096, 1, 4, 1)
     assert ops._mask_words(4096, whole) and ops._mask_in_words(mask)
-    assert not ops._mask_words(3072, whole)
+    assert ops._mask_words(3072, whole) and ops._mask_words(4096, LaunchConfig(1, 4096, 1, 1, 1))
+    assert ops._mask_words(1024, LaunchConfig(2, 1024, 1, 2, 1)) and not ops._mask_words(
+        768, LaunchConfig(2, 1024, 1, 2, 1)
+    )
     assert not ops._mask_words(4096, LaunchConfig(1, 2048, 1, 2, 1, tail_n=2048))
-    assert not ops._mask_words(4096, LaunchConfig(1, 4096, 1, 1, 1))
+    assert not ops._mask_words(3080, whole)
     assert not ops._mask_in_words(torch.zeros(8, 513, dtype=torch.uint8)[:, 1:])
     for has_mask in (True, False):
         plan = ops._backward_plan(4096, 4096, torch.float16, torch.float16, True, has_mask, False, False, -1, False,
@@ -2696,13 +2704,18 @@ pointers = dict(DY="*fp16", X="*fp16", W="*fp16", MEAN="*fp32", RSTD="*fp32", MA
                 SUMS="*i64")
 
 
-def loads_of(kernel, values, warps):
-    \"\"\"The global loads of ``kernel``'s PTX for sm_90 with these constexprs, and the L2 policies it creates.\"\"\"
+def ptx_of(kernel, values, warps):
+    \"\"\"``kernel``'s PTX for sm_90 with these constexprs (``pointers``' types).\"\"\"
     signature = {name: pointers.get(name, "i32") for name in kernel.arg_names if name not in values}
     signature |= {name: "constexpr" for name in values}
     aligned = [i for i, name in enumerate(kernel.arg_names) if name in (*pointers, "N", "stride_dy", "stride_x")]
     source = ASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
-    ptx = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps}).asm["ptx"]
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps}).asm["ptx"]
+
+
+def loads_of(kernel, values, warps):
+    \"\"\"The global loads of ``kernel``'s PTX for sm_90 with these constexprs, and the L2 policies it creates.\"\"\"
+    ptx = ptx_of(kernel, values, warps)
     policies = sorted(set(re.findall(r"createpolicy\\.fractional\\.L2::(\\w+)", ptx)))
     return re.findall(r"ld\\.global[^;]*;", ptx), policies
 """
@@ -2806,6 +2819,38 @@ for is_rms, has_mask, ahead in json.loads(sys.argv[2]):
     print(json.dumps({"loads": len(loads), "hinted": sum("L2::cache_hint" in load for load in loads)}))
 """
 )
+
+
+MASK_BITS_PTX = (
+    NORM_BWD_PTX
+    + """
+for mask_type, even in json.loads(sys.argv[2]):
+    pointers["MASK"] = mask_type
+    values = dict(IS_RMS=False, ZERO_CENTERED=False, HAS_MASK=True, HAS_DBIAS=True, ACC=tl.float32, BLOCK_M=1,
+                  BLOCK_N=4096, NUM_CHUNKS=1, CHUNKS_P2=1, EVEN_N=even, TAIL_N=0, PDL_TRIGGER=False, ALIGN=1,
+                  ROW_EVICT="evict_first", ROW_X_EVICT="evict_first")
+    ptx = ptx_of(norm_bwd.norm_bwd_kernel, values, 4)
+    bit_tests = re.findall(r"and\\.b32\\s+%r\\d+, %r\\d+, (1|2|4|8|16|32|64|128);", ptx)
+    print(json.dumps({"bit_tests": len(bit_tests), "and_of_registers": len(re.findall(r"and\\.b32[^;]*%r\\d+;", ptx))}))
+"""
+)
+
+
+def test_masked_backward_tests_mask_bits_against_constants_on_hopper():
+    """``norm_bwd_kernel``'s masked backward compiled for sm_90 on any machine (Triton's interpreter off), its mask as
+    32-bit words (``MASK`` int32) and as bytes, a whole and a ragged row of 4096 in 4 warps: a thread's 32 columns'
+    bits are tested against constants (an ``and.b32`` with 1, 2, ... 128), and no ``and`` of two registers is left.
+    Tested in the word, where a thread's bits are ``1 << (8 * place + k)`` by its byte's place (round 108's form), they
+    were 32 ``and``s of two registers and 8 registers a thread held the bits."""
+    from pathlib import Path
+
+    cases = [("*i32", True), ("*i32", False), ("*u8", True)]
+    compiled = compiled_on_the_cpu(MASK_BITS_PTX, Path(__file__).resolve().parents[1], cases, timeout=300)
+    assert len(compiled) == len(cases)
+    for (mask_type, even), c in zip(cases, compiled):
+        assert c["and_of_registers"] == 0, (mask_type, even, c)
+        if mask_type == "*i32":
+            assert c["bit_tests"] >= 32, (mask_type, even, c)
 
 
 def test_split_rows_kernel_compiles_for_hopper():

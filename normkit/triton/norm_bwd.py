@@ -34,10 +34,11 @@ two kernels that came before (the row sums first, then dx by strips of columns) 
 column of a bf16 row where one pass moves 6); the split rows ran 1.2-1.8x faster (GPU runs 80-82). Adding a long
 row's partials into memory row by row instead cost 16 bytes a column more (0.9-1.3 TB/s at 65536 columns).
 
-The clamped-ReLU mask is read as bytes (one a row per 8 columns) and its bits spread over the tile with a reshape;
-reading it with one byte load per column cost the masked backward up to 2x the plain one's time. Each bit is tested
-where it lies (``_masked_dy``), which leaves the masked backward the registers of the plain one's launch: within
-2-6% of its time at 2048-8192 columns (GPU runs 50-53; 1.2-1.9x before).
+The clamped-ReLU mask is read as bytes (one a row per 8 columns), or as 32-bit words where ``ops._mask_words``
+says, and its bits spread over the tile with a reshape; reading it with one byte load per column cost the masked
+backward up to 2x the plain one's time. Each bit is tested where it lies, against a constant (``_masked_dy``), which
+leaves the masked backward the registers of the plain one's launch: within 2-6% of its time at 2048-8192 columns
+(GPU runs 50-53; 1.2-1.9x before).
 
 ``EVEN_N`` (N a multiple of BLOCK_N; with a tail tile, the head tile wholly in the row) drops column bounds
 (``bounds.in_bounds``): LayerNorm's xhat needs no select past the row's end, and dy, x and the mask bytes (one
@@ -257,11 +258,23 @@ def _masked_dy(dy, packed, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: t
     A bit is tested where it lies (``byte & (1 << k)``, one instruction that sets a predicate) and picks dy or
     ``dy * 0``: the product's value (NaN for an infinite dy, as the reference's ``dy * mask`` gives) without
     turning each bit into a float to multiply by (shift, and, convert: 30 registers more a thread at 16 columns
-    a thread, and at 32 the registers ran out)."""
+    a thread, and at 32 the registers ran out).
+
+    Packed as 32-bit words (``norm_bwd_kernel`` where ``ops._mask_words`` says, the TMA kernel's MASK_TMA), a word's
+    bytes are taken apart first (a shift a byte, by the byte's place in its word), so that each bit is tested against
+    a constant too: tested in the word, the bits of a thread's byte are ``1 << (8 * place + k)``, which vary by thread
+    and took 8 registers a thread (sm_90: no ``and`` of two registers left in the PTX, 8 instructions fewer at a row
+    of 4096 in 4 warps). Against the words tested in place (H200 runs 799-801, round 109): x1.012-1.013 at 32768 x
+    256 / 512 bf16 x float32 weights, x1.002 / x1.007 at 32768 x 4096 / 8192 (the TMA kernel), x0.996-1.004 at 4096 x
+    1024-8192 fp16; and the words where a tile is ragged (``ops._mask_words``), where in place they lost to the
+    bytes, now x1.015-1.038 at one row a program (4096 x 1280-7680)."""
     dy = dy.to(ACC)
-    if HAS_MASK:  # packed: bytes, or 32-bit words of 4 bytes each (``norm_bwd_tma_kernel``'s MASK_TMA)
-        bits: tl.constexpr = BLOCK_N // packed.shape[1]
-        keep = (packed.to(tl.int32)[:, :, None] & (1 << tl.arange(0, bits))[None, None, :]) != 0
+    if HAS_MASK:  # packed: bytes, or 32-bit words of 4 bytes each
+        packed = packed.to(tl.int32)
+        if BLOCK_N // packed.shape[1] == 32:  # words: each byte on its own, so that its bits test against constants
+            packed = (packed[:, :, None] >> (8 * tl.arange(0, 4))[None, None, :]) & 0xFF
+            packed = tl.reshape(packed, (BLOCK_M, BLOCK_N // 8))
+        keep = (packed[:, :, None] & (1 << tl.arange(0, 8))[None, None, :]) != 0
         dy = tl.where(tl.reshape(keep, (BLOCK_M, BLOCK_N)), dy, dy * 0.0)
     return dy
 
@@ -593,11 +606,11 @@ def norm_bwd_tma_kernel(
     (``MASK_HEAD`` and ``MASK_TAIL``, descriptors of blocks ``[BLOCK_M, BLOCK_N / 32]`` and ``[BLOCK_M, TAIL_N / 32]``
     over the mask viewed as int32, or of ``BLOCK_N / 8`` and ``TAIL_N / 8`` over its bytes, ``ops._descriptors``; word w
     holds the bits of columns 32w ... 32w + 31, its byte k those of 32w + 8k ...), so the pipeliner keeps them in flight
-    with dy and x, and ``_masked_dy`` spreads each word's 32 bits or each byte's 8 over their columns. A thread tests a
-    byte's bits against constants, a word's against the bits of its own byte, which vary by thread (registers). Without
-    it MASK_HEAD and MASK_TAIL are dx's descriptors, unused. WIDEN_W (LayerNorm's and the masked backward's head +
-    tail launches with 16-bit weights: ``config._tma_bwd``): fp16 weights are not held in float32 across the loop but
-    as loaded, and widened at every row block (``_widen``), which frees 20 registers a thread at 40 columns a thread.
+    with dy and x, and ``_masked_dy`` spreads each word's 32 bits or each byte's 8 over their columns (a word's bytes
+    taken apart first, so that every bit tests against a constant). Without it MASK_HEAD and MASK_TAIL are dx's
+    descriptors, unused. WIDEN_W (LayerNorm's and the masked backward's head + tail launches with 16-bit weights:
+    ``config._tma_bwd``): fp16 weights are not held in float32 across the loop but as loaded, and widened at every row
+    block (``_widen``), which frees 20 registers a thread at 40 columns a thread.
     bfloat16's are loaded again there in the masked launches (Triton's pipeliner makes that load an asynchronous copy
     into shared memory, a third stream beside dy and x) and held in float32 elsewhere, as float32 weights are. The
     masked launches store dx in ``_dx``'s FUSED form (two fused multiply-adds an element).

@@ -708,16 +708,22 @@ MASK_WORDS = True  # norm_bwd_kernel loads the packed mask as 32-bit words where
 
 def _mask_words(n: int, cfg: config.LaunchConfig) -> bool:
     """Whether the whole-row backward (``norm_bwd_kernel``) loads the packed mask as 32-bit words, one per 32 columns,
-    from an int32 view of it (``norm_bwd._load_mask_bytes``; the plan's ``mask_words``): where every tile is whole (n
-    a multiple of the tile's columns, no tail) and of whole words and the program has more than one warp; a call
-    whose mask cannot be viewed so reads its bytes (``_mask_in_words``).
+    from an int32 view of it (``norm_bwd._load_mask_bytes``; the plan's ``mask_words``): where a row holds whole words
+    (n a multiple of 32), the tile too, and there is no tail; a ragged tile (n not a multiple of the tile's columns)
+    in programs of one row only. A call whose mask cannot be viewed so reads its bytes (``_mask_in_words``).
 
     On sm_90 the words come into dy's layout through shared memory with fewer instructions than the bytes (no
-    ``PRMT``: 1080 against 1112 at one row of 4096 in 4 warps). Against the bytes in turns (H200 run 791, round
-    108): x1.006-1.009 at 4096 x 1024-8192 fp16 and 2048 x 4096, x1.005 / x1.011 at 32768 x 256 / 512 bf16 x float32
-    weights, x1.005 at 16384 x 512; not taken: a ragged tile (3072 columns in 4096's) x0.990 (fp16) and x0.957 (3000
-    x 3072 bf16), one warp (1024 columns bf16) x0.996-0.998."""
-    return MASK_WORDS and not (cfg.block_n % 32 or n % cfg.block_n or cfg.tail_n or cfg.num_warps < 2)
+    ``PRMT``: 1072 against 1112 at one row of 4096 in 4 warps), and since round 109 each word's bytes are taken apart
+    before their bits are tested (``norm_bwd._masked_dy``), against constants, not registers. Against the bytes in
+    turns (H200 runs 791-792, round 108, the bits tested in the word): x1.006-1.009 at 4096 x 1024-8192 fp16 and 2048 x
+    4096, x1.005 / x1.011 at 32768 x 256 / 512 bf16 x float32 weights; the ragged tile then lost (x0.990 at 4096 x
+    3072 fp16, x0.957 at 3000 x 3072 bf16) and one warp was level (x0.996-0.998 at 32768 x 1024). With the bytes taken
+    apart (runs 799-801, round 109, against round 108's rule): ragged tiles of one row x1.015-1.038 (4096 x 1280-7680
+    fp16 and bf16, 2048 x 3072, 3000 x 3072 bf16, 32768 x 768-3072 bf16 x float32), one warp x1.007-1.008 (32768 x
+    768 / 1024); ragged tiles of several rows a program still lost (x0.986-0.989 at 4096 x 640 / 768 fp16 and bf16,
+    8192 x 768 bf16; x0.997 at 4096 x 384 bf16), so they read bytes."""
+    ragged = n % cfg.block_n
+    return MASK_WORDS and not (cfg.block_n % 32 or n % 32 or cfg.tail_n or (ragged and cfg.block_m > 1))
 
 
 def _mask_in_words(mask: torch.Tensor) -> bool:
