@@ -1921,12 +1921,12 @@ def test_persistent_backward_walks_several_row_blocks(op, block_m, n):
 @pytest.mark.parametrize("kernel", ["whole_row", "split_rows"])
 def test_masked_backward_weights_held_or_loaded_again(dtypes, kernel):
     """The masked backward's programs that load the weights again at every row block (``reload_w``): the one-row
-    programs of 2048 columns and more where the weights are in x's dtype, float16 or float32 (``norm_bwd_kernel``),
-    and the split rows' whole parts of at most 1024 columns in float16 (``split_rows_kernel``); they hold the weights
-    across the loop otherwise. Both ways give the reference's gradients over programs that walk several row blocks
-    (37 rows: the split rows' 3 groups of row blocks in the interpreter, the whole row's 4 programs), zero-centered
-    gamma on."""
-    from normkit.triton import config
+    programs of 2048 columns and more where the weights are in x's dtype, float16 or float32, but float16's with the
+    mask as 32-bit words (``norm_bwd_kernel``; the mask's bytes, from a view 1 byte into its rows, as well), and the
+    split rows' whole parts of at most 1024 columns in float16 (``split_rows_kernel``); they hold the weights across
+    the loop otherwise. Both ways give the reference's gradients over programs that walk several row blocks (37 rows:
+    the split rows' 3 groups of row blocks in the interpreter, the whole row's 4 programs), zero-centered gamma on."""
+    from normkit.triton import config, ops
     from normkit.triton.config import LaunchConfig
 
     if kernel == "whole_row":
@@ -1936,6 +1936,16 @@ def test_masked_backward_weights_held_or_loaded_again(dtypes, kernel):
     x, w, b = make_inputs(37, n, *dtypes)
     with config.forced(bwd=cfg):
         check_backward("triton", "layer_norm_clamped_relu", x, w, b, zero_centered_gamma=True)
+    if kernel == "whole_row" and dtypes[0] == torch.float16:  # the mask's bytes: the weights loaded again
+        dy = torch.randn(x.shape, device=x.device).to(x.dtype)
+        _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, LOWER, UPPER)
+        rows = torch.zeros(37, n // 8 + 1, dtype=torch.uint8, device=x.device)
+        rows[:, 1:] = mask
+        want = reference.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd)
+        with config.forced(bwd=cfg):
+            got = ops.layer_norm_clamped_relu_bwd(dy, rows[:, 1:], x, w, mean, rstd)
+        for name, g, e in zip(["dx", "dw", "db"], got, want):
+            compare(g, e, f"masked backward {name}")
 
 
 @contextlib.contextmanager
@@ -2704,13 +2714,20 @@ pointers = dict(DY="*fp16", X="*fp16", W="*fp16", MEAN="*fp32", RSTD="*fp32", MA
                 SUMS="*i64")
 
 
-def ptx_of(kernel, values, warps):
-    \"\"\"``kernel``'s PTX for sm_90 with these constexprs (``pointers``' types).\"\"\"
+def compiled(kernel, values, warps, aligned_too=()):
+    \"\"\"``kernel`` compiled for sm_90 with these constexprs (``pointers``' types; the pointers, N, the row strides
+    of dy and x and ``aligned_too`` specialized as multiples of 16, as in a call of whole 16-byte rows).\"\"\"
     signature = {name: pointers.get(name, "i32") for name in kernel.arg_names if name not in values}
     signature |= {name: "constexpr" for name in values}
-    aligned = [i for i, name in enumerate(kernel.arg_names) if name in (*pointers, "N", "stride_dy", "stride_x")]
+    aligned_names = (*pointers, "N", "stride_dy", "stride_x", *aligned_too)
+    aligned = [i for i, name in enumerate(kernel.arg_names) if name in aligned_names]
     source = ASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps}).asm["ptx"]
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+
+
+def ptx_of(kernel, values, warps):
+    \"\"\"``kernel``'s PTX for sm_90 with these constexprs (``compiled``).\"\"\"
+    return compiled(kernel, values, warps).asm["ptx"]
 
 
 def loads_of(kernel, values, warps):
@@ -2851,6 +2868,41 @@ def test_masked_backward_tests_mask_bits_against_constants_on_hopper():
         assert c["and_of_registers"] == 0, (mask_type, even, c)
         if mask_type == "*i32":
             assert c["bit_tests"] >= 32, (mask_type, even, c)
+
+
+HELD_WEIGHTS_STACK = (
+    NORM_BWD_PTX
+    + """
+import os, subprocess, tempfile
+
+cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+for mask_type, block_n, warps in json.loads(sys.argv[2]):
+    pointers["MASK"] = mask_type
+    values = dict(IS_RMS=False, ZERO_CENTERED=False, HAS_MASK=True, HAS_DBIAS=True, ACC=tl.float32, BLOCK_M=1,
+                  BLOCK_N=block_n, NUM_CHUNKS=1, CHUNKS_P2=1, EVEN_N=True, TAIL_N=0, PDL_TRIGGER=False, ALIGN=1,
+                  ROW_EVICT="evict_first", ROW_X_EVICT="evict_first")
+    kernel = compiled(norm_bwd.norm_bwd_kernel, values, warps, aligned_too=("stride_dx", "stride_mask"))
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
+        cubin.write(kernel.asm["cubin"])
+        cubin.flush()
+        usage = subprocess.run([cuobjdump, "-res-usage", cubin.name], capture_output=True, text=True).stdout
+    print(json.dumps({"stack": [int(k) for k in re.findall(r"STACK:(\\d+)", usage)]}))
+"""
+)
+
+
+def test_masked_backward_holds_fp16_weights_without_spills_on_hopper():
+    """The masked one-row programs of 2048-8192 columns with fp16 x and weights, compiled for sm_90 on any machine
+    (Triton's interpreter off; the stack read by the ``cuobjdump`` Triton bundles): with the mask as 32-bit words they
+    hold the weights in float32 across the loop (``reload_w`` off since round 109) and spill nothing; with its bytes
+    they load them again at every row block and spill nothing either (held there: 16 bytes of stack at 4096)."""
+    from pathlib import Path
+
+    cases = [("*i32", 2048, 2), ("*i32", 4096, 4), ("*i32", 8192, 8), ("*u8", 4096, 4)]
+    compiled = compiled_on_the_cpu(HELD_WEIGHTS_STACK, Path(__file__).resolve().parents[1], cases, timeout=400)
+    assert len(compiled) == len(cases)
+    for case, c in zip(cases, compiled):
+        assert c["stack"] == [0], (case, c)
 
 
 def test_split_rows_kernel_compiles_for_hopper():

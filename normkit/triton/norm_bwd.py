@@ -58,7 +58,9 @@ programs of 2048-8192 columns (32 elements a thread, 255 registers) spilled wher
 float32 in x's dtype (16 and 144-168 bytes of stack); loading the weights again at every row block (from L1) instead
 of holding them in float32 took the spills out (fp32 to 40-64 bytes) and ran x1.01-1.11 (fp16) and x1.08-1.14
 (fp32) at 4096 rows (GPU runs 256-257). Where the program fits (bfloat16, fp16 x with float32 weights, the plain
-backwards) holding them stays faster: loaded again there 0.74-1.00x (GPU runs 255-256).
+backwards) holding them stays faster: loaded again there 0.74-1.00x (GPU runs 255-256). Since round 109 the fp16
+programs that read the mask as 32-bit words fit too (no stack, its bits tested against constants) and hold them:
+x1.016 / x1.022 / x1.033 at 4096 x 8192 / 4096 / 2048 (GPU run 804).
 
 Whole rows read their dy and x (and the mask's bytes) once; in calls of at most 36 MiB of x those loads carry the L2
 policy ``evict_first`` (``ROW_EVICT``, ``config.bwd_row_evict``), so that the lines dx's stores allocate replace them
@@ -470,7 +472,9 @@ def norm_bwd_kernel(
         # the weights, the same for every row: loaded once and held in float32; or loaded again at every row block
         # (from L1, so not held across the loop) where the masked backward's one-row programs of 2048-8192 columns
         # spilled holding them: weights in x's dtype, float16 or float32 (bfloat16's, and fp16 x with float32
-        # weights, fit; held ran faster there)
+        # weights, fit; held ran faster there). Float16's with the mask as words fit since its bits test against
+        # constants (round 109: no stack, and held x1.016-1.033 at 4096 x 2048-8192, GPU run 804); with its bytes
+        # they still spill (16 bytes at 4096 columns)
         x_ty: tl.constexpr = DY.dtype.element_ty
         reload_w: tl.constexpr = (
             HAS_MASK
@@ -479,6 +483,7 @@ def norm_bwd_kernel(
             and BLOCK_N >= 2048
             and W.dtype.element_ty == x_ty
             and x_ty != tl.bfloat16
+            and not (x_ty == tl.float16 and MASK.dtype.element_ty == tl.int32)
         )
         w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N, False)
         # [BLOCK_M, BLOCK_N] accumulators: the sum over rows happens once, after the loop
