@@ -1919,7 +1919,7 @@ def test_persistent_backward_walks_several_row_blocks(op, block_m, n):
 
 @pytest.mark.parametrize("dtypes", DTYPES[:3], ids=DTYPE_IDS[:3])
 @pytest.mark.parametrize("kernel", ["whole_row", "split_rows"])
-def test_masked_backward_weights_held_or_loaded_again(dtypes, kernel):
+def test_masked_backward_weights_held_or_loaded_again(monkeypatch, dtypes, kernel):
     """The masked backward's programs that load the weights again at every row block (``reload_w``): the one-row
     programs of 2048 columns and more where the weights are in x's dtype, float16 or float32, but float16's with the
     mask as 32-bit words (``norm_bwd_kernel``; the mask's bytes, from a view 1 byte into its rows, as well), and the
@@ -1942,8 +1942,10 @@ def test_masked_backward_weights_held_or_loaded_again(dtypes, kernel):
         rows = torch.zeros(37, n // 8 + 1, dtype=torch.uint8, device=x.device)
         rows[:, 1:] = mask
         want = reference.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd)
+        masks = _record_masks(monkeypatch)
         with config.forced(bwd=cfg):
             got = ops.layer_norm_clamped_relu_bwd(dy, rows[:, 1:], x, w, mean, rstd)
+        assert [m.dtype for m in masks] == [torch.uint8]
         for name, g, e in zip(["dx", "dw", "db"], got, want):
             compare(g, e, f"masked backward {name}")
 
