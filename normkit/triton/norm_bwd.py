@@ -269,7 +269,7 @@ def _masked_dy(dy, packed, HAS_MASK: tl.constexpr, ACC: tl.constexpr, BLOCK_M: t
     of 4096 in 4 warps). Against the words tested in place (H200 runs 799-801, round 109): x1.012-1.013 at 32768 x
     256 / 512 bf16 x float32 weights, x1.002 / x1.007 at 32768 x 4096 / 8192 (the TMA kernel), x0.996-1.004 at 4096 x
     1024-8192 fp16; and the words where a tile is ragged (``ops._mask_words``), where in place they lost to the
-    bytes, now x1.015-1.038 at one row a program (4096 x 1280-7680)."""
+    bytes, now x1.010-1.038 at one row a program (4096 x 1280-7680)."""
     dy = dy.to(ACC)
     if HAS_MASK:  # packed: bytes, or 32-bit words of 4 bytes each
         packed = packed.to(tl.int32)
