@@ -720,7 +720,7 @@ def _mask_words(n: int, cfg: config.LaunchConfig) -> bool:
     3072 fp16, x0.957 at 3000 x 3072 bf16) and one warp was level (x0.996-0.998 at 32768 x 1024). With the bytes taken
     apart (runs 799-801, round 109, against round 108's rule): ragged tiles of one row x1.008-1.038 (4096 x 1280-7680
     fp16 and bf16, 2048 x 3072, 3000 x 3072 bf16, 32768 x 768-3072 bf16 x float32), one warp x1.007-1.008 (32768 x
-    768 / 1024); ragged tiles of several rows a program still lost (x0.986-0.989 at 4096 x 640 / 768 fp16 and bf16,
+    768 / 1024); ragged tiles of several rows a program still lost (x0.985-0.989 at 4096 x 640 / 768 fp16 and bf16,
     8192 x 768 bf16; x0.997 at 4096 x 384 bf16), so they read bytes."""
     ragged = n % cfg.block_n
     return MASK_WORDS and not (cfg.block_n % 32 or n % 32 or cfg.tail_n or (ragged and cfg.block_m > 1))
