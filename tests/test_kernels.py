@@ -1917,6 +1917,22 @@ def test_persistent_backward_walks_several_row_blocks(op, block_m, n):
         check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
 
 
+def _check_masked_backward_of_mask_view(x, w, b, offset: int) -> None:
+    """The masked backward with its packed mask given as a view ``offset`` bytes into rows 4 bytes wider, under
+    whatever config and spies the caller set: dx, dW and dB compared with the reference's (of the mask itself)."""
+    from normkit.triton import ops
+
+    dy = torch.randn(x.shape, device=x.device).to(x.dtype)
+    _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, LOWER, UPPER)
+    width = mask.shape[1]
+    rows = torch.zeros(x.shape[0], width + 4, dtype=torch.uint8, device=x.device)
+    rows[:, offset : offset + width] = mask
+    want = reference.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd)
+    got = ops.layer_norm_clamped_relu_bwd(dy, rows[:, offset : offset + width], x, w, mean, rstd)
+    for name, g, e in zip(["dx", "dw", "db"], got, want):
+        compare(g, e, f"masked backward {name}")
+
+
 @pytest.mark.parametrize("dtypes", DTYPES[:3], ids=DTYPE_IDS[:3])
 @pytest.mark.parametrize("kernel", ["whole_row", "split_rows"])
 def test_masked_backward_weights_held_or_loaded_again(monkeypatch, dtypes, kernel):
@@ -1926,7 +1942,7 @@ def test_masked_backward_weights_held_or_loaded_again(monkeypatch, dtypes, kerne
     split rows' whole parts of at most 1024 columns in float16 (``split_rows_kernel``); they hold the weights across
     the loop otherwise. Both ways give the reference's gradients over programs that walk several row blocks (37 rows:
     the split rows' 3 groups of row blocks in the interpreter, the whole row's 4 programs), zero-centered gamma on."""
-    from normkit.triton import config, ops
+    from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
     if kernel == "whole_row":
@@ -1937,17 +1953,10 @@ def test_masked_backward_weights_held_or_loaded_again(monkeypatch, dtypes, kerne
     with config.forced(bwd=cfg):
         check_backward("triton", "layer_norm_clamped_relu", x, w, b, zero_centered_gamma=True)
     if kernel == "whole_row" and dtypes[0] == torch.float16:  # the mask's bytes: the weights loaded again
-        dy = torch.randn(x.shape, device=x.device).to(x.dtype)
-        _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, LOWER, UPPER)
-        rows = torch.zeros(37, n // 8 + 1, dtype=torch.uint8, device=x.device)
-        rows[:, 1:] = mask
-        want = reference.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd)
         masks = _record_masks(monkeypatch)
         with config.forced(bwd=cfg):
-            got = ops.layer_norm_clamped_relu_bwd(dy, rows[:, 1:], x, w, mean, rstd)
+            _check_masked_backward_of_mask_view(x, w, b, offset=1)
         assert [m.dtype for m in masks] == [torch.uint8]
-        for name, g, e in zip(["dx", "dw", "db"], got, want):
-            compare(g, e, f"masked backward {name}")
 
 
 @contextlib.contextmanager
@@ -2090,21 +2099,13 @@ def test_masked_tma_backward_mask_by_the_tma(n, head, tail, block_m, widen_w, ma
 def test_masked_tma_backward_falls_back_where_mask_rows_are_not_aligned():
     """A mask whose rows do not start on 16 bytes (a view into rows of 132 bytes) cannot be loaded by the TMA: a
     forced TMA config that would load it so runs its launch shape on ``norm_bwd_kernel``, with the same results."""
-    from normkit.triton import config, ops
+    from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
     x, w, b = make_inputs(37, 1024, torch.float16, torch.float16)
-    dy = torch.randn(x.shape, device=x.device).to(x.dtype)
-    _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, LOWER, UPPER)
-    rows = torch.zeros(37, 132, dtype=torch.uint8, device=x.device)
-    rows[:, :128] = mask
-    mask_view = rows[:, :128]
-    want = reference.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd)
     with config.forced(bwd=LaunchConfig(1, 1024, 1, 1, 1, tma=True)), tma_launches() as launches:
-        got = ops.layer_norm_clamped_relu_bwd(dy, mask_view, x, w, mean, rstd)
+        _check_masked_backward_of_mask_view(x, w, b, offset=0)
     assert launches.call_count == 0
-    for name, g, e in zip(["dx", "dw", "db"], got, want):
-        compare(g, e, f"masked backward {name}")
 
 
 def _record_masks(monkeypatch) -> list:
@@ -2162,19 +2163,10 @@ def test_masked_backward_mask_as_words(monkeypatch, n, launch, extra, words, dty
 def test_masked_backward_mask_words_need_aligned_rows(monkeypatch, offset, words):
     """A mask given as a view into rows of 132 bytes: starting 4 bytes in, its rows start on 4 bytes and load as
     words; 1 byte in, as bytes (a word's load there would be misaligned). The same results either way."""
-    from normkit.triton import ops
-
     x, w, b = make_inputs(37, 1024, torch.float16, torch.float16)
-    dy = torch.randn(x.shape, device=x.device).to(x.dtype)
-    _, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, LOWER, UPPER)
-    rows = torch.zeros(37, 132, dtype=torch.uint8, device=x.device)
-    rows[:, offset : offset + 128] = mask
-    want = reference.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd)
     masks = _record_masks(monkeypatch)
-    got = ops.layer_norm_clamped_relu_bwd(dy, rows[:, offset : offset + 128], x, w, mean, rstd)
+    _check_masked_backward_of_mask_view(x, w, b, offset)
     assert [m.dtype for m in masks] == [torch.int32 if words else torch.uint8]
-    for name, g, e in zip(["dx", "dw", "db"], got, want):
-        compare(g, e, f"masked backward {name}")
 
 
 def test_mask_words_rule(monkeypatch):
@@ -2716,6 +2708,14 @@ pointers = dict(DY="*fp16", X="*fp16", W="*fp16", MEAN="*fp32", RSTD="*fp32", MA
                 SUMS="*i64")
 
 
+def row_values(block_n, has_mask=True, even=True, tail_n=0, evict="evict_first", x_evict="evict_first"):
+    \"\"\"``norm_bwd_kernel``'s constexprs for one-row programs of LayerNorm with dB over one tile of block_n columns
+    (and a tail of tail_n), the L2 policies of its rows' loads as given.\"\"\"
+    return dict(IS_RMS=False, ZERO_CENTERED=False, HAS_MASK=has_mask, HAS_DBIAS=True, ACC=tl.float32, BLOCK_M=1,
+                BLOCK_N=block_n, NUM_CHUNKS=1, CHUNKS_P2=1, EVEN_N=even, TAIL_N=tail_n, PDL_TRIGGER=False, ALIGN=1,
+                ROW_EVICT=evict, ROW_X_EVICT=x_evict)
+
+
 def compiled(kernel, values, warps, aligned_too=()):
     \"\"\"``kernel`` compiled for sm_90 with these constexprs (``pointers``' types; the pointers, N, the row strides
     of dy and x and ``aligned_too`` specialized as multiples of 16, as in a call of whole 16-byte rows).\"\"\"
@@ -2743,9 +2743,7 @@ ROW_EVICT_PTX = (
     NORM_BWD_PTX
     + """
 for block_n, tail_n, has_mask, evict, x_evict in json.loads(sys.argv[2]):
-    values = dict(IS_RMS=False, ZERO_CENTERED=False, HAS_MASK=has_mask, HAS_DBIAS=True, ACC=tl.float32, BLOCK_M=1,
-                  BLOCK_N=block_n, NUM_CHUNKS=1, CHUNKS_P2=1, EVEN_N=True, TAIL_N=tail_n, PDL_TRIGGER=False, ALIGN=1,
-                  ROW_EVICT=evict, ROW_X_EVICT=x_evict)
+    values = row_values(block_n, has_mask, tail_n=tail_n, evict=evict, x_evict=x_evict)
     loads, policies = loads_of(norm_bwd.norm_bwd_kernel, values, 4)
     print(json.dumps({
         "hinted": [load.split()[0] for load in loads if "L2::cache_hint" in load],
@@ -2845,10 +2843,7 @@ MASK_BITS_PTX = (
     + """
 for mask_type, even in json.loads(sys.argv[2]):
     pointers["MASK"] = mask_type
-    values = dict(IS_RMS=False, ZERO_CENTERED=False, HAS_MASK=True, HAS_DBIAS=True, ACC=tl.float32, BLOCK_M=1,
-                  BLOCK_N=4096, NUM_CHUNKS=1, CHUNKS_P2=1, EVEN_N=even, TAIL_N=0, PDL_TRIGGER=False, ALIGN=1,
-                  ROW_EVICT="evict_first", ROW_X_EVICT="evict_first")
-    ptx = ptx_of(norm_bwd.norm_bwd_kernel, values, 4)
+    ptx = ptx_of(norm_bwd.norm_bwd_kernel, row_values(4096, even=even), 4)
     bit_tests = re.findall(r"and\\.b32\\s+%r\\d+, %r\\d+, (1|2|4|8|16|32|64|128);", ptx)
     print(json.dumps({"bit_tests": len(bit_tests), "and_of_registers": len(re.findall(r"and\\.b32[^;]*%r\\d+;", ptx))}))
 """
@@ -2880,10 +2875,7 @@ import os, subprocess, tempfile
 cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 for mask_type, block_n, warps in json.loads(sys.argv[2]):
     pointers["MASK"] = mask_type
-    values = dict(IS_RMS=False, ZERO_CENTERED=False, HAS_MASK=True, HAS_DBIAS=True, ACC=tl.float32, BLOCK_M=1,
-                  BLOCK_N=block_n, NUM_CHUNKS=1, CHUNKS_P2=1, EVEN_N=True, TAIL_N=0, PDL_TRIGGER=False, ALIGN=1,
-                  ROW_EVICT="evict_first", ROW_X_EVICT="evict_first")
-    kernel = compiled(norm_bwd.norm_bwd_kernel, values, warps, aligned_too=("stride_dx", "stride_mask"))
+    kernel = compiled(norm_bwd.norm_bwd_kernel, row_values(block_n), warps, aligned_too=("stride_dx", "stride_mask"))
     with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
         cubin.write(kernel.asm["cubin"])
         cubin.flush()
