@@ -2132,6 +2132,8 @@ MASK_WORDS_LAUNCHES = [
     (4096, (1, 4096, 1, 4, 1), {}, True),
     (1024, (2, 256, 4, 2, 1), {}, True),
     (3072, (1, 4096, 1, 4, 1), {}, True),
+    (8192, (1, 8192, 1, 8, 1), {}, True),
+    (7168, (1, 8192, 1, 8, 1), {}, True),
     (1056, (1, 256, 5, 2, 1), {}, True),
     (1024, (1, 1024, 1, 1, 1), {}, True),
     (768, (2, 1024, 1, 2, 1), {}, False),
@@ -2867,20 +2869,23 @@ def test_masked_backward_tests_mask_bits_against_constants_on_hopper():
             assert c["bit_tests"] >= 32, (mask_type, even, c)
 
 
-HELD_WEIGHTS_STACK = (
+MASKED_ROW_USAGE = (
     NORM_BWD_PTX
     + """
 import os, subprocess, tempfile
 
 cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-for mask_type, block_n, warps in json.loads(sys.argv[2]):
+for mask_type, block_n, warps, even in json.loads(sys.argv[2]):
     pointers["MASK"] = mask_type
-    kernel = compiled(norm_bwd.norm_bwd_kernel, row_values(block_n), warps, aligned_too=("stride_dx", "stride_mask"))
+    values = row_values(block_n, even=even)
+    kernel = compiled(norm_bwd.norm_bwd_kernel, values, warps, aligned_too=("stride_dx", "stride_mask"))
     with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
         cubin.write(kernel.asm["cubin"])
         cubin.flush()
         usage = subprocess.run([cuobjdump, "-res-usage", cubin.name], capture_output=True, text=True).stdout
-    print(json.dumps({"stack": [int(k) for k in re.findall(r"STACK:(\\d+)", usage)]}))
+        sass = subprocess.run([cuobjdump, "-sass", cubin.name], capture_output=True, text=True).stdout
+    print(json.dumps({"stack": [int(k) for k in re.findall(r"STACK:(\\d+)", usage)],
+                      "moves": len(re.findall(r"\\bMOV R\\d+, R\\d+ ;", sass))}))
 """
 )
 
@@ -2892,11 +2897,27 @@ def test_masked_backward_holds_fp16_weights_without_spills_on_hopper():
     they load them again at every row block and spill nothing either (held there: 16 bytes of stack at 4096)."""
     from pathlib import Path
 
-    cases = [("*i32", 2048, 2), ("*i32", 4096, 4), ("*i32", 8192, 8), ("*u8", 4096, 4)]
-    compiled = compiled_on_the_cpu(HELD_WEIGHTS_STACK, Path(__file__).resolve().parents[1], cases, timeout=400)
+    cases = [("*i32", 2048, 2, True), ("*i32", 4096, 4, True), ("*i32", 8192, 8, True), ("*u8", 4096, 4, True)]
+    compiled = compiled_on_the_cpu(MASKED_ROW_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
     assert len(compiled) == len(cases)
     for case, c in zip(cases, compiled):
         assert c["stack"] == [0], (case, c)
+
+
+def test_masked_backward_of_8192_columns_masks_before_its_next_loads_on_hopper():
+    """The masked one-row programs of 8192 columns that read the mask as words mask dy and widen x before the next
+    row block's loads go out (``mask_first`` in ``norm_bwd_kernel``), so those loads reuse the registers the raw rows
+    held: compiled for sm_90 on any machine, whole and ragged (7168) rows, their SASS moves at most a few registers
+    into others (3; 36 in the order before) and spills nothing. A program of 4096 columns keeps the order (its loads
+    go out first, which ran faster there) and so its moves: 32 a row block at least, or the contrast is gone."""
+    from pathlib import Path
+
+    cases = [("*i32", 8192, 8, True), ("*i32", 8192, 8, False), ("*i32", 4096, 4, True)]
+    compiled = compiled_on_the_cpu(MASKED_ROW_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
+    assert len(compiled) == len(cases)
+    for case, c in zip(cases[:2], compiled):
+        assert c["stack"] == [0] and c["moves"] <= 8, (case, c)
+    assert compiled[2]["moves"] >= 32, compiled[2]
 
 
 def test_split_rows_kernel_compiles_for_hopper():

@@ -486,6 +486,14 @@ def norm_bwd_kernel(
             and not (x_ty == tl.float16 and MASK.dtype.element_ty == tl.int32)
         )
         w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N, False)
+        # the masked one-row programs of 8192 columns (8 warps, one a SM) that read the mask as words mask this row
+        # block's dy and widen its x before the next block's loads go out, so those loads can take the registers the
+        # raw dy and x held: issued ahead of that work, they took others, and 32 moves a row at the loop's end put
+        # them back (sm_90: 3 register moves left of 36; round 110, H200 runs 807-808: x1.014-1.048 at 1024-4096 rows
+        # of 6656-8192 columns). Narrower programs lost so (x0.976-0.983 at 4096 x 2048 / 3072 fp16 in 2 / 4 warps,
+        # x0.984 at 32768 x 512 bf16, level at 4096 x 4096): there the loads issued early hide more than the moves
+        # cost. With the mask's bytes the code grew instead (1112 -> 1168 instructions at one row of 4096)
+        mask_first: tl.constexpr = HAS_MASK and not TAIL_N and BLOCK_N >= 8192 and MASK.dtype.element_ty == tl.int32
         # [BLOCK_M, BLOCK_N] accumulators: the sum over rows happens once, after the loop
         dw_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
         db_acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=ACC)
@@ -510,6 +518,10 @@ def norm_bwd_kernel(
             # (loads two blocks ahead, three blocks in registers, ran slower: benchmarks/README.md, round 17)
             if reload_w:
                 w = _load_weight(W, 0, N, ZERO_CENTERED, ACC, BLOCK_N, False)
+            head = tile
+            if mask_first:
+                dy_raw, x_raw, packed, mean, rstd = tile
+                head = (_masked_dy(dy_raw, packed, HAS_MASK, ACC, BLOCK_M, BLOCK_N), x_raw.to(ACC), packed, mean, rstd)
             next_rows = rows + step
             next_tile = _load_row_block(
                 DY, X, MASK, MEAN, RSTD, next_rows, M, 0, N, stride_dy, stride_x, stride_mask, IS_RMS, HAS_MASK,
@@ -521,8 +533,8 @@ def norm_bwd_kernel(
                     ROW_EVICT, ROW_X_EVICT,
                 )  # fmt: skip
             dw_acc, db_acc, dw_tail, db_tail = _row_block_step(
-                tile, tail, w, w_tail, dw_acc, db_acc, dw_tail, db_tail, DX, DX, DX, 0, rows, rows < M, N, stride_dx,
-                IS_RMS, HAS_MASK, HAS_DBIAS, ACC, BLOCK_M, BLOCK_N, EVEN_N, TAIL_N, False, False,
+                head, tail, w, w_tail, dw_acc, db_acc, dw_tail, db_tail, DX, DX, DX, 0, rows, rows < M, N, stride_dx,
+                IS_RMS, HAS_MASK and not mask_first, HAS_DBIAS, ACC, BLOCK_M, BLOCK_N, EVEN_N, TAIL_N, False, False,
             )  # fmt: skip
             if TAIL_N:
                 tail = next_tail
