@@ -95,7 +95,7 @@ def test_staged_rule_for_layer_norm():
             assert _staged(m, n, **ln), (m, n)
         assert not _staged(2047, n, **ln), n
         assert not _staged(4096, n, **ln, staged=False), n
-        assert not _staged(4096, n, **ln, has_mask=True), n
+        assert _staged(4096, n, **ln, has_mask=True) == (n in config.STAGED_MASKED_BWD_N), n  # 10240: round 110
         assert not _staged(4096, n, **ln, w_bytes=4), n
         assert not _staged(4096, n, **ln, x_bytes=4), n
     for n in (4352, 10496, 16384):
@@ -110,7 +110,8 @@ def test_staged_rule_for_layer_norm():
     assert config.STAGED_LN_NO_DB_BWD_N == tuple(range(10240, 15873, 512))
     for n in config.STAGED_LN_NO_DB_BWD_N:
         assert _staged(2048, n, **no_db) and _staged(32768, n, **no_db) and not _staged(2047, n, **no_db), n
-        assert not _staged(4096, n, **no_db, has_mask=True) and not _staged(4096, n, **no_db, w_bytes=4), n
+        assert _staged(4096, n, **no_db, has_mask=True) == (n in config.STAGED_MASKED_BWD_N), n
+        assert not _staged(4096, n, **no_db, w_bytes=4), n
     for n in (4352, 10496):
         assert not _staged(4096, n, **no_db), n
     assert config.bwd_config(4096, 16384, False, tma=True, staged=True).parts == 2  # the split staged kernel's
@@ -140,7 +141,8 @@ def test_staged_rule_for_layer_norm_at_short_rows():
                 assert got.staged and got.num_warps == 8 and got.block_n == n and got.parts == 1, (m, n, has_dbias)
             assert config.staged_stages(n, False, has_dbias) == (2 if n == 10240 and not has_dbias else 3), n
             assert not _staged(2047, n, **ln) and not _staged(4096, n, **ln, staged=False), n
-            assert not _staged(4096, n, **ln, has_mask=True) and not _staged(4096, n, **ln, w_bytes=4), n
+            assert _staged(4096, n, **ln, has_mask=True) == (n in config.STAGED_MASKED_BWD_N), n
+            assert not _staged(4096, n, **ln, w_bytes=4), n
             assert not _staged(4096, n, **ln, x_bytes=4), n
         assert config.staged_db_partition(n) == (0, 0), n
         assert config.staged_warps(n, is_rms=False) == 8, n
@@ -347,17 +349,22 @@ spec = importlib.util.spec_from_file_location("norm_bwd_staged", sys.argv[1])
 staged = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(staged)
 kernel = staged.norm_bwd_staged_kernel
-for n, dtype, zero_centered, is_rms, has_dbias, db_warps, db_registers, db_shared, warps, stages, pair_scratch in (
-    json.loads(sys.argv[2])
-):
+for case in json.loads(sys.argv[2]):
+    n, dtype, zero_centered, is_rms, has_dbias, db_warps, db_registers, db_shared, warps, stages = case[:10]
+    pair_scratch = case[10]
     dtype = getattr(torch, dtype)
     fp16 = dtype == torch.float16
+    has_mask = len(case) > 11 and case[11]  # a twelfth value: LayerNorm + clamped ReLU's backward
     values = staged.constexprs(
         n, warps, stages, zero_centered, is_rms, has_dbias, db_warps, db_registers, fp16=fp16, db_shared=db_shared,
-        pair_scratch=pair_scratch,
+        pair_scratch=pair_scratch, has_mask=has_mask,
     )
     x, w = torch.empty(64, n, dtype=dtype), torch.empty(n, dtype=dtype)
-    descriptors = staged.descriptors(x, x, w, [values[k] for k in ("RA", "RB", "RC")])
+    part_rows = [values[k] for k in ("RA", "RB", "RC")]
+    descriptors = staged.descriptors(x, x, w, part_rows)
+    packed = torch.empty(64, n // 8, dtype=torch.uint8)  # the mask's a part each (dy's in their place without one)
+    masks = [staged.mask_descriptor(packed, r or part_rows[0]) for r in part_rows] if has_mask else descriptors[3:6]
+    descriptors += masks
     signature = {name: mangle_type(d) for name, d in zip(kernel.arg_names, descriptors)}
     pointer = "*fp16" if dtype == torch.float16 else "*bf16"
     signature |= {"MEAN": "*fp32", "RSTD": "*fp32", "DX": pointer, "PARTIAL": "*fp32", "M": "i32", "N": "i32"}
@@ -368,8 +375,8 @@ for n, dtype, zero_centered, is_rms, has_dbias, db_warps, db_registers, db_share
     threads = int(re.search(r"reqntid (\\d+)", compiled.asm["ptx"]).group(1))
     cubin = len(compiled.asm["cubin"])
     parts = [values[k] for k in ("RA", "RB", "RC")]
-    spilled = -1  # ptxas' spill stores, read where the row sums cross the warps through the scratch
-    if values["PAIR_SCRATCH"]:
+    spilled = -1  # ptxas' spill stores, read where the row sums cross the warps through the scratch, or with a mask
+    if values["PAIR_SCRATCH"] or has_mask:
         with tempfile.NamedTemporaryFile("w", suffix=".ptx") as ptx:
             ptx.write(compiled.asm["ptx"])
             ptx.flush()
@@ -380,6 +387,32 @@ for n, dtype, zero_centered, is_rms, has_dbias, db_warps, db_registers, db_share
     print(json.dumps({"n": n, "shared": compiled.metadata.shared, "cubin": cubin, "threads": threads, "parts": parts,
                       "spilled": spilled}))
 """
+
+
+def test_staged_rule_for_the_masked_backward():
+    """LayerNorm + clamped ReLU's backward takes the whole-row staged kernel (round 110) at the short rows whose parts
+    hold whole mask bytes a thread (``STAGED_MASKED_BWD_N``: 6144, 7680, 8192, 10240; ``norm_bwd_staged.masked_parts``
+    says the same of 4608-10240) with dB and without, from 3072 rows (2048 x 8192 ran x0.985), at 8192 only in calls
+    too small for the TMA kernel (at 32768 rows it ran x0.986); 8 compute warps, 3 stages, dB in the compute warps.
+    Not with float32 weights or x, nor where the kernel cannot run; the other widths keep their launches."""
+    assert config.STAGED_MASKED_BWD_N == (6144, 7680, 8192, 10240)
+    assert config.LIMITS["ln_masked_bwd_staged_min_m"] == 3072
+    for n in config.STAGED_MASKED_BWD_N:
+        for has_dbias in (True, False):
+            for m in (3072, 4096, 32768):
+                got = config.bwd_config(m, n, has_dbias, has_mask=True, is_rms=False, tma=True, staged=True)
+                if n == 8192 and m > 4096:  # calls large enough for the TMA kernel (with dB it takes them)
+                    assert not got.staged and got.tma == has_dbias, (m, n, has_dbias)
+                    continue
+                assert got == LaunchConfig(1, n, 1, 8, 1, staged=True), (m, n, has_dbias)
+            masked = dict(is_rms=False, has_dbias=has_dbias, has_mask=True)
+            assert not _staged(3071, n, **masked) and not _staged(4096, n, **masked, staged=False), n
+            assert not _staged(4096, n, **masked, w_bytes=4) and not _staged(4096, n, **masked, x_bytes=4), n
+        assert config.staged_db_partition(n) == (0, 0) and config.staged_stages(n, False, True) == 3, n
+    for n in (4608, 5120, 5632, 6656, 7168, 8704, 9216, 9728, 10752):
+        assert not _staged(4096, n, is_rms=False, has_dbias=True, has_mask=True), n
+    with config.limits(ln_masked_bwd_staged_min_m=4097):
+        assert not _staged(4096, 6144, is_rms=False, has_dbias=True, has_mask=True)
 
 
 def test_staged_kernel_compiles_for_hopper():
@@ -424,6 +457,31 @@ def test_staged_kernel_compiles_for_hopper():
     assert ln_12288 == [[32, 8, 8], [32, 16, 0]]  # LayerNorm's 12288 without dB: fp16, bf16
     # with the scratch, nothing spilled (``gl.reduce``'s exchange left 4-8 bytes a thread there: round 105)
     assert [c["spilled"] for c, case in zip(compiled, cases) if case[10]] == [0] * 4
+
+
+MASKED_STAGED_COMPILE = [  # (n, dtype, zero-centered, with dB): every width the masked whole-row kernel can take
+    (6144, "float16", False, True), (7680, "bfloat16", True, True), (8192, "float16", False, False),
+    (10240, "bfloat16", False, True),
+]  # fmt: skip
+
+
+def test_staged_masked_backward_compiles_for_hopper():
+    """LayerNorm + clamped ReLU's backward in the whole-row kernel (its mask's bytes staged a part each with x and dy,
+    ``HAS_MASK``), compiled for sm_90 on any machine at the widths whose parts hold whole mask bytes a thread
+    (``masked_parts``: 6144 as 16 + 8 rows of 256, 7680 as 16 + 8 + 8 padded, 8192 as 32, 10240 as 32 + 8), with dB in
+    the compute warps and without: nothing spilled (ptxas), the shared memory a Hopper SM has, 8 compute warps and the
+    load warp's group of 4; and ``masked_parts`` refuses the widths with a part of fewer rows than warps."""
+    staged = pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    assert [n for n in range(4608, 10241, 512) if staged.masked_parts(n, config.STAGED_WARPS)] == [6144, 7680, 8192,
+                                                                                                   10240]  # fmt: skip
+    cases = [(n, d, zc, False, db, 0, 0, 0, 8, config.staged_stages(n, False, db), False, True)
+             for n, d, zc, db in MASKED_STAGED_COMPILE]  # fmt: skip
+    compiled = compiled_on_the_cpu(COMPILE, KERNEL_FILE, cases, timeout=600)
+    assert [c["n"] for c in compiled] == [case[0] for case in cases]
+    for c in compiled:
+        assert c["spilled"] == 0 and 0 < c["shared"] <= HOPPER_SHARED_MEMORY and c["threads"] == 32 * 12, c
+    with pytest.raises(ValueError, match="has_mask"):
+        staged.constexprs(10752, 8, 3, False, False, True, 4, 104, has_mask=True)  # dB in warps of its own
 
 
 def staged_launches(launcher="_staged_backward"):
@@ -493,6 +551,23 @@ def test_staged_layer_norm_backward_on_the_gpu(m, n, dtype, zero_centered_gamma)
     the kernel's scratch (round 105: from 2048 rows, and many rows a program)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, zero_centered_gamma, op="layer_norm", has_dbias=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m, n", [(4097, 6144), (2049, 7680), (4097, 8192), (2048, 10240)])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+@pytest.mark.parametrize("zero_centered_gamma, has_dbias", [(False, True), (True, True), (False, False)])
+def test_staged_masked_backward_on_the_gpu(m, n, dtype, zero_centered_gamma, has_dbias):
+    """LayerNorm + clamped ReLU's backward in the whole-row staged kernel (its mask's bytes staged with x and dy),
+    forced, against the reference: 6144 (16 + 8 rows of 256), 7680 (16 + 8 + 8, padded: the next row's mask bytes in
+    the padding, the last row's past the tensor), 8192 (one part), 10240 (32 + 8), rows that do not divide over the
+    SMs; zero-centered gamma, with dB (in the compute warps) and without."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    x, w, b = make_inputs(m, n, dtype, dtype)
+    spy, patch = staged_launches()
+    with patch, config.forced(bwd=LaunchConfig(1, n, 1, config.STAGED_WARPS, 1, staged=True)):
+        check_backward("triton", "layer_norm_clamped_relu", x, w, b, zero_centered_gamma, has_dbias=has_dbias)
+    assert spy.call_count == 1
 
 
 @pytest.mark.gpu
@@ -633,22 +708,25 @@ def test_forced_staged_config_where_it_cannot_run():
 
 
 def test_forced_staged_config_for_the_masked_backward():
-    """The whole-row staged kernel has no mask (the split one has): a forced whole-row staged config for the masked
-    backward raises before any launch, even where the kernel could run (capability patched in here), rather than run
-    the plain backward's math on it."""
+    """The whole-row staged kernel takes the mask only where every part of the row holds whole mask bytes a thread
+    (``norm_bwd_staged.masked_parts``) and dB is summed by the compute warps: a forced whole-row staged config for the
+    masked backward elsewhere (768 columns, not rows of 256; 10752 with dB, summed by warps of its own there) raises
+    before any launch, even where the kernel could run (capability patched in here), rather than run the plain
+    backward's math on it."""
     from unittest import mock
 
     from normkit.triton import ops
 
-    x, w, _ = make_inputs(4, 768, torch.float16, torch.float16, bias=False)
-    dy = torch.randn_like(x)
-    mean, rstd = torch.zeros(4, device=x.device), torch.ones(4, device=x.device)
-    mask = torch.zeros(4, 96, dtype=torch.uint8, device=x.device)
-    forced = config.forced(bwd=LaunchConfig(1, 768, 1, 8, 1, staged=True))
-    with mock.patch.object(ops, "_staged_capable", lambda device: True), forced:
-        assert ops._staged_rows(dy, x, w)  # the arguments themselves would do
-        with pytest.raises(ValueError, match="without a mask"):
-            ops.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd, has_dbias=False)
+    for n, has_dbias in ((768, False), (10752, True)):
+        x, w, _ = make_inputs(4, n, torch.float16, torch.float16, bias=False)
+        dy = torch.randn_like(x)
+        mean, rstd = torch.zeros(4, device=x.device), torch.ones(4, device=x.device)
+        mask = torch.zeros(4, n // 8, dtype=torch.uint8, device=x.device)
+        forced = config.forced(bwd=LaunchConfig(1, n, 1, 8, 1, staged=True))
+        with mock.patch.object(ops, "_staged_capable", lambda device: True), forced:
+            assert ops._staged_rows(dy, x, w)  # the arguments themselves would do
+            with pytest.raises(ValueError, match="takes a mask where every part"):
+                ops.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd, has_dbias=has_dbias)
 
 
 def test_staged_rows_asked_only_of_a_plan_that_takes_the_kernel():
@@ -678,7 +756,8 @@ def test_staged_rows_asked_only_of_a_plan_that_takes_the_kernel():
 
 def test_staged_launch_takes_its_descriptors_parts_from_the_plan(monkeypatch):
     """The staged launch's descriptors (``ops._staged_backward``, run on the CPU with its launch recorded) have the
-    boxes of the plan's parts: LayerNorm's without dB at 12800 cut as 32 + 8 + 16 rows of 256, not as the digits."""
+    boxes of the plan's parts: LayerNorm's without dB at 12800 cut as 32 + 8 + 16 rows of 256, not as the digits; the
+    mask's three, a call without one, are dy's."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
@@ -690,8 +769,8 @@ def test_staged_launch_takes_its_descriptors_parts_from_the_plan(monkeypatch):
         x, w, _ = make_inputs(64, n, torch.float16, torch.float16, bias=False)
         stats = torch.ones(64)
         ops._staged_backward(plan, x, x, w, stats, stats, torch.empty_like(x), x.new_empty((1, 1, n)), None)
-        boxes = [d.block_shape[0] for d in launched[-1]]  # x's three parts, dy's, the weights'
-        assert boxes == want * 3, (is_rms, boxes)
+        boxes = [d.block_shape[0] for d in launched[-1]]  # x's three parts, dy's, the weights', the mask's (dy's)
+        assert boxes == want * 4, (is_rms, boxes)
 
 
 # the split staged kernel (``norm_bwd_staged.split_staged_kernel``): rows of 16384-65536 columns in slices of 8192

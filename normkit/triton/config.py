@@ -29,7 +29,8 @@ import torch
 # RMSNorm's chunked rows at 16384 ran 1.03x faster than split ones (at 9216 and 12288 slower: ``chunked_max_n``).
 # rms_bwd_staged_min_m / ln_bwd_staged_min_m: the fewest rows whose RMSNorm / LayerNorm backward takes the staged
 # Gluon kernel (``_staged_bwd``); rms_bwd_staged_short_min_m: RMSNorm's at its short rows (``STAGED_RMS_SHORT_BWD_N``)
-# of at most ``STAGED_FEWER_ROWS_N`` columns, rms_bwd_staged_7168_min_m at the longer ones (7168 and 7680).
+# of at most ``STAGED_FEWER_ROWS_N`` columns, rms_bwd_staged_7168_min_m at the longer ones (7168 and 7680);
+# ln_masked_bwd_staged_min_m: LayerNorm + clamped ReLU's (``STAGED_MASKED_BWD_N``).
 # tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32 weights over 16-bit x hold their
 # tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
 LIMITS = {
@@ -42,6 +43,7 @@ LIMITS = {
     "ln_bwd_chunked_max_n": 8192,
     "rms_bwd_staged_min_m": 2048,
     "ln_bwd_staged_min_m": 2048,
+    "ln_masked_bwd_staged_min_m": 3072,
     "rms_bwd_staged_short_min_m": 2560,
     "rms_bwd_staged_7168_min_m": 4096,
     "split_staged_min_m": 4096,
@@ -1134,6 +1136,10 @@ STAGED_SHORT_STAGES = 3
 # 2048-4096 ran x0.77-1.01 of the pointer kernel at 4096 fp16 (3 or 6 stages).
 STAGED_LN_SHORT_BWD_N = tuple(range(4608, 10241, 512))
 STAGED_LN_FEW_ROWS_BWD_N = (4608, 5120)
+# LayerNorm + clamped ReLU's backward in the whole-row staged kernel, its mask's bytes staged with x and dy (round
+# 110): the short rows whose parts hold whole mask bytes a thread at 8 compute warps (``norm_bwd_staged.masked_parts``:
+# 6144 = 16 + 8 rows of 256, 7680 = 16 + 8 + 8 padded, 8192 = 32, 10240 = 32 + 8)
+STAGED_MASKED_BWD_N = (6144, 7680, 8192, 10240)
 
 
 def _ln_short_rows(n: int, has_dbias: bool) -> bool:
@@ -1221,10 +1227,11 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     ``STAGED_LN_NO_DB_BWD_N`` (every multiple of 512 from 10240 to
     15872), and at its short rows ``STAGED_LN_SHORT_BWD_N`` (4608-10240) with dB or without (with dB at 4608-5120 in
     calls of fewer than ``TMA_MIN_ELEMENTS_LAYER_NORM`` elements), in calls of at least
-    ``LIMITS["ln_bwd_staged_min_m"]`` rows (none with a mask): the Gluon kernel with rows staged in shared memory
-    (``norm_bwd_staged.py``), one program a SM of 8 compute warps (4 at RMSNorm's short rows, ``staged_warps``) and a
-    load warp, 2 rows in flight (3 at the short rows, ``staged_stages``); LayerNorm's dB summed by 4 warps of its own
-    at 10752-11776 (``staged_db_partition``), by the compute warps elsewhere.
+    ``LIMITS["ln_bwd_staged_min_m"]`` rows (with the clamped ReLU's mask: ``_staged_masked_bwd``): the Gluon kernel
+    with rows staged in shared memory (``norm_bwd_staged.py``), one program a SM of 8 compute warps (4 at RMSNorm's
+    short rows, ``staged_warps``) and a load warp, 2 rows in flight (3 at the short rows, ``staged_stages``);
+    LayerNorm's dB summed by 4 warps of its own at 10752-11776 (``staged_db_partition``), by the compute warps
+    elsewhere.
 
     Round 69 (H200). In turns against the rule before it, which split these rows (run 548): at 4096 rows x1.159 /
     x1.126 / x1.057 at 12800 / 13312 / 14336 fp16 (bf16 x1.185 / x1.144 / x1.083), at 32768 x1.12-1.27, at 2048
@@ -1327,8 +1334,10 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     x 14848 / 15360 / 15872 fp16, x1.19 / x1.13 / x1.11 at 3072, x1.159 / x1.165 / x1.150 at 4096, x1.19 / x1.17 /
     x1.16 at 8192, x1.145 / x1.129 / x1.111 at 32768 bf16.
     """
-    if has_mask or x_bytes != 2 or w_bytes != 2:
+    if x_bytes != 2 or w_bytes != 2:
         return False
+    if has_mask:  # LayerNorm + clamped ReLU's (RMSNorm has no mask)
+        return not is_rms and _staged_masked_bwd(m, n)
     if is_rms:
         if has_dbias:
             return False
@@ -1338,6 +1347,21 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
         return n in STAGED_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
     widths = STAGED_LN_BWD_N if has_dbias else STAGED_LN_NO_DB_BWD_N
     return (n in widths or _ln_short_rows_taken(m, n, has_dbias)) and m >= LIMITS["ln_bwd_staged_min_m"]
+
+
+def _staged_masked_bwd(m: int, n: int) -> bool:
+    """Whether LayerNorm + clamped ReLU's backward (16-bit x and weights, with dB or without) takes the whole-row staged
+    kernel: at ``STAGED_MASKED_BWD_N`` in calls of at least ``LIMITS["ln_masked_bwd_staged_min_m"]`` rows, 8192 only in
+    calls too small for the TMA kernel (``_tma_call_large_enough``).
+
+    Round 110 (H200, GPU runs 812-813; in turns against the rule before, ``ln_relu_bwd`` with dB, 3 rounds): at 4096
+    rows fp16 x1.149 / 1.109 / 1.053 / 1.224 at 6144 / 7680 / 8192 / 10240 (the split rows' parts of 1024 at 6144, the
+    one-row programs of 8192 columns at 7680-8192, the head and tail tiles at 10240), which takes the masked backward
+    to 1.014 / 1.022 / 1.021x the plain one's time at 6144 / 7680 / 8192 (1.17 / 1.14 / 1.08x before: target 3 met
+    there); at 32768 rows bf16 x1.242 / 1.149 at 6144 / 10240 (97-98% of the copy), but x0.986 at 8192 (the TMA kernel,
+    95% of the copy); at 3072 rows fp16 x1.083 / 1.013 at 7680 / 8192; at 2048 x 8192 fp16 x0.985."""
+    tma_call = _tma_call_large_enough(m, n, False, True)
+    return n in STAGED_MASKED_BWD_N and m >= LIMITS["ln_masked_bwd_staged_min_m"] and not (n == 8192 and tma_call)
 
 
 # the backward of long rows by the split staged Gluon kernel (``_split_staged_bwd``): a program stages a slice of its

@@ -210,6 +210,14 @@ shared memory, x0.98-1.00 without dB), so it is taken at 14848-15872 with dB onl
 Loading each row's mean and rstd from a slot the load warp fills (as ``_split_loader``'s ``STATS_STAGED``) instead
 spilled more (12 bytes at 15360 fp16): not kept.
 
+Round 110 (H200, GPU runs 812-813). LayerNorm + clamped ReLU's backward (``HAS_MASK``): the load warp stages each
+part's mask bytes with its x and dy (the mask viewed as rows of 32 bytes, a part's box ``[R, 32]``, as the split staged
+kernel's), and both passes mask dy from them (``_masked_dy``: a thread holds a byte's 8 columns, so only where every
+part's rows of 256 are a multiple of the warps, ``masked_parts``: 6144, 7680, 8192 and 10240 at 8 warps); dB is the
+compute warps' (``_db_sum``'s warps would read dy unmasked). No spill at those widths (sm_90). In turns against the rule
+before: x1.149 / 1.109 / 1.053 / 1.224 at 4096 x 6144 / 7680 / 8192 / 10240 fp16, x1.242 / 1.149 at 32768 x 6144 /
+10240 bf16 (97-98% of the copy); its time 1.014-1.022x the plain backward's at 4096 x 6144-8192 (1.08-1.17x before).
+
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
 """
@@ -235,22 +243,30 @@ SENTINEL = gl.constexpr(-1)
 
 
 @gluon.jit
-def _load_row(xda, dyda, xdb, dydb, xdc, dydc, bar, xa, dya, xb, dyb, xc, dyc, row,
-              RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, VALID: gl.constexpr):  # fmt: skip
-    """Row ``row``'s x and dy into one stage's buffers, one TMA copy a part and tensor (its descriptor's box is the
-    part), counted on ``bar``. The row is the ``VALID`` rows of 256 from ``row * VALID`` on; a part padded past them
-    reads the next row's first rows of 256 (zeros past the last row), which the kernel masks."""
+def _load_row(xda, dyda, xdb, dydb, xdc, dydc, mda, mdb, mdc, bar, xa, dya, xb, dyb, xc, dyc, ma, mb, mc, row,
+              RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, VALID: gl.constexpr,
+              HAS_MASK: gl.constexpr):  # fmt: skip
+    """Row ``row``'s x and dy (and where ``HAS_MASK`` its mask's bytes) into one stage's buffers, one TMA copy a part
+    and tensor (its descriptor's box is the part), counted on ``bar``. The row is the ``VALID`` rows of 256 from ``row
+    * VALID`` on; a part padded past them reads the next row's first rows of 256 (zeros past the last row), which the
+    kernel masks."""
     ROWS: gl.constexpr = RA + RB + RC
-    mbarrier.expect(bar, 2 * ROWS * 256 * xda.dtype.primitive_bitwidth // 8)
+    mbarrier.expect(bar, 2 * ROWS * 256 * xda.dtype.primitive_bitwidth // 8 + (ROWS * 32 if HAS_MASK else 0))
     first = row * VALID
     tma.async_copy_global_to_shared(xda, [first, 0], bar, xa)
     tma.async_copy_global_to_shared(dyda, [first, 0], bar, dya)
+    if HAS_MASK:  # the mask viewed as rows of 32 bytes (256 columns): the same row index as x's
+        tma.async_copy_global_to_shared(mda, [first, 0], bar, ma)
     if RB > 0:
         tma.async_copy_global_to_shared(xdb, [first + RA, 0], bar, xb)
         tma.async_copy_global_to_shared(dydb, [first + RA, 0], bar, dyb)
+        if HAS_MASK:
+            tma.async_copy_global_to_shared(mdb, [first + RA, 0], bar, mb)
     if RC > 0:
         tma.async_copy_global_to_shared(xdc, [first + RA + RB, 0], bar, xc)
         tma.async_copy_global_to_shared(dydc, [first + RA + RB, 0], bar, dyc)
+        if HAS_MASK:
+            tma.async_copy_global_to_shared(mdc, [first + RA + RB, 0], bar, mc)
 
 
 @gluon.jit
@@ -410,12 +426,13 @@ def _part_dx(xs, dys, ws, dx_row, rstd, k, START: gl.constexpr, R: gl.constexpr,
 
 
 @gluon.jit
-def _ln_part_sums(xs, dys, ws, mean, rstd, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr,
-                  ZERO_CENTERED: gl.constexpr, VALID: gl.constexpr):  # fmt: skip
+def _ln_part_sums(xs, dys, ws, ms, mean, rstd, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr,
+                  L3: gl.constexpr, ZERO_CENTERED: gl.constexpr, VALID: gl.constexpr,
+                  HAS_MASK: gl.constexpr):  # fmt: skip
     """LayerNorm's pass one over a part: sum(xhat w dy) and sum(w dy), xhat = (x - mean) rstd, a warp's each
-    (``_warp_sums``)."""
+    (``_warp_sums``); dy masked where ``HAS_MASK`` (``_masked_dy``, the part's mask bytes ``ms`` in ``L3``)."""
     xhat = (xs.load(L).to(gl.float32) - mean) * rstd
-    wdy = _weights(ws, L, ZERO_CENTERED) * dys.load(L).to(gl.float32)
+    wdy = _weights(ws, L, ZERO_CENTERED) * _masked_dy(dys, ms, R, L, L3, HAS_MASK)
     if START + R > VALID:  # a padded part: past the row, the next row's x and dy, which may not be finite (and the
         # weights' zeros would not cancel them), so both factors are selected, not only w dy
         inside = _offsets(START, R, L) < VALID * 256
@@ -425,12 +442,13 @@ def _ln_part_sums(xs, dys, ws, mean, rstd, START: gl.constexpr, R: gl.constexpr,
 
 
 @gluon.jit
-def _ln_part_dx(xs, dys, ws, dx_row, mean, rstd, c1, c2, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr,
-                ZERO_CENTERED: gl.constexpr, VALID: gl.constexpr):  # fmt: skip
+def _ln_part_dx(xs, dys, ws, ms, dx_row, mean, rstd, c1, c2, START: gl.constexpr, R: gl.constexpr,
+                L: gl.constexpr, L3: gl.constexpr, ZERO_CENTERED: gl.constexpr, VALID: gl.constexpr,
+                HAS_MASK: gl.constexpr):  # fmt: skip
     """LayerNorm's pass two over a part: dx = (w dy - (xhat c1 + c2)) rstd stored; returns the part's dW term,
-    dy xhat, and its dB term, dy (float32)."""
+    dy xhat, and its dB term, dy (float32; masked where ``HAS_MASK``, as in pass one)."""
     x = xs.load(L)
-    dy = dys.load(L).to(gl.float32)
+    dy = _masked_dy(dys, ms, R, L, L3, HAS_MASK)
     xhat = (x.to(gl.float32) - mean) * rstd
     dx = (_weights(ws, L, ZERO_CENTERED) * dy - (xhat * c1 + c2)) * rstd
     _store(dx_row, dx.to(x.dtype), START, R, L, VALID)
@@ -438,14 +456,15 @@ def _ln_part_dx(xs, dys, ws, dx_row, mean, rstd, c1, c2, START: gl.constexpr, R:
 
 
 @gluon.jit
-def _pass_two(xs, dys, ws, dx_row, mean, rstd, c1, c2, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr,
-              ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, VALID: gl.constexpr):  # fmt: skip
+def _pass_two(xs, dys, ws, ms, dx_row, mean, rstd, c1, c2, START: gl.constexpr, R: gl.constexpr, L: gl.constexpr,
+              L3: gl.constexpr, ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, VALID: gl.constexpr,
+              HAS_MASK: gl.constexpr):  # fmt: skip
     """Pass two over a part, RMSNorm's (``_part_dx``, k = c1; mean and c2 not read) or LayerNorm's (``_ln_part_dx``):
     dx stored; returns the part's dW and dB terms."""
     if IS_RMS:
         return _part_dx(xs, dys, ws, dx_row, rstd, c1, START, R, L, ZERO_CENTERED, VALID)
     else:
-        return _ln_part_dx(xs, dys, ws, dx_row, mean, rstd, c1, c2, START, R, L, ZERO_CENTERED, VALID)
+        return _ln_part_dx(xs, dys, ws, ms, dx_row, mean, rstd, c1, c2, START, R, L, L3, ZERO_CENTERED, VALID, HAS_MASK)
 
 
 @gluon.jit
@@ -460,17 +479,18 @@ def _add_db(db, db_shared, dy, L: gl.constexpr, SHARED: gl.constexpr):
 
 
 @gluon.jit
-def _loader(xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, empty, pid, programs, my_rows,
-            RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, VALID: gl.constexpr,
-            STAGES: gl.constexpr):  # fmt: skip
+def _loader(xda, xdb, xdc, dyda, dydb, dydc, mda, mdb, mdc, xa, dya, xb, dyb, xc, dyc, ma, mb, mc, ready, empty,
+            pid, programs, my_rows, RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, VALID: gl.constexpr,
+            STAGES: gl.constexpr, HAS_MASK: gl.constexpr):  # fmt: skip
     """The load warp: the program's i-th row into stage ``i % STAGES`` (counted on ``ready``) once the compute warps
     (and the dB warps, where there are) have released the stage (``empty``; at first every stage is free)."""
     for i in range(my_rows):
         stage = i % STAGES
         mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)
-        _load_row(xda, dyda, xdb, dydb, xdc, dydc, ready.index(stage), xa.index(stage), dya.index(stage),
-                  xb.index(stage), dyb.index(stage), xc.index(stage), dyc.index(stage), pid + i * programs, RA, RB,
-                  RC, VALID)  # fmt: skip
+        _load_row(xda, dyda, xdb, dydb, xdc, dydc, mda, mdb, mdc, ready.index(stage), xa.index(stage),
+                  dya.index(stage), xb.index(stage), dyb.index(stage), xc.index(stage), dyc.index(stage),
+                  ma.index(stage), mb.index(stage), mc.index(stage), pid + i * programs, RA, RB, RC, VALID,
+                  HAS_MASK)  # fmt: skip
 
 
 @gluon.jit
@@ -478,7 +498,8 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
              programs, my_rows, dbsb, dbsc, RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, LA: gl.constexpr,
              LB: gl.constexpr, LC: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr,
              ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, DB_HERE: gl.constexpr,
-             DB_SHARED: gl.constexpr, ps, PAIR_SCRATCH: gl.constexpr):  # fmt: skip
+             DB_SHARED: gl.constexpr, ps, PAIR_SCRATCH: gl.constexpr, ma, mb, mc, L3A: gl.constexpr,
+             L3B: gl.constexpr, L3C: gl.constexpr, HAS_MASK: gl.constexpr):  # fmt: skip
     """The compute warps: each row's sums, dx and dW's terms (and dB's where ``DB_HERE``), then its stage released to
     the load warp; at the end the program's dW partial (and dB's, ``PARTIAL``'s second half)."""
     # dW (and dB but the last DB_SHARED parts') in registers across the loop (up to 64 rows of 256: 64 a thread each)
@@ -509,11 +530,11 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
             mean = mean_next
             mean_next = gl.load(MEAN + ahead)
         mbarrier.wait(ready.index(stage), (i // STAGES) & 1)
-        xsa, dysa = xa.index(stage), dya.index(stage)
+        xsa, dysa, msa = xa.index(stage), dya.index(stage), ma.index(stage)
         if RB > 0:
-            xsb, dysb = xb.index(stage), dyb.index(stage)
+            xsb, dysb, msb = xb.index(stage), dyb.index(stage), mb.index(stage)
         if RC > 0:
-            xsc, dysc = xc.index(stage), dyc.index(stage)
+            xsc, dysc, msc = xc.index(stage), dyc.index(stage), mc.index(stage)
         dx_row = DX + row.to(gl.int64) * N
         if IS_RMS:
             total = _part_sum(xsa, dysa, wsa, 0, RA, LA, ZERO_CENTERED, VALID)
@@ -525,13 +546,15 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
             c2 = c1  # placeholders, not read
             mean = rstd
         else:
-            s1, s2 = _ln_part_sums(xsa, dysa, wsa, mean, rstd, 0, RA, LA, ZERO_CENTERED, VALID)
+            s1, s2 = _ln_part_sums(xsa, dysa, wsa, msa, mean, rstd, 0, RA, LA, L3A, ZERO_CENTERED, VALID, HAS_MASK)
             if RB > 0:
-                t1, t2 = _ln_part_sums(xsb, dysb, wsb, mean, rstd, RA, RB, LB, ZERO_CENTERED, VALID)
+                t1, t2 = _ln_part_sums(xsb, dysb, wsb, msb, mean, rstd, RA, RB, LB, L3B, ZERO_CENTERED, VALID, HAS_MASK)
                 s1 += t1
                 s2 += t2
             if RC > 0:
-                t1, t2 = _ln_part_sums(xsc, dysc, wsc, mean, rstd, RA + RB, RC, LC, ZERO_CENTERED, VALID)
+                t1, t2 = _ln_part_sums(
+                    xsc, dysc, wsc, msc, mean, rstd, RA + RB, RC, LC, L3C, ZERO_CENTERED, VALID, HAS_MASK
+                )
                 s1 += t1
                 s2 += t2
             if PAIR_SCRATCH:  # a scratch a row's parity: reused two rows on, after the next row's barrier
@@ -543,18 +566,20 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
         # pass two, a part at a time: dx stored, dW's term and dB's (dy, as pass two read it) added before the next
         # part (all parts' terms held at once ran x0.96-0.99, GPU run 770), the last parts' dB in shared memory where
         # DB_SHARED says
-        term, dy = _pass_two(xsa, dysa, wsa, dx_row, mean, rstd, c1, c2, 0, RA, LA, ZERO_CENTERED, IS_RMS, VALID)
+        term, dy = _pass_two(xsa, dysa, wsa, msa, dx_row, mean, rstd, c1, c2, 0, RA, LA, L3A, ZERO_CENTERED, IS_RMS,
+                             VALID, HAS_MASK)  # fmt: skip
         dwa += term
         if DB_HERE:
             dba += dy
         if RB > 0:
-            term, dy = _pass_two(xsb, dysb, wsb, dx_row, mean, rstd, c1, c2, RA, RB, LB, ZERO_CENTERED, IS_RMS, VALID)
+            term, dy = _pass_two(xsb, dysb, wsb, msb, dx_row, mean, rstd, c1, c2, RA, RB, LB, L3B, ZERO_CENTERED,
+                                 IS_RMS, VALID, HAS_MASK)  # fmt: skip
             dwb += term
             if DB_HERE:
                 dbb = _add_db(dbb, dbsb, dy, LB, DB_SHARED >= 2)
         if RC > 0:
-            term, dy = _pass_two(xsc, dysc, wsc, dx_row, mean, rstd, c1, c2, RA + RB, RC, LC, ZERO_CENTERED, IS_RMS,
-                                 VALID)  # fmt: skip
+            term, dy = _pass_two(xsc, dysc, wsc, msc, dx_row, mean, rstd, c1, c2, RA + RB, RC, LC, L3C,
+                                 ZERO_CENTERED, IS_RMS, VALID, HAS_MASK)  # fmt: skip
             dwc += term
             if DB_HERE:
                 dbc = _add_db(dbc, dbsc, dy, LC, DB_SHARED >= 1)
@@ -597,11 +622,12 @@ def _db_sum(dya, dyb, dyc, ready, empty, PARTIAL, N, pid, programs, my_rows, RA:
 
 @gluon.jit
 def norm_bwd_staged_kernel(
-    xda, xdb, xdc, dyda, dydb, dydc, wda, wdb, wdc, MEAN, RSTD, DX, PARTIAL, M, N,
+    xda, xdb, xdc, dyda, dydb, dydc, wda, wdb, wdc, mda, mdb, mdc, MEAN, RSTD, DX, PARTIAL, M, N,
     RA: gl.constexpr, RB: gl.constexpr, RC: gl.constexpr, LA: gl.constexpr, LB: gl.constexpr, LC: gl.constexpr,
     DLA: gl.constexpr, DLB: gl.constexpr, DLC: gl.constexpr, VALID: gl.constexpr, STAGES: gl.constexpr,
     ZERO_CENTERED: gl.constexpr, IS_RMS: gl.constexpr, HAS_DBIAS: gl.constexpr, DB_WARPS: gl.constexpr,
-    DB_REGISTERS: gl.constexpr, DB_SHARED: gl.constexpr, PAIR_SCRATCH: gl.constexpr,
+    DB_REGISTERS: gl.constexpr, DB_SHARED: gl.constexpr, PAIR_SCRATCH: gl.constexpr, HAS_MASK: gl.constexpr,
+    L3A: gl.constexpr, L3B: gl.constexpr, L3C: gl.constexpr,
 ):  # fmt: skip
     """RMSNorm's or LayerNorm's dx ``[M, N]`` and each program's float32 dW partial (``PARTIAL``: ``[1 or 2,
     programs, N]``, dB's second where ``HAS_DBIAS``) from dy, x (their descriptors: ``[M * N / 256, 256]``, one a
@@ -630,6 +656,13 @@ def norm_bwd_staged_kernel(
         xc = gl.allocate_shared_memory(dtype, [STAGES, RC, 256], staged)
         dyc = gl.allocate_shared_memory(dtype, [STAGES, RC, 256], staged)
         wsc = gl.allocate_shared_memory(wda.dtype, [RC, 256], staged)
+    ma, mb, mc = xa, xa, xa  # placeholders, not read without a mask
+    if HAS_MASK:  # a part's mask bytes a stage: [R, 32] (a row of 256 columns' bytes)
+        ma = gl.allocate_shared_memory(mda.dtype, [STAGES, RA, 32], mda.layout)
+        if RB > 0:
+            mb = gl.allocate_shared_memory(mda.dtype, [STAGES, RB, 32], mda.layout)
+        if RC > 0:
+            mc = gl.allocate_shared_memory(mda.dtype, [STAGES, RC, 32], mda.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())  # a stage's row loaded
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())  # a stage's row done with
     wbar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -660,9 +693,9 @@ def norm_bwd_staged_kernel(
             [
                 (_compute, (xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, M,
                             N, pid, programs, my_rows, dbsb, dbsc, RA, RB, RC, LA, LB, LC, VALID, STAGES,
-                            ZERO_CENTERED, IS_RMS, False, 0, ps, PAIR_SCRATCH)),
-                (_loader, (xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, empty, pid, programs,
-                           my_rows, RA, RB, RC, VALID, STAGES)),
+                            ZERO_CENTERED, IS_RMS, False, 0, ps, PAIR_SCRATCH, ma, mb, mc, L3A, L3B, L3C, False)),
+                (_loader, (xda, xdb, xdc, dyda, dydb, dydc, mda, mdb, mdc, xa, dya, xb, dyb, xc, dyc, ma, mb, mc,
+                           ready, empty, pid, programs, my_rows, RA, RB, RC, VALID, STAGES, False)),
                 (_db_sum, (dya, dyb, dyc, ready, empty, PARTIAL, N, pid, programs, my_rows, RA, RB, RC, DLA, DLB, DLC,
                            VALID, STAGES)),
             ],
@@ -673,9 +706,10 @@ def norm_bwd_staged_kernel(
             [
                 (_compute, (xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN, RSTD, DX, PARTIAL, M,
                             N, pid, programs, my_rows, dbsb, dbsc, RA, RB, RC, LA, LB, LC, VALID, STAGES,
-                            ZERO_CENTERED, IS_RMS, HAS_DBIAS, DB_SHARED, ps, PAIR_SCRATCH)),
-                (_loader, (xda, xdb, xdc, dyda, dydb, dydc, xa, dya, xb, dyb, xc, dyc, ready, empty, pid, programs,
-                           my_rows, RA, RB, RC, VALID, STAGES)),
+                            ZERO_CENTERED, IS_RMS, HAS_DBIAS, DB_SHARED, ps, PAIR_SCRATCH, ma, mb, mc, L3A, L3B, L3C,
+                            HAS_MASK)),
+                (_loader, (xda, xdb, xdc, dyda, dydb, dydc, mda, mdb, mdc, xa, dya, xb, dyb, xc, dyc, ma, mb, mc,
+                           ready, empty, pid, programs, my_rows, RA, RB, RC, VALID, STAGES, HAS_MASK)),
             ],
             [1], [LOADER_REGISTERS],
         )  # fmt: skip
@@ -1146,25 +1180,44 @@ def mask_layout(rows: int, num_warps: int) -> gl.BlockedLayout:
     return gl.BlockedLayout([rows // down, 1, 8], [1, 32, 1], [down, 1, 1], [2, 1, 0])
 
 
+def masked_parts(n: int, num_warps: int) -> bool:
+    """Whether the whole-row kernel can take LayerNorm + clamped ReLU's backward at n columns (a multiple of 256) in
+    num_warps compute warps: every part of the row (``parts``, as LayerNorm's with dB cuts it, and without dB) has its
+    rows of 256 in multiples of the warps, so that a thread holds a mask byte's 8 columns (``mask_layout``)."""
+    return not n % COLUMNS and all(
+        not r % num_warps for cut in (parts(n), parts(n, second_of_8=True)) for r in cut
+    )  # fmt: skip
+
+
 def constexprs(
     n: int, num_warps: int, stages: int, zero_centered: bool, is_rms: bool = True, has_dbias: bool = False,
     db_warps: int = 0, db_registers: int = 0, fp16: bool = False, db_shared: int = 0, pair_scratch: bool = False,
+    has_mask: bool = False,
 ) -> dict:  # fmt: skip
     """The kernel's constexpr arguments for rows of n columns, in its signature's order (``stages``: rows in flight a
     program, ``config.staged_stages``; ``db_warps``: dB's warps of its own, 0 for none: the compute warps sum it;
     ``db_registers``: theirs a thread; ``fp16``: x is float16, for ``parts``; ``db_shared``: the last parts, 0-2,
     whose dB the compute warps keep in shared memory, ``config.staged_db_shared``: none with dB warps or without dB).
-    A ``db_shared`` other than 0-2, or above 0 where the row has no third part, raises a ValueError."""
+    A ``db_shared`` other than 0-2, or above 0 where the row has no third part, raises a ValueError. ``has_mask``:
+    LayerNorm + clamped ReLU's backward, its mask's bytes staged with each part (``L3A``-``L3C``: ``mask_layout``,
+    which asks every part's rows in multiples of the warps; dB summed by the compute warps, which mask dy, not by dB
+    warps of its own): else a ValueError."""
     ra, rb, rc = parts(n, second_of_8=not is_rms and not has_dbias, fp16=fp16)
     if db_shared not in (0, 1, 2) or (db_shared and not rc):
         raise ValueError(f"db_shared must be 0-2, and 0 where the row has no third part ({[ra, rb, rc]}): {db_shared}")
+    if has_mask and (is_rms or (has_dbias and db_warps)):
+        raise ValueError("has_mask is LayerNorm's (LayerNorm + clamped ReLU's backward), its dB in the compute warps")
     la, lb, lc = (layout(r, num_warps) for r in (ra, rb, rc))
+    l3a, l3b, l3c = (
+        (mask_layout(r, num_warps) if has_mask and r else lay) for r, lay in zip((ra, rb, rc), (la, lb, lc))
+    )
     dla, dlb, dlc = (layout(r, max(db_warps, 1)) for r in (ra, rb, rc))
     return dict(
         RA=ra, RB=rb, RC=rc, LA=la, LB=lb, LC=lc, DLA=dla, DLB=dlb, DLC=dlc, VALID=n // COLUMNS, STAGES=stages,
         ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_DBIAS=has_dbias, DB_WARPS=db_warps if has_dbias else 0,
         DB_REGISTERS=db_registers if has_dbias and db_warps else 0,
         DB_SHARED=db_shared if has_dbias and not db_warps else 0, PAIR_SCRATCH=pair_scratch and not is_rms,
+        HAS_MASK=has_mask, L3A=l3a, L3B=l3b, L3C=l3c,
     )  # fmt: skip
 
 

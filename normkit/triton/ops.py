@@ -623,12 +623,17 @@ def _backward_plan(
         m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes, staged=staged, x_fp16=x_fp16
     )
     if cfg.staged:
-        if not staged or (has_mask and cfg.parts == 1):  # only a forced config asks for these
-            raise ValueError(
-                "a staged backward config was forced where the staged kernel cannot run: the whole-row one computes "
-                "the backward without a mask (the split one, parts > 1, with it too), and both need Triton 3.6's "
-                "Gluon, a Hopper GPU, dy and x of one 16-bit dtype with contiguous rows, and 16-bit weights (float32 "
-                "too where rows are split)"
+        masked_rows = has_mask and cfg.parts == 1 and not STAGED.masked_parts(n, cfg.num_warps)
+        if (
+            not staged
+            or masked_rows
+            or (has_mask and cfg.parts == 1 and has_dbias and config.staged_db_partition(n)[0])
+        ):
+            raise ValueError(  # only a forced config asks for these
+                "a staged backward config was forced where the staged kernel cannot run: the whole-row one takes a "
+                "mask where every part of the row has its rows of 256 in multiples of the warps and dB is summed by "
+                "the compute warps, and both need Triton 3.6's Gluon, a Hopper GPU, dy and x of one 16-bit dtype "
+                "with contiguous rows, and 16-bit weights (float32 too where rows are split)"
             )
         if cfg.parts > 1:  # the split staged kernel: a group of cfg.parts programs a row, one program a SM
             form = config.split_staged_form(n, cfg.block_n, has_dbias, is_rms, has_mask)
@@ -644,6 +649,7 @@ def _backward_plan(
         values = STAGED.constexprs(
             n, cfg.num_warps, stages, zero_centered_gamma, is_rms, has_dbias, *db, fp16=x_fp16,
             db_shared=config.staged_db_shared(n), pair_scratch=config.staged_pair_scratch(n, is_rms, has_dbias),
+            has_mask=has_mask,
         )  # fmt: skip
         return _BackwardPlan(cfg, config.persistent_programs(device, m, 1), 1, STAGED_BWD.values(**values), [], {})
     if cfg.parts > 1:
@@ -821,6 +827,10 @@ def _staged_backward(plan: _BackwardPlan, dy, x, weight, mean, rstd, dx, partial
         head = STAGED.descriptors(x, dy, weight if staged_weights else None, part_rows)
         if split:  # the mask's descriptor third (dy's in its place without one)
             head.insert(2, STAGED.mask_descriptor(mask, part_rows[0]) if mask is not None else head[1])
+        else:  # the mask's a part each, after the weights' (dy's in their place without one)
+            head += (
+                [STAGED.mask_descriptor(mask, r or part_rows[0]) for r in part_rows] if mask is not None else head[3:6]
+            )
         kept = launcher.launch(grid, (*head, *args), num_warps, plan.values, head=len(head))
         if kept is not None:
             _keep_encoded(plan, rows, kept)
