@@ -2634,7 +2634,9 @@ def test_tuner_reports_the_launch_as_the_call_takes_it(monkeypatch):
     """The tuner's heuristic row (``bench.tune.heuristic_config``) on a GPU is the backward's launch as the call takes
     it, the staged kernel's and the TMA's included (``ops._backward_plan``), not the pointer kernel's launch the rules
     would give without them; and ``ops`` hands the rules x's dtype: RMSNorm's 4096 x 10240 fp16 on the pointer kernel's
-    head and tail tiles, bf16 staged (round 84). A Hopper GPU of 132 SMs stood in for on the CPU."""
+    head and tail tiles, bf16 staged (round 84); the masked backward's staged kernels (round 110: the tuner asked the
+    rules without them for it, though its call has taken the split one since round 91). A Hopper GPU of 132 SMs stood
+    in for on the CPU."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.bench.cases import Case
     from normkit.bench.tune import heuristic_config
@@ -2652,12 +2654,18 @@ def test_tuner_reports_the_launch_as_the_call_takes_it(monkeypatch):
                     ("fp16", "bf16")}  # fmt: skip
         pointer = heuristic_config(Case("rms_bwd", 4096, 13312, "fp16", "fp16"), False, as_launched=False)
         tma = heuristic_config(Case("rms_bwd", 32768, 9216, "bf16", "fp32"), False)
+        masked = [
+            heuristic_config(Case("ln_relu_bwd", m, n, "fp16", "fp16"), False)
+            for m, n in ((4096, 6144), (32768, 32768))
+        ]
     finally:
         ops._backward_plan.cache_clear()
     assert launched[13312, "fp16"].staged and launched[13312, "bf16"].staged and launched[10240, "bf16"].staged
     assert launched[10240, "fp16"] == LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048)
     assert not pointer.staged and pointer.parts == 13
     assert tma.tma and tma.tail_n == 2048
+    # the masked backward's staged kernels too: the whole-row one at 6144 (round 110), the split one at 32768
+    assert masked[0] == LaunchConfig(1, 6144, 1, 8, 1, staged=True) and masked[1].staged and masked[1].parts > 1
 
 
 def test_tuner_grid_contains_the_heuristics_choice():

@@ -131,7 +131,7 @@ def heuristic_config(case: Case, slower_dram: bool | None = None, as_launched: b
         )
     device = torch.cuda.current_device()
     x_dtype, w_dtype = _DTYPES[case.x_dtype], _DTYPES[case.w_dtype]
-    staged = not has_mask and ops._staged_capable(device)  # as ``ops._backward``; the bench's rows: ``_staged_rows``
+    staged = ops._staged_capable(device)  # as ``ops._backward`` (masked too); the bench's rows: ``_staged_rows``
     plan = ops._backward_plan(
         case.m, case.n, x_dtype, w_dtype, case.has_bias, has_mask, is_rms, case.zero_centered_gamma, device,
         ops._tma_capable(device), config.generation, 1, staged,

@@ -613,9 +613,9 @@ def _backward_plan(
     x); dx's rows (new, contiguous, starting on 512 bytes) need n elements to fill a multiple of 16 bytes. Where
     the TMA cannot, a config that asks for it (a forced one) runs its launch shape on ``norm_bwd_kernel``.
     ``row_align``: the kernels' ``ALIGN`` (``_row_align``; ``split_rows_kernel`` takes it at its launch).
-    ``staged``: the staged Gluon kernels can run on the device (``_staged_capable``; the rules take the whole-row one
-    for calls without a mask only, the split one with it too); after a plan that takes one, whether it can load the
-    call's rows (``_staged_rows``), as the TMA's."""
+    ``staged``: the staged Gluon kernels can run on the device (``_staged_capable``; the rules take both with the mask
+    too, the whole-row one at fewer widths: ``config._staged_masked_bwd``); after a plan that takes one, whether it can
+    load the call's rows (``_staged_rows``), as the TMA's."""
     tma = tma and not n * x_dtype.itemsize & 15
     x_bytes, w_bytes = x_dtype.itemsize, w_dtype.itemsize
     x_fp16 = x_dtype == torch.float16
@@ -848,8 +848,8 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
     strides = (dy.stride(0), x.stride(0))
     row_align = 1 if not (n | strides[0] | strides[1]) & 15 else _row_align(x.element_size(), n, *strides)
     tma = _tma_capable(index)
-    # whether the staged kernels can load these rows is asked only of a plan that takes one (the rules take the
-    # whole-row one without a mask only)
+    # whether the staged kernels can load these rows is asked only of a plan that takes one (with the mask too: the
+    # split one since round 91, the whole-row one at ``config.STAGED_MASKED_BWD_N`` since round 110)
     plan = _backward_plan(*key, tma, config.generation, row_align, _staged_capable(index))
     if plan.cfg.staged and not _staged_rows(dy, x, weight, split=plan.cfg.parts > 1, mask=mask):
         plan = _backward_plan(*key, tma, config.generation, row_align, False)  # rows it cannot load: without it
