@@ -390,26 +390,31 @@ for case in json.loads(sys.argv[2]):
 
 
 def test_staged_rule_for_the_masked_backward():
-    """LayerNorm + clamped ReLU's backward takes the whole-row staged kernel (round 110) at the short rows whose parts
-    hold whole mask bytes a thread (``STAGED_MASKED_BWD_N``: 6144, 7680, 8192, 10240; ``norm_bwd_staged.masked_parts``
-    says the same of 4608-10240) with dB and without, from 3072 rows (2048 x 8192 ran x0.985), at 8192 only in calls
-    too small for the TMA kernel (at 32768 rows it ran x0.986); 8 compute warps, 3 stages, dB in the compute warps.
-    Not with float32 weights or x, nor where the kernel cannot run; the other widths keep their launches."""
-    assert config.STAGED_MASKED_BWD_N == (6144, 7680, 8192, 10240)
+    """LayerNorm + clamped ReLU's backward takes the whole-row staged kernel at LayerNorm's short rows
+    (``STAGED_MASKED_BWD_N``: 4608-10240; round 110 at 6144, 7680, 8192, 10240, round 111 at the widths with parts of
+    fewer rows of 256 than warps) with dB and without, from 3072 rows (2048 x 8192 ran x0.985), at 4608, 5120 and 8192
+    only in calls too small for the TMA kernel (at 32768 rows x1.002 / 0.985 / 0.986); 8 compute warps, 3 stages, dB in
+    the compute warps. Not with float32 weights or x, nor where the kernel cannot run; the other widths (3072 and 4096
+    ran x0.92-0.94) keep their launches."""
+    assert config.STAGED_MASKED_BWD_N == tuple(range(4608, 10241, 512)) == config.STAGED_LN_SHORT_BWD_N
+    assert config.STAGED_MASKED_BELOW_TMA_N == (4608, 5120, 8192)
     assert config.LIMITS["ln_masked_bwd_staged_min_m"] == 3072
     for n in config.STAGED_MASKED_BWD_N:
         for has_dbias in (True, False):
             for m in (3072, 4096, 32768):
                 got = config.bwd_config(m, n, has_dbias, has_mask=True, is_rms=False, tma=True, staged=True)
-                if n == 8192 and m > 4096:  # calls large enough for the TMA kernel (with dB it takes them)
-                    assert not got.staged and got.tma == has_dbias, (m, n, has_dbias)
+                if n in config.STAGED_MASKED_BELOW_TMA_N and m * n >= config.TMA_MIN_ELEMENTS:  # the TMA's calls
+                    assert not got.staged, (m, n, has_dbias)
                     continue
                 assert got == LaunchConfig(1, n, 1, 8, 1, staged=True), (m, n, has_dbias)
             masked = dict(is_rms=False, has_dbias=has_dbias, has_mask=True)
             assert not _staged(3071, n, **masked) and not _staged(4096, n, **masked, staged=False), n
             assert not _staged(4096, n, **masked, w_bytes=4) and not _staged(4096, n, **masked, x_bytes=4), n
         assert config.staged_db_partition(n) == (0, 0) and config.staged_stages(n, False, True) == 3, n
-    for n in (4608, 5120, 5632, 6656, 7168, 8704, 9216, 9728, 10752):
+    assert not config.bwd_config(32768, 8192, True, has_mask=True, is_rms=False, tma=True, staged=True).staged
+    assert config.bwd_config(32768, 8192, True, has_mask=True, is_rms=False, tma=True, staged=True).tma
+    assert _staged(4096, 4608, is_rms=False, has_dbias=True, has_mask=True)  # below the TMA's calls
+    for n in (3072, 4096, 4352, 10752):
         assert not _staged(4096, n, is_rms=False, has_dbias=True, has_mask=True), n
     with config.limits(ln_masked_bwd_staged_min_m=4097):
         assert not _staged(4096, 6144, is_rms=False, has_dbias=True, has_mask=True)
@@ -459,21 +464,30 @@ def test_staged_kernel_compiles_for_hopper():
     assert [c["spilled"] for c, case in zip(compiled, cases) if case[10]] == [0] * 4
 
 
-MASKED_STAGED_COMPILE = [  # (n, dtype, zero-centered, with dB): every width the masked whole-row kernel can take
+MASKED_STAGED_COMPILE = [  # (n, dtype, zero-centered, with dB): the masked whole-row kernel's parts, whole bytes a
+    # thread (6144, 7680, 8192, 10240) and shared by 2-8 lanes (round 111: 4608's part of 2 rows, 5632's of 4 and 2,
+    # 8704's of 2)
     (6144, "float16", False, True), (7680, "bfloat16", True, True), (8192, "float16", False, False),
-    (10240, "bfloat16", False, True),
+    (10240, "bfloat16", False, True), (4608, "float16", False, True), (5632, "bfloat16", True, False),
+    (8704, "float16", False, True),
 ]  # fmt: skip
 
 
 def test_staged_masked_backward_compiles_for_hopper():
     """LayerNorm + clamped ReLU's backward in the whole-row kernel (its mask's bytes staged a part each with x and dy,
-    ``HAS_MASK``), compiled for sm_90 on any machine at the widths whose parts hold whole mask bytes a thread
-    (``masked_parts``: 6144 as 16 + 8 rows of 256, 7680 as 16 + 8 + 8 padded, 8192 as 32, 10240 as 32 + 8), with dB in
-    the compute warps and without: nothing spilled (ptxas), the shared memory a Hopper SM has, 8 compute warps and the
-    load warp's group of 4; and ``masked_parts`` refuses the widths with a part of fewer rows than warps."""
+    ``HAS_MASK``), compiled for sm_90 on any machine (``MASKED_STAGED_COMPILE``), with dB in the compute warps and
+    without: nothing spilled (ptxas), the shared memory a Hopper SM has, 8 compute warps and the load warp's group of
+    4. ``masked_parts`` takes every multiple of 256 at 8 warps (a part of fewer rows than warps shares a byte among
+    lanes, ``mask_layout``), no other width; ``mask_layout`` refuses a part it cannot cut."""
     staged = pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
-    assert [n for n in range(4608, 10241, 512) if staged.masked_parts(n, config.STAGED_WARPS)] == [6144, 7680, 8192,
-                                                                                                   10240]  # fmt: skip
+    widths = range(256, 16385, 128)
+    assert [n for n in widths if staged.masked_parts(n, config.STAGED_WARPS)] == list(range(256, 16385, 256))
+    layout = staged.mask_layout(2, 8)  # 2 rows down, 4 warps across: 2 columns a thread, 4 lanes a byte
+    assert (layout.size_per_thread, layout.threads_per_warp, layout.warps_per_cta) == ([1, 1, 2], [1, 8, 4], [2, 4, 1])
+    assert staged.mask_layout(16, 8).size_per_thread == [2, 1, 8]  # the warps all down: a byte a thread
+    for rows, warps in ((1, 16), (3, 8), (0, 8), (6, 4)):
+        with pytest.raises(ValueError, match="the mask's bytes need the slice's rows cut over the warps"):
+            staged.mask_layout(rows, warps)
     cases = [(n, d, zc, False, db, 0, 0, 0, 8, config.staged_stages(n, False, db), False, True)
              for n, d, zc, db in MASKED_STAGED_COMPILE]  # fmt: skip
     compiled = compiled_on_the_cpu(COMPILE, KERNEL_FILE, cases, timeout=600)
@@ -553,6 +567,36 @@ def test_staged_layer_norm_backward_on_the_gpu(m, n, dtype, zero_centered_gamma)
     _check(m, n, dtype, dtype, 1, zero_centered_gamma, op="layer_norm", has_dbias=True)
 
 
+def _check_masked_staged(m, n, dtype, zero_centered_gamma, has_dbias):
+    """LayerNorm + clamped ReLU's backward of m x n with the whole-row staged kernel forced, against the reference, and
+    that kernel launched once."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    x, w, b = make_inputs(m, n, dtype, dtype)
+    spy, patch = staged_launches()
+    with patch, config.forced(bwd=LaunchConfig(1, n, 1, config.STAGED_WARPS, 1, staged=True)):
+        check_backward("triton", "layer_norm_clamped_relu", x, w, b, zero_centered_gamma, has_dbias=has_dbias)
+    assert spy.call_count == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "m, n, dtype, zero_centered_gamma, has_dbias",
+    [(4097, 3072, torch.float16, False, True), (2049, 4096, torch.bfloat16, True, False),
+     (4097, 4608, torch.float16, False, True), (2049, 4608, torch.bfloat16, False, False),
+     (2049, 5120, torch.bfloat16, True, True), (4097, 5120, torch.float16, False, False),
+     (33000, 5632, torch.bfloat16, False, True), (4097, 6656, torch.float16, True, True),
+     (2049, 6656, torch.bfloat16, False, False), (4097, 7168, torch.bfloat16, False, True),
+     (2049, 8704, torch.float16, False, True), (4097, 9216, torch.bfloat16, True, False),
+     (2049, 9728, torch.float16, False, True), (4097, 9728, torch.bfloat16, False, False)],
+)  # fmt: skip
+def test_staged_masked_backward_of_narrow_parts_on_the_gpu(m, n, dtype, zero_centered_gamma, has_dbias):
+    """The masked whole-row kernel where a part has fewer rows of 256 than warps (round 111: a thread holds 4, 2 or 1
+    columns of a mask byte, ``mask_layout``), forced, against the reference: 3072 (8 + 4), 4096 (16), 4608 (16 + 2),
+    5120 (16 + 4), 5632 (16 + 4 + 2), 6656 (16 + 8 + 2), 7168 (16 + 8 + 4), 8704 (32 + 2), 9216 (32 + 4), 9728
+    (32 + 4 + 2); fp16 and bf16, zero-centered gamma, with dB and without, rows that do not divide over the SMs."""
+    _check_masked_staged(m, n, dtype, zero_centered_gamma, has_dbias)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("m, n", [(4097, 6144), (2049, 7680), (4097, 8192), (2048, 10240)])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
@@ -562,12 +606,7 @@ def test_staged_masked_backward_on_the_gpu(m, n, dtype, zero_centered_gamma, has
     forced, against the reference: 6144 (16 + 8 rows of 256), 7680 (16 + 8 + 8, padded: the next row's mask bytes in
     the padding, the last row's past the tensor), 8192 (one part), 10240 (32 + 8), rows that do not divide over the
     SMs; zero-centered gamma, with dB (in the compute warps) and without."""
-    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
-    x, w, b = make_inputs(m, n, dtype, dtype)
-    spy, patch = staged_launches()
-    with patch, config.forced(bwd=LaunchConfig(1, n, 1, config.STAGED_WARPS, 1, staged=True)):
-        check_backward("triton", "layer_norm_clamped_relu", x, w, b, zero_centered_gamma, has_dbias=has_dbias)
-    assert spy.call_count == 1
+    _check_masked_staged(m, n, dtype, zero_centered_gamma, has_dbias)
 
 
 @pytest.mark.gpu
@@ -708,16 +747,17 @@ def test_forced_staged_config_where_it_cannot_run():
 
 
 def test_forced_staged_config_for_the_masked_backward():
-    """The whole-row staged kernel takes the mask only where every part of the row holds whole mask bytes a thread
-    (``norm_bwd_staged.masked_parts``) and dB is summed by the compute warps: a forced whole-row staged config for the
-    masked backward elsewhere (768 columns, not rows of 256; 10752 with dB, summed by warps of its own there) raises
+    """The whole-row staged kernel takes the mask only where every part of the row can be seen by its mask bytes
+    (``norm_bwd_staged.masked_parts``: rows of 256) and dB is summed by the compute warps: a forced whole-row staged
+    config for the masked backward elsewhere (640 columns, not rows of 256; 10752 with dB, summed by warps of its own
+    there) raises
     before any launch, even where the kernel could run (capability patched in here), rather than run the plain
     backward's math on it."""
     from unittest import mock
 
     from normkit.triton import ops
 
-    for n, has_dbias in ((768, False), (10752, True)):
+    for n, has_dbias in ((640, False), (10752, True)):
         x, w, _ = make_inputs(4, n, torch.float16, torch.float16, bias=False)
         dy = torch.randn_like(x)
         mean, rstd = torch.zeros(4, device=x.device), torch.ones(4, device=x.device)

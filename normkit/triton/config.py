@@ -918,9 +918,10 @@ def _tma_bwd(
     5121-8191 in calls of more than 4096 rows in 8192's tile. None elsewhere (RMSNorm's head + tail tiles by the TMA are
     ``_rms_head_tail_bwd``'s, beside their launches on ``norm_bwd_kernel``). The masked backward's rows of a multiple of
     ``MASK_TMA_COLUMNS`` (its mask loaded by the TMA too, round 34, below), more than 4096 rows: LayerNorm's launches at
-    5121-10240 as well, and at 4097-5120 and 8193-10240 dx stored by each thread, 16-bit weights not held in float32
-    (``widen_w``: fp16's held as loaded and widened at every row block, bfloat16's loaded again), float32 weights held
-    and the mask by the TMA as bytes rather than words (``mask_bytes``). Rows of 513-1024 columns of 16-bit x (from
+    5121-10240 as well, and at 4097-5120 and 8193-10240 dx stored by each thread, at 8193-10240 16-bit weights not held
+    in float32 (``widen_w``: fp16's held as loaded and widened at every row block, bfloat16's loaded again; at
+    4097-5120 held since round 111), float32 weights held and the mask by the TMA as bytes rather than words
+    (``mask_bytes``). Rows of 513-1024 columns of 16-bit x (from
     32769 rows of 1024), LayerNorm's and RMSNorm's with or without dB and the masked backward's of a multiple of 128
     columns: two rows a program of 4 warps, 4 programs a SM, dx stored by the TMA (round 57, below). Rows of 2048 of
     16-bit x without the mask, RMSNorm's and LayerNorm's without dB too: LayerNorm's launch (round 58). LayerNorm's
@@ -928,6 +929,11 @@ def _tma_bwd(
     LayerNorm's launches with dB (round 58); of 4097-5120 and 8193-10240 columns wherever those with dB are taken
     (round 103: calls of at least ``TMA_MIN_ELEMENTS_LAYER_NORM``, and more than 4096 rows at 4097-5120).
 
+    Round 111 (GPU runs 819-822, H200, in turns against the rule before, ``bench.ab``, GB/s): the masked backward's
+    launch at 4097-5120 with its 16-bit weights held in float32 (no longer ``widen_w``): bf16 x1.083 / x1.007 at 32768
+    x 4608 / 5120 (3691 -> 3999 GB/s at 4608, the plain backward's 3987), x1.111 / x1.037 at 32768 x 4352 / 4864,
+    x1.077 / x1.021 at 16384, x1.054 / x1.020 at 8192; fp16 level (x1.001-1.002). dx stored by the TMA ran x0.95-0.99
+    (the mask as bytes too x0.95-0.99), one program of 8 warps a SM x0.48-0.58.
     Round 103 (GPU runs 762-764, H200, in turns against the rule before, ``bench.ab``, GB/s): LayerNorm's backward
     without dB at 4097-5120 and 8193-10240 columns in the head + tail launches of its backward with dB, where it ran
     ``norm_bwd_kernel``'s tile of 8192 at 16 warps (4608 / 5120) or split rows of 1024 (8704-10240): float32 weights
@@ -1073,8 +1079,8 @@ def _tma_bwd(
         return None  # at 2049-4096 rows only LayerNorm's 6145-8192 (``_few_waves_tma_bwd``): 8192's tile, below
     if 8192 < n <= 10240 and x_bytes == 2 and mask_by_tma:
         return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, widen_w=w_bytes == 2, mask_bytes=w_bytes == 4)
-    if 4096 < n <= 5120 and x_bytes == 2 and mask_by_tma:
-        return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, widen_w=w_bytes == 2, mask_bytes=w_bytes == 4)
+    if 4096 < n <= 5120 and x_bytes == 2 and mask_by_tma:  # every weight held in float32 (round 111)
+        return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, mask_bytes=w_bytes == 4)
     if 4096 < n <= 5120 and x_bytes == 2:
         return LaunchConfig(1, 4096, 1, 4, 2, tail_n=1024, tma=True, tma_store=True)
     if n == 2048:  # one row of 4 warps a program, 4 a SM (``ahead``: mask bytes ahead, where not by the TMA)
@@ -1136,10 +1142,13 @@ STAGED_SHORT_STAGES = 3
 # 2048-4096 ran x0.77-1.01 of the pointer kernel at 4096 fp16 (3 or 6 stages).
 STAGED_LN_SHORT_BWD_N = tuple(range(4608, 10241, 512))
 STAGED_LN_FEW_ROWS_BWD_N = (4608, 5120)
-# LayerNorm + clamped ReLU's backward in the whole-row staged kernel, its mask's bytes staged with x and dy (round
-# 110): the short rows whose parts hold whole mask bytes a thread at 8 compute warps (``norm_bwd_staged.masked_parts``:
-# 6144 = 16 + 8 rows of 256, 7680 = 16 + 8 + 8 padded, 8192 = 32, 10240 = 32 + 8)
-STAGED_MASKED_BWD_N = (6144, 7680, 8192, 10240)
+# LayerNorm + clamped ReLU's backward in the whole-row staged kernel, its mask's bytes staged with x and dy: LayerNorm's
+# short rows (``STAGED_LN_SHORT_BWD_N``), round 110's whose parts hold whole mask bytes a thread at 8 compute warps
+# (6144 = 16 + 8 rows of 256, 7680 = 16 + 8 + 8 padded, 8192 = 32, 10240 = 32 + 8) and round 111's whose parts of
+# fewer rows than warps share a byte among lanes (``norm_bwd_staged.mask_layout``: 4608 = 16 + 2, 5632 = 16 + 4 + 2,
+# 8704 = 32 + 2, ...); these only in calls too small for the TMA kernel (``_staged_masked_bwd``)
+STAGED_MASKED_BWD_N = STAGED_LN_SHORT_BWD_N
+STAGED_MASKED_BELOW_TMA_N = (4608, 5120, 8192)
 
 
 def _ln_short_rows(n: int, has_dbias: bool) -> bool:
@@ -1351,17 +1360,24 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
 
 def _staged_masked_bwd(m: int, n: int) -> bool:
     """Whether LayerNorm + clamped ReLU's backward (16-bit x and weights, with dB or without) takes the whole-row staged
-    kernel: at ``STAGED_MASKED_BWD_N`` in calls of at least ``LIMITS["ln_masked_bwd_staged_min_m"]`` rows, 8192 only in
-    calls too small for the TMA kernel (``_tma_call_large_enough``).
+    kernel: at ``STAGED_MASKED_BWD_N`` in calls of at least ``LIMITS["ln_masked_bwd_staged_min_m"]`` rows, at
+    ``STAGED_MASKED_BELOW_TMA_N`` only in calls too small for the TMA kernel (``_tma_call_large_enough``).
 
     Round 110 (H200, GPU runs 812-813; in turns against the rule before, ``ln_relu_bwd`` with dB, 3 rounds): at 4096
     rows fp16 x1.149 / 1.109 / 1.053 / 1.224 at 6144 / 7680 / 8192 / 10240 (the split rows' parts of 1024 at 6144, the
     one-row programs of 8192 columns at 7680-8192, the head and tail tiles at 10240), which takes the masked backward
     to 1.014 / 1.022 / 1.021x the plain one's time at 6144 / 7680 / 8192 (1.17 / 1.14 / 1.08x before: target 3 met
     there); at 32768 rows bf16 x1.242 / 1.149 at 6144 / 10240 (97-98% of the copy), but x0.986 at 8192 (the TMA kernel,
-    95% of the copy); at 3072 rows fp16 x1.083 / 1.013 at 7680 / 8192; at 2048 x 8192 fp16 x0.985."""
-    tma_call = _tma_call_large_enough(m, n, False, True)
-    return n in STAGED_MASKED_BWD_N and m >= LIMITS["ln_masked_bwd_staged_min_m"] and not (n == 8192 and tma_call)
+    95% of the copy); at 3072 rows fp16 x1.083 / 1.013 at 7680 / 8192; at 2048 x 8192 fp16 x0.985.
+
+    Round 111 (H200, GPU run 816, the same way): the widths whose parts have fewer rows of 256 than warps
+    (``norm_bwd_staged.mask_layout``'s lanes sharing a byte). At 4096 rows fp16 x1.169 / 1.110 / 1.219 / 1.185 / 1.193
+    / 1.304 / 1.220 / 1.319 at 4608 / 5120 / 5632 / 6656 / 7168 / 8704 / 9216 / 9728; at 32768 rows bf16 x1.285 /
+    1.178 / 1.142 / 1.309 / 1.274 / 1.216 at 5632-9728 (94-101% of the copy), but x1.002 / 0.985 at 4608 / 5120 (the
+    TMA kernel), which keep it in calls large enough for it. Not 4096 (x0.939 at 4096 rows) nor 3072 (x0.921, run
+    815), where the plain backward keeps the pointer kernel too."""
+    below_tma = n not in STAGED_MASKED_BELOW_TMA_N or not _tma_call_large_enough(m, n, False, True)
+    return n in STAGED_MASKED_BWD_N and m >= LIMITS["ln_masked_bwd_staged_min_m"] and below_tma
 
 
 # the backward of long rows by the split staged Gluon kernel (``_split_staged_bwd``): a program stages a slice of its

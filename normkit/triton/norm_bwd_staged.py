@@ -213,10 +213,18 @@ spilled more (12 bytes at 15360 fp16): not kept.
 Round 110 (H200, GPU runs 812-813). LayerNorm + clamped ReLU's backward (``HAS_MASK``): the load warp stages each
 part's mask bytes with its x and dy (the mask viewed as rows of 32 bytes, a part's box ``[R, 32]``, as the split staged
 kernel's), and both passes mask dy from them (``_masked_dy``: a thread holds a byte's 8 columns, so only where every
-part's rows of 256 are a multiple of the warps, ``masked_parts``: 6144, 7680, 8192 and 10240 at 8 warps); dB is the
+part's rows of 256 are a multiple of the warps: 6144, 7680, 8192 and 10240 at 8 warps, ``masked_parts``); dB is the
 compute warps' (``_db_sum``'s warps would read dy unmasked). No spill at those widths (sm_90). In turns against the rule
 before: x1.149 / 1.109 / 1.053 / 1.224 at 4096 x 6144 / 7680 / 8192 / 10240 fp16, x1.242 / 1.149 at 32768 x 6144 /
 10240 bf16 (97-98% of the copy); its time 1.014-1.022x the plain backward's at 4096 x 6144-8192 (1.08-1.17x before).
+
+Round 111 (H200, GPU runs 815-817). The mask at every short row: where a part has fewer rows of 256 than warps (4608 =
+16 + 2, 5632 = 16 + 4 + 2, 8704 = 32 + 2, ...) the warps lie across its rows (``layout``), a thread holds 4, 2 or 1
+columns of a byte and the lanes that share it lie beside each other (``mask_layout``); a part's mask buffer holds at
+least 4 rows a stage (``_mask_stage``: 2 rows put the next stage's bytes 64 bytes on, a misaligned address for the
+TMA). In turns against the rule before at 4608-9728 (``config._staged_masked_bwd``): x1.11-1.32 at 4096 rows fp16,
+x1.14-1.28 at 3072, x1.14-1.31 at 32768 bf16 (5632-9728, 94-101% of the copy); its time 1.003-1.018x the plain
+backward's at 4096 x 4608-9728 fp16.
 
 ``config._staged_bwd`` says where it is taken. Written against Triton 3.6's Gluon: importing this module raises
 ``ImportError`` elsewhere, and the rules then never take it (``ops.STAGED``).
@@ -236,10 +244,22 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor  # noqa: E4
 
 COLUMNS = 256  # a row is viewed as rows of this many columns (a TMA box's widest)
 MAX_PARTS = 3
+MASK_STAGE_ROWS = gl.constexpr(4)  # a part's mask bytes a stage take at least 4 rows of 32 bytes (see ``_mask_stage``)
 LOADER_REGISTERS = gl.constexpr(24)  # the load warp's registers a thread (``gl.warp_specialize``)
 # a row sums' slot not yet published (``split_staged_kernel``): ``norm_bwd.SENTINEL``, which ``ops`` fills the slots
 # with (this file is compiled on its own in the tests, so it imports nothing of normkit)
 SENTINEL = gl.constexpr(-1)
+
+
+@gluon.jit
+def _mask_stage(ms, stage, R: gl.constexpr, HAS_MASK: gl.constexpr):
+    """A part's mask bytes in stage ``stage`` (``[R, 32]``). A stage's buffer has at least ``MASK_STAGE_ROWS`` rows
+    (128 bytes, the TMA's alignment of its shared memory: a part of 1 or 2 rows of 256 would put the next stage's bytes
+    at 32 or 64, a misaligned address), its first R rows the part's."""
+    if HAS_MASK and R > 0 and R < MASK_STAGE_ROWS:
+        return ms.index(stage).slice(0, R)
+    else:
+        return ms.index(stage)
 
 
 @gluon.jit
@@ -489,8 +509,8 @@ def _loader(xda, xdb, xdc, dyda, dydb, dydc, mda, mdb, mdc, xa, dya, xb, dyb, xc
         mbarrier.wait(empty.index(stage), ((i // STAGES) & 1) ^ 1)
         _load_row(xda, dyda, xdb, dydb, xdc, dydc, mda, mdb, mdc, ready.index(stage), xa.index(stage),
                   dya.index(stage), xb.index(stage), dyb.index(stage), xc.index(stage), dyc.index(stage),
-                  ma.index(stage), mb.index(stage), mc.index(stage), pid + i * programs, RA, RB, RC, VALID,
-                  HAS_MASK)  # fmt: skip
+                  _mask_stage(ma, stage, RA, HAS_MASK), _mask_stage(mb, stage, RB, HAS_MASK),
+                  _mask_stage(mc, stage, RC, HAS_MASK), pid + i * programs, RA, RB, RC, VALID, HAS_MASK)  # fmt: skip
 
 
 @gluon.jit
@@ -530,11 +550,11 @@ def _compute(xa, dya, xb, dyb, xc, dyc, wsa, wsb, wsc, ready, empty, wbar, MEAN,
             mean = mean_next
             mean_next = gl.load(MEAN + ahead)
         mbarrier.wait(ready.index(stage), (i // STAGES) & 1)
-        xsa, dysa, msa = xa.index(stage), dya.index(stage), ma.index(stage)
+        xsa, dysa, msa = xa.index(stage), dya.index(stage), _mask_stage(ma, stage, RA, HAS_MASK)
         if RB > 0:
-            xsb, dysb, msb = xb.index(stage), dyb.index(stage), mb.index(stage)
+            xsb, dysb, msb = xb.index(stage), dyb.index(stage), _mask_stage(mb, stage, RB, HAS_MASK)
         if RC > 0:
-            xsc, dysc, msc = xc.index(stage), dyc.index(stage), mc.index(stage)
+            xsc, dysc, msc = xc.index(stage), dyc.index(stage), _mask_stage(mc, stage, RC, HAS_MASK)
         dx_row = DX + row.to(gl.int64) * N
         if IS_RMS:
             total = _part_sum(xsa, dysa, wsa, 0, RA, LA, ZERO_CENTERED, VALID)
@@ -657,12 +677,15 @@ def norm_bwd_staged_kernel(
         dyc = gl.allocate_shared_memory(dtype, [STAGES, RC, 256], staged)
         wsc = gl.allocate_shared_memory(wda.dtype, [RC, 256], staged)
     ma, mb, mc = xa, xa, xa  # placeholders, not read without a mask
-    if HAS_MASK:  # a part's mask bytes a stage: [R, 32] (a row of 256 columns' bytes)
-        ma = gl.allocate_shared_memory(mda.dtype, [STAGES, RA, 32], mda.layout)
+    if HAS_MASK:  # a part's mask bytes a stage: [R, 32] (a row of 256 columns' bytes), at least 128 (``_mask_stage``)
+        MRA: gl.constexpr = RA if RA > MASK_STAGE_ROWS else MASK_STAGE_ROWS
+        MRB: gl.constexpr = RB if RB > MASK_STAGE_ROWS else MASK_STAGE_ROWS
+        MRC: gl.constexpr = RC if RC > MASK_STAGE_ROWS else MASK_STAGE_ROWS
+        ma = gl.allocate_shared_memory(mda.dtype, [STAGES, MRA, 32], mda.layout)
         if RB > 0:
-            mb = gl.allocate_shared_memory(mda.dtype, [STAGES, RB, 32], mda.layout)
+            mb = gl.allocate_shared_memory(mda.dtype, [STAGES, MRB, 32], mda.layout)
         if RC > 0:
-            mc = gl.allocate_shared_memory(mda.dtype, [STAGES, RC, 32], mda.layout)
+            mc = gl.allocate_shared_memory(mda.dtype, [STAGES, MRC, 32], mda.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())  # a stage's row loaded
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())  # a stage's row done with
     wbar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -1169,24 +1192,35 @@ def layout(rows: int, num_warps: int) -> gl.BlockedLayout:
     return gl.BlockedLayout([rows // down, COLUMNS // (32 * across)], [1, 32], [down, across], [1, 0])
 
 
-def mask_layout(rows: int, num_warps: int) -> gl.BlockedLayout:
-    """A slice's ``[rows, 256]`` (``layout``) seen as ``[rows, 32, 8]``: each thread's 8 consecutive columns (a mask
-    byte) along the last axis (the split staged kernels' clamped ReLU: this backward's ``_masked_dy``, the forward's
-    ``norm_fwd_staged._fwd_masker``). Only where the warps are all down the rows, so that a thread holds 8
-    columns: else a ValueError."""
+def _cut_for_bytes(rows: int, num_warps: int) -> bool:
+    """Whether ``layout`` cuts a slice of rows of 256 over num_warps warps so that ``mask_layout`` can see it by bytes:
+    at least a row, warps that divide the rows or are divided by them, at most 8 warps across a row (a column each)."""
     down = min(num_warps, rows)
-    if rows <= 0 or rows % num_warps:
-        raise ValueError(f"the mask's bytes need the warps down the slice's rows: {rows} rows at {num_warps} warps")
-    return gl.BlockedLayout([rows // down, 1, 8], [1, 32, 1], [down, 1, 1], [2, 1, 0])
+    return rows > 0 and not num_warps % down and not rows % down and num_warps // down <= 8
+
+
+def mask_layout(rows: int, num_warps: int) -> gl.BlockedLayout:
+    """A slice's ``[rows, 256]`` (``layout``) seen as ``[rows, 32, 8]``: each thread's consecutive columns along the
+    last axis (the split staged kernels' clamped ReLU: this backward's ``_masked_dy``, the forward's
+    ``norm_fwd_staged._fwd_masker``). Where the warps are all down the rows a thread holds a mask byte's 8 columns;
+    where a part has fewer rows than warps (the rest across, ``layout``) it holds 4, 2 or 1 of them, and the lanes that
+    share a byte lie beside each other (round 111). A ValueError where ``layout`` cannot cut the slice so
+    (``_cut_for_bytes``)."""
+    if not _cut_for_bytes(rows, num_warps):
+        raise ValueError(f"the mask's bytes need the slice's rows cut over the warps: {rows} rows at {num_warps} warps")
+    down = min(num_warps, rows)
+    across = num_warps // down
+    columns = COLUMNS // (32 * across)  # a thread's columns: 8, 4, 2 or 1 of a byte
+    lanes = 8 // columns  # the lanes that share a byte
+    return gl.BlockedLayout([rows // down, 1, columns], [1, 32 // lanes, lanes], [down, across, 1], [2, 1, 0])
 
 
 def masked_parts(n: int, num_warps: int) -> bool:
-    """Whether the whole-row kernel can take LayerNorm + clamped ReLU's backward at n columns (a multiple of 256) in
-    num_warps compute warps: every part of the row (``parts``, as LayerNorm's with dB cuts it, and without dB) has its
-    rows of 256 in multiples of the warps, so that a thread holds a mask byte's 8 columns (``mask_layout``)."""
-    return not n % COLUMNS and all(
-        not r % num_warps for cut in (parts(n), parts(n, second_of_8=True)) for r in cut
-    )  # fmt: skip
+    """Whether the whole-row kernel can take LayerNorm + clamped ReLU's backward at n columns in num_warps compute
+    warps: rows of 256 whose every part (``parts``, as LayerNorm's with dB cuts it, and without dB) has a
+    ``mask_layout``."""
+    cuts = (parts(n), parts(n, second_of_8=True)) if not n % COLUMNS else ()
+    return bool(cuts) and all(_cut_for_bytes(r, num_warps) for cut in cuts for r in cut if r)
 
 
 def constexprs(
@@ -1199,9 +1233,8 @@ def constexprs(
     ``db_registers``: theirs a thread; ``fp16``: x is float16, for ``parts``; ``db_shared``: the last parts, 0-2,
     whose dB the compute warps keep in shared memory, ``config.staged_db_shared``: none with dB warps or without dB).
     A ``db_shared`` other than 0-2, or above 0 where the row has no third part, raises a ValueError. ``has_mask``:
-    LayerNorm + clamped ReLU's backward, its mask's bytes staged with each part (``L3A``-``L3C``: ``mask_layout``,
-    which asks every part's rows in multiples of the warps; dB summed by the compute warps, which mask dy, not by dB
-    warps of its own): else a ValueError."""
+    LayerNorm + clamped ReLU's backward, its mask's bytes staged with each part (``L3A``-``L3C``: ``mask_layout``;
+    dB summed by the compute warps, which mask dy, not by dB warps of its own): else a ValueError."""
     ra, rb, rc = parts(n, second_of_8=not is_rms and not has_dbias, fp16=fp16)
     if db_shared not in (0, 1, 2) or (db_shared and not rc):
         raise ValueError(f"db_shared must be 0-2, and 0 where the row has no third part ({[ra, rb, rc]}): {db_shared}")
@@ -1272,13 +1305,17 @@ def split_constexprs(n: int, slice_n: int, num_warps: int, stages: int, zero_cen
     (``slices_constexprs``); ``weights_shared``: the weights staged by the TMA (their descriptor the kernel's ``W``);
     ``ahead``: the rows pass one runs ahead; ``fetch_first`` (one row ahead only): this row's sums fetched before the
     next row's publish; ``has_mask``: LayerNorm + clamped ReLU's backward (``L3``: ``mask_layout``, else ``L`` as a
-    placeholder); ``warp_sums``: the row sums published a warp each (``SUMS`` then ``[M, slices x num_warps]``);
-    ``stats_staged``: each row's mean and rstd staged by the load warp with its slice."""
+    placeholder; a slice's rows of 256 a multiple of the warps, whole bytes a thread, else a ValueError);
+    ``warp_sums``: the row sums published a warp each (``SUMS`` then ``[M, slices x num_warps]``); ``stats_staged``:
+    each row's mean and rstd staged by the load warp with its slice."""
     if fetch_first and ahead != 1:
         raise ValueError(f"fetch_first orders the steps of one row ahead, got ahead = {ahead}")
     if has_mask and is_rms:
         raise ValueError("has_mask is LayerNorm's (LayerNorm + clamped ReLU's backward), not RMSNorm's")
     values = slices_constexprs(n, slice_n, num_warps, stages, ahead)
+    if has_mask and values["SR"] % num_warps:  # a thread's 8 columns of its slice, whole bytes (timed so)
+        rows = values["SR"]
+        raise ValueError(f"the mask's bytes need the warps down the slice's rows: {rows} rows at {num_warps} warps")
     l3 = mask_layout(values["SR"], num_warps) if has_mask else values["L"]
     flags = dict(ZERO_CENTERED=zero_centered, IS_RMS=is_rms, HAS_DBIAS=has_dbias, MAX_POLLS=max_polls)
     flags |= dict(W_SHARED=weights_shared, FETCH_FIRST=fetch_first, HAS_MASK=has_mask, WARP_SUMS=warp_sums)

@@ -631,9 +631,9 @@ def _backward_plan(
         ):
             raise ValueError(  # only a forced config asks for these
                 "a staged backward config was forced where the staged kernel cannot run: the whole-row one takes a "
-                "mask where every part of the row has its rows of 256 in multiples of the warps and dB is summed by "
-                "the compute warps, and both need Triton 3.6's Gluon, a Hopper GPU, dy and x of one 16-bit dtype "
-                "with contiguous rows, and 16-bit weights (float32 too where rows are split)"
+                "mask where every part of the row can be seen by its mask bytes (rows of 256, masked_parts) and dB is "
+                "summed by the compute warps, and both need Triton 3.6's Gluon, a Hopper GPU, dy and x of one 16-bit "
+                "dtype with contiguous rows, and 16-bit weights (float32 too where rows are split)"
             )
         if cfg.parts > 1:  # the split staged kernel: a group of cfg.parts programs a row, one program a SM
             form = config.split_staged_form(n, cfg.block_n, has_dbias, is_rms, has_mask)
