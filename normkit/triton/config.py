@@ -921,9 +921,9 @@ def _tma_bwd(
     5121-10240 as well, and at 4097-5120 and 8193-10240 dx stored by each thread, at 8193-10240 16-bit weights not held
     in float32 (``widen_w``: fp16's held as loaded and widened at every row block, bfloat16's loaded again; at
     4097-5120 held since round 111), float32 weights held and the mask by the TMA as bytes rather than words
-    (``mask_bytes``). Rows of 513-1024 columns of 16-bit x (from
-    32769 rows of 1024), LayerNorm's and RMSNorm's with or without dB and the masked backward's of a multiple of 128
-    columns: two rows a program of 4 warps, 4 programs a SM, dx stored by the TMA (round 57, below). Rows of 2048 of
+    (``mask_bytes``). Rows of 513-1024 columns of 16-bit x (from 32769 rows of 1024), LayerNorm's and RMSNorm's with
+    or without dB and the masked backward's of a multiple of 128 columns: two rows a program of 4 warps, 4 programs a
+    SM, dx stored by the TMA (round 57, below). Rows of 2048 of
     16-bit x without the mask, RMSNorm's and LayerNorm's without dB too: LayerNorm's launch (round 58). LayerNorm's
     without dB of 16-bit x, more than 16384 rows (``m`` as ``_rows_key`` rounds it), of 4096 and 5121-8192 columns:
     LayerNorm's launches with dB (round 58); of 4097-5120 and 8193-10240 columns wherever those with dB are taken
@@ -934,6 +934,7 @@ def _tma_bwd(
     x 4608 / 5120 (3691 -> 3999 GB/s at 4608, the plain backward's 3987), x1.111 / x1.037 at 32768 x 4352 / 4864,
     x1.077 / x1.021 at 16384, x1.054 / x1.020 at 8192; fp16 level (x1.001-1.002). dx stored by the TMA ran x0.95-0.99
     (the mask as bytes too x0.95-0.99), one program of 8 warps a SM x0.48-0.58.
+
     Round 103 (GPU runs 762-764, H200, in turns against the rule before, ``bench.ab``, GB/s): LayerNorm's backward
     without dB at 4097-5120 and 8193-10240 columns in the head + tail launches of its backward with dB, where it ran
     ``norm_bwd_kernel``'s tile of 8192 at 16 warps (4608 / 5120) or split rows of 1024 (8704-10240): float32 weights
