@@ -750,9 +750,8 @@ def test_forced_staged_config_for_the_masked_backward():
     """The whole-row staged kernel takes the mask only where every part of the row can be seen by its mask bytes
     (``norm_bwd_staged.masked_parts``: rows of 256) and dB is summed by the compute warps: a forced whole-row staged
     config for the masked backward elsewhere (640 columns, not rows of 256; 10752 with dB, summed by warps of its own
-    there) raises
-    before any launch, even where the kernel could run (capability patched in here), rather than run the plain
-    backward's math on it."""
+    there) raises before any launch, even where the kernel could run (capability patched in here), rather than run the
+    plain backward's math on it."""
     from unittest import mock
 
     from normkit.triton import ops

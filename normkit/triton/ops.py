@@ -623,12 +623,9 @@ def _backward_plan(
         m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes, staged=staged, x_fp16=x_fp16
     )
     if cfg.staged:
-        masked_rows = has_mask and cfg.parts == 1 and not STAGED.masked_parts(n, cfg.num_warps)
-        if (
-            not staged
-            or masked_rows
-            or (has_mask and cfg.parts == 1 and has_dbias and config.staged_db_partition(n)[0])
-        ):
+        whole_row_masked = has_mask and cfg.parts == 1
+        db_apart = has_dbias and config.staged_db_partition(n)[0]  # dB's warps of their own would read dy unmasked
+        if not staged or (whole_row_masked and (db_apart or not STAGED.masked_parts(n, cfg.num_warps))):
             raise ValueError(  # only a forced config asks for these
                 "a staged backward config was forced where the staged kernel cannot run: the whole-row one takes a "
                 "mask where every part of the row can be seen by its mask bytes (rows of 256, masked_parts) and dB is "
