@@ -361,10 +361,8 @@ for case in json.loads(sys.argv[2]):
     )
     x, w = torch.empty(64, n, dtype=dtype), torch.empty(n, dtype=dtype)
     part_rows = [values[k] for k in ("RA", "RB", "RC")]
-    descriptors = staged.descriptors(x, x, w, part_rows)
-    packed = torch.empty(64, n // 8, dtype=torch.uint8)  # the mask's a part each (dy's in their place without one)
-    masks = [staged.mask_descriptor(packed, r or part_rows[0]) for r in part_rows] if has_mask else descriptors[3:6]
-    descriptors += masks
+    packed = torch.empty(64, n // 8, dtype=torch.uint8) if has_mask else None
+    descriptors = staged.descriptor_arguments(x, x, w, packed, part_rows, split=False)
     signature = {name: mangle_type(d) for name, d in zip(kernel.arg_names, descriptors)}
     pointer = "*fp16" if dtype == torch.float16 else "*bf16"
     signature |= {"MEAN": "*fp32", "RSTD": "*fp32", "DX": pointer, "PARTIAL": "*fp32", "M": "i32", "N": "i32"}
@@ -768,6 +766,58 @@ def test_forced_staged_config_for_the_masked_backward():
                 ops.layer_norm_clamped_relu_bwd(dy, mask, x, w, mean, rstd, has_dbias=has_dbias)
 
 
+def test_staged_launch_passes_the_kernels_descriptors_in_its_order(monkeypatch):
+    """``ops._staged_backward`` (a GPU's path; here its launchers' ``launch`` records what it is given) passes the
+    kernel's descriptors first, in the kernel's order (``norm_bwd_staged.descriptor_arguments``), then mean, rstd, dx,
+    the partials (the split kernel's row sums' slots) and the shape. The whole-row kernel (the rules' plans at 4096 x
+    4608 and 13312 fp16): x's, dy's and the weights' a part each (rows of 256 as the plan cuts them), then the mask's
+    a part each where masked, dy's again where not. The split kernel (16384 and 65536): x's, dy's, the mask's (dy's
+    without one), the weights' where it stages them. Distinct tensors, so a swap fails; the rules' plans (of 4096 or
+    8192 rows) launched on 64 (the plan fixes the launch, the tensors the descriptors)."""
+    from normkit.triton import ops
+
+    launched = []
+    for launcher in (ops.STAGED_BWD, ops.SPLIT_STAGED_BWD, ops.SPLIT_STAGED_SHARED_W_BWD):
+        monkeypatch.setattr(launcher, "launch", lambda grid, args, warps, values, head=0: launched.append((args, head)))
+    m = 64
+    for plan_m, n, is_rms, has_dbias, has_mask in (
+        (4096, 4608, False, True, True), (4096, 13312, True, False, False), (8192, 16384, False, True, True),
+        (4096, 65536, True, False, False),
+    ):  # fmt: skip
+        plan = ops._backward_plan(plan_m, n, torch.float16, torch.float16, has_dbias, has_mask, is_rms, False, -1,
+                                  True, config.generation, 1, True)  # fmt: skip
+        assert plan.cfg.staged, n
+        split = plan.cfg.parts > 1
+        dy, x, dx = (torch.randn(m, n, dtype=torch.float16) for _ in range(3))
+        w, mean, rstd = torch.randn(n, dtype=torch.float16), torch.zeros(m), torch.ones(m)
+        mask = torch.zeros(m, n // 8, dtype=torch.uint8) if has_mask else None
+        partial = torch.empty(1 + has_dbias, plan.programs // plan.cfg.parts, n)
+        ops._staged_backward(plan, dy, x, w, mean, rstd, dx, partial, mask)
+        args, head = launched.pop()
+        descriptors, rest = args[:head], args[head:]
+        assert all(d.base.shape[1] == 256 for d in descriptors if d.base.dtype != torch.uint8), n
+        if split:
+            sr = plan.values[0]
+            weights_staged = plan.values[ops._W_SHARED_AT]
+            expected = [(x, sr), (dy, sr), (mask if has_mask else dy, sr)] + ([(w, sr)] if weights_staged else [])
+            if not weights_staged:  # read from global memory: a pointer, first after the descriptors
+                assert rest[0] is w, n
+                rest = rest[1:]
+            slots = plan.cfg.parts * (plan.cfg.num_warps if plan.values[ops._WARP_SUMS_AT] else 1)
+            assert rest[4].shape == (m, slots), n  # the row sums' slots, after the partials
+            rest = rest[:4] + rest[5:]
+        else:
+            parts = [r or plan.values[0] for r in plan.values[:3]]
+            expected = [(t, r) for t in (x, dy, w) for r in parts]
+            expected += [(mask if has_mask else dy, r) for r in parts]
+        assert [(d.base.data_ptr(), d.block_shape[0]) for d in descriptors] == [
+            (t.data_ptr(), r) for t, r in expected
+        ], n
+        for d, (t, _) in zip(descriptors, expected):  # the mask's bytes as rows of 256 columns' 32, the rest as 256
+            assert d.block_shape[1] == (32 if t is mask else 256) and d.base.numel() == t.numel(), n
+        assert all(a is b for a, b in zip(rest, (mean, rstd, dx, partial))) and rest[4:] == (m, n), n
+
+
 def test_staged_rows_asked_only_of_a_plan_that_takes_the_kernel():
     """``ops._staged_rows`` (dtypes, strides and addresses: host time on every call) is asked only where the plan takes
     the staged kernel; where it says no, the call is planned again without the kernel (a forced staged config then
@@ -1003,9 +1053,8 @@ for (n, slice_n, warps, stages, shared, ahead, first, dtype, w_dtype, zero_cente
     values = staged.split_constexprs(n, slice_n, warps, stages, zero_centered, is_rms, has_dbias, 1 << 22, shared,
                                      ahead, first, has_mask, warp_sums, stats_staged)
     x, w = torch.empty(64, n, dtype=getattr(torch, dtype)), torch.empty(n, dtype=getattr(torch, w_dtype))
-    descriptors = staged.descriptors(x, x, w if shared else None, [values["SR"]])
-    mask = torch.empty(64, n // 8, dtype=torch.uint8)
-    descriptors.insert(2, staged.mask_descriptor(mask, values["SR"]) if has_mask else descriptors[1])
+    mask = torch.empty(64, n // 8, dtype=torch.uint8) if has_mask else None
+    descriptors = staged.descriptor_arguments(x, x, w if shared else None, mask, [values["SR"]], split=True)
     signature = {name: mangle_type(d) for name, d in zip(kernel.arg_names, descriptors)}
     signature |= {"MEAN": "*fp32", "RSTD": "*fp32", "DX": POINTER[dtype], "PARTIAL": "*fp32", "SUMS": "*i64",
                   "M": "i32", "N": "i32"}

@@ -1273,11 +1273,28 @@ def box_descriptor(t, box_rows: int) -> TensorDescriptor:
     return TensorDescriptor(t, list(t.shape), list(t.stride()), [box_rows, t.shape[1]], shared)
 
 
-def mask_descriptor(mask, slice_rows: int) -> TensorDescriptor:
-    """The packed mask's descriptor for ``split_staged_kernel`` (its ``md``): uint8 ``[M, N / 8]``, rows contiguous
-    (``N / 8`` bytes apart), viewed as ``[M * N / 256, 32]`` (a row of 256 columns' bytes), the box a slice's
-    (``[slice_rows, 32]``)."""
-    return box_descriptor(mask.view(-1, COLUMNS // 8), slice_rows)
+def mask_descriptor(mask, box_rows: int) -> TensorDescriptor:
+    """The packed mask's descriptor: uint8 ``[M, N / 8]``, rows contiguous (``N / 8`` bytes apart), viewed as ``[M * N
+    / 256, 32]`` (a row of 256 columns' bytes), the box ``[box_rows, 32]``: a slice's (``split_staged_kernel``'s
+    ``md``) or a part's (``norm_bwd_staged_kernel``'s, one a part)."""
+    return box_descriptor(mask.view(-1, COLUMNS // 8), box_rows)
+
+
+def descriptor_arguments(x, dy, weight, mask, part_rows: list[int], split: bool) -> list[TensorDescriptor]:
+    """The staged kernels' leading arguments, their descriptors in their order. ``norm_bwd_staged_kernel``'s
+    (``part_rows`` its parts' rows of 256, ``RA``-``RC``): x's, dy's and the weights' a part each (``descriptors``),
+    then the packed mask's a part each (``mask_descriptor``; dy's in their place without a mask, not read). The split
+    kernel's (``split``; ``part_rows`` a slice's, ``[SR]``): x's, dy's, the mask's (dy's without one) and the weights'
+    where it stages them (``weight`` None where it reads them from global memory)."""
+    head = descriptors(x, dy, weight, part_rows)
+    parts = len(part_rows)
+    if split:
+        head.insert(2, mask_descriptor(mask, part_rows[0]) if mask is not None else head[1])
+    elif mask is not None:
+        head += [mask_descriptor(mask, r or part_rows[0]) for r in part_rows]
+    else:
+        head += head[parts : 2 * parts]
+    return head
 
 
 def slices_constexprs(n: int, slice_n: int, num_warps: int, stages: int, ahead: int) -> dict:

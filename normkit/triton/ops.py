@@ -821,13 +821,7 @@ def _staged_backward(plan: _BackwardPlan, dy, x, weight, mean, rstd, dx, partial
     if encoded is None or not launcher.launch_encoded(grid, encoded, args, num_warps, plan.values):
         # each descriptor's rows of 256: the plan's first constexprs (the split kernel's SR, the other's RA-RC)
         part_rows = list(plan.values[:1] if split else plan.values[:3])
-        head = STAGED.descriptors(x, dy, weight if staged_weights else None, part_rows)
-        if split:  # the mask's descriptor third (dy's in its place without one)
-            head.insert(2, STAGED.mask_descriptor(mask, part_rows[0]) if mask is not None else head[1])
-        else:  # the mask's a part each, after the weights' (dy's in their place without one)
-            head += (
-                [STAGED.mask_descriptor(mask, r or part_rows[0]) for r in part_rows] if mask is not None else head[3:6]
-            )
+        head = STAGED.descriptor_arguments(x, dy, weight if staged_weights else None, mask, part_rows, split)
         kept = launcher.launch(grid, (*head, *args), num_warps, plan.values, head=len(head))
         if kept is not None:
             _keep_encoded(plan, rows, kept)
