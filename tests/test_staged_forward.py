@@ -119,6 +119,53 @@ def test_split_staged_forward_plan():
     assert ops.STAGED.SENTINEL == ops.SENTINEL  # the kernel's empty slot (``norm_bwd_staged``'s) is the one ops fills
 
 
+def test_split_staged_forward_launch_arguments(monkeypatch):
+    """``ops._staged_forward`` (a GPU's path; here ``SPLIT_STAGED_FWD.launch`` records what it is given) passes x's
+    descriptor, then y's where the TMA stores y (the clamped ReLU's training forward of bf16 x, ``Y_SLOTS``) or x's in
+    its place, then the weights, the bias (the weights for none), y, the mean (rstd for RMSNorm), rstd (y for both in
+    an inference call), the mask (y without one), the row statistics' slots (``[M, PARTS]`` int64, every one
+    ``SENTINEL``), the shape, eps and the plan's bounds. Distinct tensors, so a swap fails; the rules' plans of 32768
+    rows of 65536 launched on 8 (the plan fixes the launch, the tensors the arguments)."""
+    pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
+    from normkit.triton import ops
+
+    launched = []
+
+    def record(grid, args, num_warps, values, head=0):
+        launched.append((args, head))
+
+    monkeypatch.setattr(ops.SPLIT_STAGED_FWD, "launch", record)
+    m, n, eps = 8, 65536, 1e-5
+    for is_rms, has_bias, clamp, training, x_dtype, w_dtype in (
+        (False, True, None, True, torch.bfloat16, torch.float32),  # LayerNorm's training forward
+        (True, False, None, False, torch.bfloat16, torch.float32),  # RMSNorm's inference call
+        (False, True, (LOWER, UPPER), True, torch.bfloat16, torch.float32),  # the clamped ReLU's: y by the TMA
+        (False, False, (LOWER, UPPER), True, torch.float16, torch.float16),  # fp16: y stored by the compute warps
+    ):  # fmt: skip
+        key = (32768, n, x_dtype, w_dtype, has_bias, is_rms, False, clamp, training, -1, config.generation)
+        plan = ops._forward_plan(*key, 1, True)
+        assert plan.encoded is not None, key  # the split staged forward's plan
+        x, w = torch.randn(m, n, dtype=x_dtype), torch.randn(n, dtype=w_dtype)
+        b = torch.randn(n, dtype=w_dtype) if has_bias else None
+        y, mean, rstd, mask = ops._forward_outputs(x, plan.stat_dtype, is_rms, clamp, training)
+        ops._staged_forward(plan, x, w, b, eps, y, mean, rstd, mask)
+        args, head = launched.pop()
+        y_by_tma = plan.values[ops._FWD_Y_SLOTS_AT] > 0
+        assert y_by_tma == (clamp is not None and x_dtype == torch.bfloat16), key
+        box = [plan.values[ops._FWD_SR_AT], 256]
+        assert head == 2 and [(d.base.data_ptr(), d.block_shape) for d in args[:2]] == [
+            (x.data_ptr(), box), ((y if y_by_tma else x).data_ptr(), box)
+        ], key  # fmt: skip
+        rstd_or_y = rstd if rstd is not None else y
+        expected = (w, b if has_bias else w, y, mean if mean is not None else rstd_or_y, rstd_or_y)
+        expected += (mask if mask is not None else y,)
+        assert all(a is e for a, e in zip(args[2:8], expected, strict=True)), key
+        sums = args[8]
+        assert sums.shape == (m, plan.values[ops._FWD_PARTS_AT]) and sums.dtype == torch.int64, key
+        assert bool((sums == ops.SENTINEL).all()), key
+        assert args[9:] == (m, n, eps, *plan.thresholds) and len(plan.thresholds) == 2, key
+
+
 def test_split_staged_forward_constexprs():
     """A row's slices (a multiple of 256 that divides the row) and the rows ahead (1 or 2, fewer than the stages):
     else a ValueError that names them."""
