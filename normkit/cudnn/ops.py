@@ -117,7 +117,7 @@ def _check_fused_relu_size(x) -> None:
 
 def _check_mask_width(n: int) -> None:
     # cuDNN packs the BOOLEAN tensor's bits back to back over the whole tensor; rows start on a byte only when
-    # N is a multiple of 8, which API.md's per-row layout needs.
+    # N is a multiple of 8, which docs/api.md's per-row layout needs.
     if n % 8:
         raise ValueError(f"x: the cudnn backend's ReLU bitmask needs N % 8 == 0 (got N={n}); use backend='triton'")
 
