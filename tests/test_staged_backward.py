@@ -513,6 +513,19 @@ def staged_launches(launcher="_staged_backward"):
     return spy, mock.patch.object(ops, launcher, counted)
 
 
+def recorded_launches(monkeypatch, *launchers) -> list:
+    """``(args, head)`` of every launch of these launchers (``Launcher.launch`` patched to record instead: the staged
+    kernels' launch paths run only on a GPU, their arguments can be read anywhere)."""
+    launched = []
+
+    def record(grid, args, num_warps, values, head=0):
+        launched.append((args, head))
+
+    for launcher in launchers:
+        monkeypatch.setattr(launcher, "launch", record)
+    return launched
+
+
 def _check(m, n, x_dtype, w_dtype, taken, zero_centered_gamma=False, row_pad=0, weight_offset=0, op="rms_norm",
            has_dbias=False):  # fmt: skip
     x, w, _ = make_inputs(m, n, x_dtype, w_dtype, bias=False, row_pad=row_pad)
@@ -776,9 +789,7 @@ def test_staged_launch_passes_the_kernels_descriptors_in_its_order(monkeypatch):
     8192 rows) launched on 64 (the plan fixes the launch, the tensors the descriptors)."""
     from normkit.triton import ops
 
-    launched = []
-    for launcher in (ops.STAGED_BWD, ops.SPLIT_STAGED_BWD, ops.SPLIT_STAGED_SHARED_W_BWD):
-        monkeypatch.setattr(launcher, "launch", lambda grid, args, warps, values, head=0: launched.append((args, head)))
+    launched = recorded_launches(monkeypatch, ops.STAGED_BWD, ops.SPLIT_STAGED_BWD, ops.SPLIT_STAGED_SHARED_W_BWD)
     m = 64
     for plan_m, n, is_rms, has_dbias, has_mask in (
         (4096, 4608, False, True, True), (4096, 13312, True, False, False), (8192, 16384, False, True, True),

@@ -8,7 +8,7 @@ from unittest import mock
 import pytest
 import torch
 from test_kernels import LOWER, UPPER, check_forward, compiled_on_the_cpu, make_inputs
-from test_staged_backward import staged_launches
+from test_staged_backward import recorded_launches, staged_launches
 
 from normkit import reference
 from normkit.testing import compare, compare_masks
@@ -129,12 +129,7 @@ def test_split_staged_forward_launch_arguments(monkeypatch):
     pytest.importorskip("normkit.triton.norm_fwd_staged", reason="the staged kernel needs Triton 3.6")
     from normkit.triton import ops
 
-    launched = []
-
-    def record(grid, args, num_warps, values, head=0):
-        launched.append((args, head))
-
-    monkeypatch.setattr(ops.SPLIT_STAGED_FWD, "launch", record)
+    launched = recorded_launches(monkeypatch, ops.SPLIT_STAGED_FWD)
     m, n, eps = 8, 65536, 1e-5
     for is_rms, has_bias, clamp, training, x_dtype, w_dtype in (
         (False, True, None, True, torch.bfloat16, torch.float32),  # LayerNorm's training forward

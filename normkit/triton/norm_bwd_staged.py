@@ -1287,13 +1287,12 @@ def descriptor_arguments(x, dy, weight, mask, part_rows: list[int], split: bool)
     kernel's (``split``; ``part_rows`` a slice's, ``[SR]``): x's, dy's, the mask's (dy's without one) and the weights'
     where it stages them (``weight`` None where it reads them from global memory)."""
     head = descriptors(x, dy, weight, part_rows)
-    parts = len(part_rows)
     if split:
         head.insert(2, mask_descriptor(mask, part_rows[0]) if mask is not None else head[1])
     elif mask is not None:
         head += [mask_descriptor(mask, r or part_rows[0]) for r in part_rows]
-    else:
-        head += head[parts : 2 * parts]
+    else:  # dy's, again
+        head += head[len(part_rows) : 2 * len(part_rows)]
     return head
 
 
