@@ -2220,8 +2220,11 @@ def test_tma_rules():
         return config.bwd_config(m, n, not is_rms, has_mask=has_mask, is_rms=is_rms, tma=tma, w_bytes=w_bytes)
 
     assert config.TMA_MIN_ELEMENTS == 8192 * 4096 + 1 and config.TMA_MIN_ELEMENTS_LAYER_NORM == 8192 * 4096
-    # LayerNorm's (not the masked backward's) from 2**25 elements (round 59)
+    # LayerNorm's from 2**25 elements (round 59), the masked backward's too (round 113); RMSNorm's from 2**25 + 1
     assert bwd(16384, 2048) == bwd(16385, 2048) and bwd(8192, 4096) == bwd(8193, 4096)
+    for m, n in ((16384, 2048), (8192, 4096)):
+        assert bwd(m, n, has_mask=True) == bwd(m + 1, n, has_mask=True) and bwd(m, n, has_mask=True).tma, (m, n)
+        assert not bwd(m - 1, n, has_mask=True).tma and not bwd(m, n, is_rms=True).tma, (m, n)
     assert config.bwd_config(16384, 2048, False, tma=True) == bwd(16384, 2048)  # without dB too
     assert not bwd(16383, 2048).tma and not bwd(8191, 4096).tma  # 4096 x 8192: ``_few_waves_tma_bwd``, below
     assert bwd(16385, 2048) == bwd(32768, 2048) == LaunchConfig(1, 2048, 1, 4, 4, tma=True, tma_store=True)
@@ -2236,8 +2239,10 @@ def test_tma_rules():
         assert config.bwd_config(m, n, False, tma=True) == config.bwd_config(m, n, True, is_rms=True, tma=True), n
         assert config.bwd_config(m, n, False, tma=True) == two_rows, n
         assert bwd(m, n, has_mask=True) == (two_rows if n % 128 == 0 else bwd(m, n, has_mask=True, tma=False)), n
-        assert not bwd(m - 1, n, is_rms=True).tma and not bwd(m - 1, n, has_mask=True).tma, n
-        assert bwd(m - 1, n).tma == (n == 1024) and not bwd(m - 2, n).tma and not bwd(m, n, tma=False).tma, n
+        assert not bwd(m - 1, n, is_rms=True).tma, n
+        # 32768 x 1024 is 2**25 elements: LayerNorm's minimum, masked or not
+        assert bwd(m - 1, n).tma == bwd(m - 1, n, has_mask=True).tma == (n == 1024), n
+        assert not bwd(m - 2, n).tma and not bwd(m - 2, n, has_mask=True).tma and not bwd(m, n, tma=False).tma, n
         assert not config.bwd_config(m, n, True, tma=True, x_bytes=4).tma, n
     assert not bwd(1 << 17, 512).tma and not bwd(1 << 17, 512, is_rms=True).tma
     untaken = [(16383, 2048), (8191, 4096), (4096, 8192, True), (32767, 1024), (32768, 3072), (32768, 16384)]
@@ -2292,8 +2297,8 @@ def test_tma_rules():
     assert bwd(16385, 2048, has_mask=True) == LaunchConfig(1, 2048, 1, 4, 4, ahead=True, tma=True, tma_store=True)
     assert bwd(8193, 4096, has_mask=True) == LaunchConfig(1, 4096, 1, 4, 2, ahead=True, tma=True, tma_store=True)
     assert bwd(4097, 8192, has_mask=True) == LaunchConfig(1, 8192, 1, 8, 1, tma=True)
-    assert not bwd(16384, 2048, has_mask=True).tma and not bwd(4096, 8192, has_mask=True).tma
-    assert not bwd(8192, 4096, has_mask=True).tma and not bwd(32768, 1024, has_mask=True).tma
+    assert not bwd(16383, 2048, has_mask=True).tma and not bwd(4096, 8192, has_mask=True).tma
+    assert not bwd(8191, 4096, has_mask=True).tma and not bwd(32767, 1024, has_mask=True).tma
     # LayerNorm without dB of 16-bit x: its launches with dB at 4096 and 5121-8192, from 16385 rows (round 58)
     for n, want in (
         (4096, LaunchConfig(1, 4096, 1, 8, 2, tma=True, tma_store=True)),

@@ -287,7 +287,7 @@ def bwd_config(
         slice_n = split_staged_slice(n, has_dbias)
         return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_SLICES[slice_n][0], 1, parts=n // slice_n, staged=True)
     few_waves_tma = _few_waves_tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
-    tma_rows = _tma_call_large_enough(m, n, is_rms, has_mask) or few_waves_tma
+    tma_rows = _tma_call_large_enough(m, n, is_rms) or few_waves_tma
     tma = tma and not pointer_only and tma_rows
     limits = tuple(LIMITS.values())
     return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, w_bytes, limits)
@@ -885,15 +885,22 @@ def _masked_tile(m: int, block_n: int) -> int:
 # LayerNorm x1.070 / x1.155 at 32768 x 1024 (bf16 x float32 / fp16), x1.048 at 16384 x 2048, x1.071 at 8192 x 4096
 # (its GPU time x1.04-1.14), so LayerNorm's takes it from 2**25 (``TMA_MIN_ELEMENTS_LAYER_NORM``); RMSNorm x1.003 /
 # x1.015 and the masked backward x0.87-1.06 (0.91 / 0.87 in turns whose host set the pace, at 67-109 us a call, which
-# the TMA's 6-14 us more host time a call made slower): not.
+# the TMA's 6-14 us more host time a call made slower): not. Round 113 (GPU runs 823 and 825, H200): the masked
+# backward by the TMA at 2**25 elements, in turns against the rule before (``bench.ab``, GB/s): x1.045 / 1.048 at
+# 32768 x 1024 (bf16 x float32 / fp16), x1.033 at 8192 x 4096 fp16, x1.028 at 16384 x 2048 bf16 x float32. 1000 calls
+# back to back (``bench.overhead``, each tree in a process of its own, us a call, masked / plain): 64.1 / 63.9 -> 56.6 /
+# 57.1 at 32768 x 1024 bf16, 86.6 / 78.1 -> 76.3 / 72.5 at 8192 x 4096 fp16 (the plain backward's code is the same in
+# both: the hosts differed by up to 10%, but the masked call no longer runs behind the plain one's TMA launch). So it
+# takes LayerNorm's minimum too: 1.018x the plain backward's time at 32768 x 1024 bf16 x float32 (1.066x before).
 TMA_MIN_ELEMENTS = (1 << 25) + 1
 TMA_MIN_ELEMENTS_LAYER_NORM = 1 << 25
 
 
-def _tma_call_large_enough(m: int, n: int, is_rms: bool, has_mask: bool) -> bool:
+def _tma_call_large_enough(m: int, n: int, is_rms: bool) -> bool:
     """Whether a backward of m x n is large enough for the TMA's launches (``bwd_config``, ``_tma_bwd``): at least
-    ``TMA_MIN_ELEMENTS`` elements, LayerNorm's without the mask ``TMA_MIN_ELEMENTS_LAYER_NORM``."""
-    return m * n >= (TMA_MIN_ELEMENTS if is_rms or has_mask else TMA_MIN_ELEMENTS_LAYER_NORM)
+    ``TMA_MIN_ELEMENTS`` elements (RMSNorm's), LayerNorm's (the masked backward's too, since round 113)
+    ``TMA_MIN_ELEMENTS_LAYER_NORM``."""
+    return m * n >= (TMA_MIN_ELEMENTS if is_rms else TMA_MIN_ELEMENTS_LAYER_NORM)
 
 
 # the TMA backward loads the packed clamped-ReLU mask by the TMA too (``ops._mask_tma``) where its rows are a multiple
@@ -1161,7 +1168,7 @@ def _ln_short_rows_taken(m: int, n: int, has_dbias: bool) -> bool:
     """Whether the rule takes LayerNorm's short-row form (``_ln_short_rows``) in a call of m rows: with dB at
     ``STAGED_LN_FEW_ROWS_BWD_N`` in calls too small for the TMA's head and tail tiles (``_tma_call_large_enough``:
     fewer elements than ``TMA_MIN_ELEMENTS_LAYER_NORM``), which ran faster in calls large enough for them."""
-    few_rows = not has_dbias or n not in STAGED_LN_FEW_ROWS_BWD_N or not _tma_call_large_enough(m, n, False, False)
+    few_rows = not has_dbias or n not in STAGED_LN_FEW_ROWS_BWD_N or not _tma_call_large_enough(m, n, False)
     return _ln_short_rows(n, has_dbias) and few_rows
 
 
@@ -1377,7 +1384,8 @@ def _staged_masked_bwd(m: int, n: int) -> bool:
     1.178 / 1.142 / 1.309 / 1.274 / 1.216 at 5632-9728 (94-101% of the copy), but x1.002 / 0.985 at 4608 / 5120 (the
     TMA kernel), which keep it in calls large enough for it. Not 4096 (x0.939 at 4096 rows) nor 3072 (x0.921, run
     815), where the plain backward keeps the pointer kernel too."""
-    below_tma = n not in STAGED_MASKED_BELOW_TMA_N or not _tma_call_large_enough(m, n, False, True)
+    # the masked TMA kernel takes calls of more than 4096 rows (``_tma_bwd``): 4096 x 8192 (2**25) stays staged
+    below_tma = n not in STAGED_MASKED_BELOW_TMA_N or m <= 4096 or not _tma_call_large_enough(m, n, False)
     return n in STAGED_MASKED_BWD_N and m >= LIMITS["ln_masked_bwd_staged_min_m"] and below_tma
 
 
