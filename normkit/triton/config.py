@@ -892,6 +892,7 @@ def _masked_tile(m: int, block_n: int) -> int:
 # 57.1 at 32768 x 1024 bf16, 86.6 / 78.1 -> 76.3 / 72.5 at 8192 x 4096 fp16 (the plain backward's code is the same in
 # both: the hosts differed by up to 10%, but the masked call no longer runs behind the plain one's TMA launch). So it
 # takes LayerNorm's minimum too: 1.018x the plain backward's time at 32768 x 1024 bf16 x float32 (1.066x before).
+# From 2**24 (run 826, 4096 x 4096's launch at 4096 rows too): x1.006 at 4096 x 4096 fp16, x1.009 at 8192 x 2048: not.
 TMA_MIN_ELEMENTS = (1 << 25) + 1
 TMA_MIN_ELEMENTS_LAYER_NORM = 1 << 25
 
