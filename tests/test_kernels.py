@@ -2203,9 +2203,10 @@ def test_mask_words_rule(monkeypatch):
 
 def test_tma_rules():
     """``config._tma_bwd``'s shapes take the TMA backward where the call can (``tma``) and is large enough
-    (``TMA_MIN_ELEMENTS``), and only those: whole rows of 2048, 4096 and 8192 (LayerNorm's of 16-bit x from 5121); head
-    + tail tiles of 16-bit x at 8193-10240 (LayerNorm, its 16-bit weights not held in float32) and 4097-5120 (LayerNorm
-    and the masked backward, more than 4096 rows). The masked backward's rows of a multiple of 128 columns (its mask by
+    (``TMA_MIN_ELEMENTS_LAYER_NORM``, LayerNorm's and the masked backward's; RMSNorm's ``TMA_MIN_ELEMENTS``), and only
+    those: whole rows of 2048, 4096 and 8192 (LayerNorm's of 16-bit x from 5121); head + tail tiles of 16-bit x at
+    8193-10240 (LayerNorm, its 16-bit weights not held in float32) and 4097-5120 (LayerNorm and the masked backward,
+    more than 4096 rows). The masked backward's rows of a multiple of 128 columns (its mask by
     the TMA too) from 4097 rows at 5121-8191 in 8192's tile and at 8193-10240 as LayerNorm's; at 4097-5120 and
     8193-10240 with dx by each thread, at 8193-10240 its 16-bit weights not held in float32 (``widen_w``; at 4097-5120
     held, round 111), its mask by the TMA as bytes where the weights are float32 (``mask_bytes``; 32-bit words

@@ -915,7 +915,8 @@ def _tma_bwd(
     """The backward's shapes whose dy and x load faster by the TMA (``norm_bwd_tma_kernel``), one row a program but at
     513-1024 columns (two; last sentence of this paragraph): LayerNorm (with dB) at 2048 columns (4 warps, 4 programs a
     SM), 4096 (8 warps, 2 a SM; dx stored by the TMA at both) and 8192 (8 warps, one a SM, dx stored by each thread), in
-    calls of at least ``TMA_MIN_ELEMENTS`` (``bwd_config``): from 16385 rows of 2048, 8193 of 4096, 4097 of 8192;
+    calls of at least ``TMA_MIN_ELEMENTS_LAYER_NORM`` elements (``_tma_call_large_enough``, the masked backward's
+    minimum too since round 113): from 16384 rows of 2048, 8192 of 4096, 4097 of 8192;
     LayerNorm's with dB of 6145-8192 columns at 2049-4096 rows of 16-bit x in 8192's tile from three quarters of that
     minimum (``_few_waves_tma_bwd``). The masked backward (LayerNorm + clamped ReLU) the same, its programs of 4 warps
     at 4096, its mask loaded by the TMA (``ops._mask_tma``; where that cannot be, its bytes a row block ahead at 2048
