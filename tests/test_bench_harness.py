@@ -147,12 +147,14 @@ def test_the_lessons_bandwidth_plot_prints_each_case_as_soon_as_it_is_timed(
 
 
 @pytest.mark.parametrize("direction", ["fwd", "bwd"])
-def test_layer_norm_without_a_bias_is_an_op_of_its_own(direction):
-    """``ln_nobias_*``: LayerNorm with ``bias=None``. It moves no bias (forward) and no dB (backward), normkit's and
-    PyTorch's calls are checked against the reference's, and normkit's backward returns no dB."""
-    case = cases.Case(f"ln_nobias_{direction}", 5, 72, "bf16", "fp32")
-    with_bias = cases.Case(f"ln_{direction}", 5, 72, "bf16", "fp32")
-    assert not case.has_bias and with_bias.has_bias and case.kind == "layer_norm"
+@pytest.mark.parametrize("stem, kind", [("ln", "layer_norm"), ("ln_relu", "layer_norm_clamped_relu")])
+def test_layer_norm_without_a_bias_is_an_op_of_its_own(direction, stem, kind):
+    """``ln_nobias_*`` and ``ln_relu_nobias_*``: LayerNorm (+ clamped ReLU) with ``bias=None``. It moves no bias
+    (forward) and no dB (backward), normkit's and PyTorch's calls are checked against the reference's, and normkit's
+    backward returns no dB."""
+    case = cases.Case(f"{stem}_nobias_{direction}", 5, 72, "bf16", "fp32")
+    with_bias = cases.Case(f"{stem}_{direction}", 5, 72, "bf16", "fp32")
+    assert not case.has_bias and with_bias.has_bias and case.kind == with_bias.kind == kind
     assert cases.bytes_moved(case) == cases.bytes_moved(with_bias) - 72 * 4  # a float32 bias read, or dB written
     inputs = cases.make_inputs(case, device=DEVICE)
     assert inputs.bias is None and (direction == "fwd" or inputs.expected[2] is None)

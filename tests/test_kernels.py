@@ -3,6 +3,7 @@
 import contextlib
 import dataclasses
 import importlib
+import itertools
 import math
 import types
 
@@ -2310,7 +2311,9 @@ def test_tma_rules():
         assert config.bwd_config(32768, n, False, tma=True, w_bytes=4) == want, n
         assert not config.bwd_config(16384, n, False, tma=True).tma, n
         assert not config.bwd_config(32768, n, False, tma=True, x_bytes=4).tma, n
-        assert not config.bwd_config(32768, n, False, has_mask=True, tma=True).tma, n
+        # the masked backward without dB: its launch with dB (round 114), here the pointer kernel's
+        masked = config.bwd_config(32768, n, True, has_mask=True, tma=True)
+        assert config.bwd_config(32768, n, False, has_mask=True, tma=True) == masked, n
     # at the head + tail tiles' 4097-5120 and 8193-10240 wherever LayerNorm's with dB take them (round 103): calls of
     # at least TMA_MIN_ELEMENTS_LAYER_NORM (from 7282 rows of 4608, 3641 of 9216) and, at 4097-5120, more than 4096 rows
     for n, tail_n, fewest in ((4608, 1024, 7282), (5120, 1024, 6554), (8704, 2048, 3856), (9216, 2048, 3641)):
@@ -2333,6 +2336,26 @@ def test_tma_rules():
         assert not config.bwd_config(32768, 2048, has_dbias, is_rms=True, tma=False).tma, has_dbias
 
 
+def test_masked_backward_without_dbias_launches_as_with_dbias():
+    """LayerNorm + clamped ReLU's backward without dB (no bias) takes its launch with dB at every shape of rows up to
+    15872 columns: the TMA kernel's too (round 114; before it ``config._tma_bwd`` gave it none, so in calls large
+    enough for the TMA it ran the pointer kernel's tiles, 8192's at 4097-5120 columns: x1.33-1.45 at 32768 x 4608 /
+    5120, GPU run 827). Long rows differ (``_split_staged_bwd``'s slices and parts by dB)."""
+    from normkit.triton import config
+
+    rows = (1, 100, 2048, 3000, 4096, 4097, 7281, 7282, 8192, 16383, 16384, 32768, 65536)
+    widths = (128, 768, 1000, 1024, 2048, 3072, 4096, 4104, 4608, 5120, 6144, 7168, 8192, 9216, 10240, 12288, 15872)
+    taken = 0
+    for m, n, x_bytes, w_bytes, tma, staged in itertools.product(rows, widths, (2, 4), (2, 4), *[(False, True)] * 2):
+        flags = dict(has_mask=True, tma=tma, x_bytes=x_bytes, w_bytes=w_bytes, staged=staged)
+        with_dbias = config.bwd_config(m, n, True, **flags)
+        assert config.bwd_config(m, n, False, **flags) == with_dbias, (m, n, flags)
+        taken += with_dbias.tma
+    assert taken > 100  # the TMA's launches among them
+    for m, n in ((32768, 4608), (32768, 5120), (8192, 8192), (16384, 2048), (32768, 6144)):
+        assert config.bwd_config(m, n, False, has_mask=True, tma=True, w_bytes=4).tma, (m, n)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("op", list(FORWARDS))
 def test_tma_backward_on_the_gpu(op):
@@ -2345,7 +2368,7 @@ def test_tma_backward_on_the_gpu(op):
 
     ln, masked, rms = "layer_norm", "layer_norm_clamped_relu", "rms_norm"
     shapes = [(16400, 2048, {ln, masked, rms}), (8200, 4096, {ln, masked}), (4100, 8192, {ln, masked})]
-    shapes += [(16384, 2048, {ln}), (8192, 8200 + 4096, set()), (3000, 4608, set()), (8200, 4608, {ln, masked})]
+    shapes += [(16384, 2048, {ln, masked}), (8192, 8200 + 4096, set()), (3000, 4608, set()), (8200, 4608, {ln, masked})]
     shapes += [(4100, 9216, {ln, masked, rms}), (4100, 11264, {rms}), (8200, 6144, {ln, masked}), (8200, 6152, {ln})]
     shapes += [(4096, 9216, {ln, rms}), (32776, 1024, {ln, masked, rms}), (33600, 1000, {ln, rms})]
     shapes += [(4096, 7000, {ln}), (3000, 7000, set())]  # LayerNorm's few waves of 6145-8192 (round 64)
@@ -2369,6 +2392,19 @@ def test_tma_backward_on_the_gpu(op):
             with tma_launches() as launches:
                 check_backward("triton", op, x, w, b, has_dbias=False)
             assert launches.call_count == taken, (m, n)
+    if op == masked:  # without dB (no bias): its launches with dB (round 114), the pointer kernel's before
+        without_dbias = [(16384, 2048, True), (16383, 2048, False), (8200, 4096, True), (8200, 4608, True)]
+        without_dbias += [(4100, 5120, False), (4100, 9216, True), (8200, 6144, True), (32776, 1024, True)]
+        for m, n, taken in without_dbias:
+            for dtypes in ((torch.bfloat16, torch.float32), (torch.float16, torch.float16)):
+                x, w, _ = make_inputs(m, n, *dtypes, bias=False)
+                staged = config.bwd_config(
+                    m, n, False, has_mask=True, tma=True, w_bytes=w.element_size(),
+                    staged=ops._staged_capable(x.get_device()),
+                ).staged  # fmt: skip
+                with tma_launches() as launches:
+                    check_backward("triton", op, x, w, None, has_dbias=False)
+                assert launches.call_count == (taken and not staged), (m, n, dtypes)
 
 
 def test_sum_plan_loads_a_persistent_grids_partials_at_once():

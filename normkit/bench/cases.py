@@ -22,6 +22,9 @@ OPS = {
     # LayerNorm without a bias (``bias=None``; its backward computes no dB)
     "ln_nobias_fwd": ("layer_norm", "fwd", False, False),
     "ln_nobias_bwd": ("layer_norm", "bwd", False, False),
+    # LayerNorm + clamped ReLU without a bias (its backward computes no dB)
+    "ln_relu_nobias_fwd": ("layer_norm_clamped_relu", "fwd", False, False),
+    "ln_relu_nobias_bwd": ("layer_norm_clamped_relu", "bwd", False, False),
     # inference calls (nothing needs a gradient): y alone, no statistics or mask stored
     "ln_infer": ("layer_norm", "infer", False, True),
     "rms_infer": ("rms_norm", "infer", False, False),
@@ -126,5 +129,5 @@ def make_inputs(case: Case, device="cuda") -> Inputs:
     elif case.kind == "layer_norm":
         expected = reference.layer_norm_bwd(dy, x, weight, mean, rstd, zc, case.has_bias)
     else:
-        expected = reference.layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd, zc, True)
+        expected = reference.layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd, zc, case.has_bias)
     return Inputs(x, weight, bias, dy, mean, rstd, mask, expected)

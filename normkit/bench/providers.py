@@ -59,7 +59,7 @@ def normkit_call(ops, case: Case, t: Inputs):
         return lambda: ops.rms_norm_bwd(t.dy, t.x, t.weight, t.rstd, zc, False)
     if case.kind == "layer_norm":
         return lambda: ops.layer_norm_bwd(t.dy, t.x, t.weight, t.mean, t.rstd, zc, case.has_bias)
-    return lambda: ops.layer_norm_clamped_relu_bwd(t.dy, t.mask, t.x, t.weight, t.mean, t.rstd, zc, True)
+    return lambda: ops.layer_norm_clamped_relu_bwd(t.dy, t.mask, t.x, t.weight, t.mean, t.rstd, zc, case.has_bias)
 
 
 def torch_composition(case: Case):

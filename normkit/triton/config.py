@@ -936,7 +936,18 @@ def _tma_bwd(
     16-bit x without the mask, RMSNorm's and LayerNorm's without dB too: LayerNorm's launch (round 58). LayerNorm's
     without dB of 16-bit x, more than 16384 rows (``m`` as ``_rows_key`` rounds it), of 4096 and 5121-8192 columns:
     LayerNorm's launches with dB (round 58); of 4097-5120 and 8193-10240 columns wherever those with dB are taken
-    (round 103: calls of at least ``TMA_MIN_ELEMENTS_LAYER_NORM``, and more than 4096 rows at 4097-5120).
+    (round 103: calls of at least ``TMA_MIN_ELEMENTS_LAYER_NORM``, and more than 4096 rows at 4097-5120). The masked
+    backward without dB (no bias): its launches with dB, wherever they are taken (round 114).
+
+    Round 114 (GPU runs 827 and 829, H200, in turns against the rule before, ``bench.ab``, GB/s, ``ln_relu_nobias_bwd``
+    op): the masked backward without dB had no launch here, so in calls large enough for the TMA it ran the pointer
+    kernel's tiles (8192's at 4097-5120, where the staged kernel steps aside for the TMA: ``_staged_masked_bwd``). In
+    its launches with dB: 32768 rows bf16 x float32 x1.058 / x1.115 / x1.435 / x1.332 / x1.100 at 2048 / 4096 / 4608 /
+    5120 / 8192 (93-95% of the copy), fp16 x1.445 / x1.359 / x1.174 at 4608 / 5120 / 8192; 8192 rows fp16 x1.071 /
+    x1.341 / x1.144 at 4096 / 4608 / 8192; 16384 x 2048 bf16 x1.028. 1.030 / 1.029x the plain backward's time without dB
+    (``ln_nobias_bwd``) at 32768 x 4608 / 8192 bf16 x float32. The staged kernel there instead (16-bit weights, in turns
+    against the TMA's): 32768 rows bf16 x0.920 / x0.974 / x0.993 at 4608 / 5120 / 8192, 8192 rows fp16 x0.975 / x0.997 /
+    x1.024: not taken, as with dB.
 
     Round 111 (GPU runs 819-822, H200, in turns against the rule before, ``bench.ab``, GB/s): the masked backward's
     launch at 4097-5120 with its 16-bit weights held in float32 (no longer ``widen_w``): bf16 x1.083 / x1.007 at 32768
@@ -1081,7 +1092,8 @@ def _tma_bwd(
     head_tail = 4096 < n <= 5120 or 8192 < n <= 10240
     wide_ln = not is_rms and ((m >= 32768 and (n == 4096 or 5120 < n <= 8192)) or head_tail)
     as_with_dbias = x_bytes == 2 and not has_mask and (n == 2048 or wide_ln)
-    if (is_rms or not has_dbias) and not as_with_dbias:
+    # the masked backward without dB (no bias) takes its launches with dB (round 114)
+    if (is_rms or not has_dbias) and not as_with_dbias and not has_mask:
         return None
     if 8192 < n <= 10240 and x_bytes == 2 and not has_mask:
         return LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048, tma=True, widen_w=w_bytes == 2)
@@ -1385,7 +1397,12 @@ def _staged_masked_bwd(m: int, n: int) -> bool:
     / 1.304 / 1.220 / 1.319 at 4608 / 5120 / 5632 / 6656 / 7168 / 8704 / 9216 / 9728; at 32768 rows bf16 x1.285 /
     1.178 / 1.142 / 1.309 / 1.274 / 1.216 at 5632-9728 (94-101% of the copy), but x1.002 / 0.985 at 4608 / 5120 (the
     TMA kernel), which keep it in calls large enough for it. Not 4096 (x0.939 at 4096 rows) nor 3072 (x0.921, run
-    815), where the plain backward keeps the pointer kernel too."""
+    815), where the plain backward keeps the pointer kernel too.
+
+    Round 114 (GPU run 827): without dB the same. Until then the TMA kernel had no launch for the masked backward
+    without dB, so at 4608 / 5120 / 8192 in calls large enough for it that backward ran the pointer kernel's tiles;
+    with its launches with dB (``_tma_bwd``) the staged kernel ran x0.920 / 0.974 / 0.993 of them at 32768 rows bf16,
+    x0.975 / 0.997 / 1.024 at 8192 rows fp16."""
     # the masked TMA kernel takes calls of more than 4096 rows (``_tma_bwd``): 4096 x 8192 (2**25) stays staged
     below_tma = n not in STAGED_MASKED_BELOW_TMA_N or m <= 4096 or not _tma_call_large_enough(m, n, False)
     return n in STAGED_MASKED_BWD_N and m >= LIMITS["ln_masked_bwd_staged_min_m"] and below_tma
