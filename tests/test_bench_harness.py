@@ -167,6 +167,26 @@ def test_layer_norm_without_a_bias_is_an_op_of_its_own(direction, stem, kind):
             assert len(outputs) == 2  # x's and the weight's gradients: no bias to differentiate
 
 
+@pytest.mark.parametrize("direction", ["fwd", "bwd"])
+def test_rms_norm_with_a_bias_is_an_op_of_its_own(direction):
+    """``rms_bias_*``: RMSNorm with a bias. It moves the bias (forward) and dB (backward), normkit's and PyTorch's calls
+    are checked against the reference's, normkit's backward returns dB, and Liger (whose RMSNorm has no bias) is
+    unsupported rather than timed without it."""
+    case = cases.Case(f"rms_bias_{direction}", 5, 72, "bf16", "fp32")
+    without = cases.Case(f"rms_{direction}", 5, 72, "bf16", "fp32")
+    assert case.has_bias and not without.has_bias and case.kind == without.kind == "rms_norm"
+    assert cases.bytes_moved(case) == cases.bytes_moved(without) + 72 * 4  # a float32 bias read, or dB written
+    inputs = cases.make_inputs(case, device=DEVICE)
+    assert inputs.bias is not None and (direction == "fwd" or inputs.expected[2] is not None)
+    for provider in ("triton", "eager"):
+        outputs = providers.make(provider, case, inputs)()
+        bench._check(case, outputs, inputs.expected)
+        if direction == "bwd":
+            assert outputs[2] is not None and outputs[2].shape == (72,)
+    with pytest.raises(providers.Unsupported, match="(no bias|not importable)"):
+        providers.make("liger", case, inputs)
+
+
 def test_liger_without_a_bias_gets_zeros_that_need_no_gradient(monkeypatch):
     """Liger's LayerNorm reads a bias: without one the harness hands it zeros that need no gradient, so its backward
     computes no dB, as a user of it would call it (a stand-in module records what it is handed)."""

@@ -26,21 +26,22 @@ def _staged(m, n, **flags):
 
 
 def test_staged_rule():
-    """RMSNorm's backward without dB, 16-bit x and weights, at 10240 and 12288-15872 columns (``STAGED_BWD_N``) from
-    2048 rows, where the staged kernel can run (``staged``); nowhere else (LayerNorm's: the test below). At 10240 bf16
-    x only: fp16 x takes the pointer kernel's head and tail tiles, not the TMA either (round 84); at 12288 fp16 x keeps
-    the staged kernel (round 85: both head-and-tail launches slower there)."""
+    """RMSNorm's backward, 16-bit x and weights, at 10240 and 12288-15872 columns (``STAGED_BWD_N``) from 2048 rows,
+    where the staged kernel can run (``staged``), with dB (a bias) too since round 114; nowhere else (LayerNorm's: the
+    test below). Without dB at 10240 bf16 x only: fp16 x takes the pointer kernel's head and tail tiles, not the TMA
+    either (round 84); with dB fp16 x there too. At 12288 fp16 x keeps the staged kernel (round 85: both head-and-tail
+    launches slower there)."""
     for n in config.STAGED_BWD_N:
         for m in (2048, 4096, 32768):
             assert _staged(m, n), (m, n)
         assert not _staged(2047, n), n
         assert not _staged(4096, n, staged=False), n
-        assert not _staged(4096, n, has_dbias=True), n
+        assert _staged(4096, n, has_dbias=True) and not _staged(2047, n, has_dbias=True), n
         assert not _staged(4096, n, has_mask=True), n
-        assert not _staged(4096, n, w_bytes=4), n
+        assert not _staged(4096, n, w_bytes=4) and not _staged(4096, n, w_bytes=4, has_dbias=True), n
         assert not _staged(4096, n, x_bytes=4), n
     for n in (4608, 5120, 8192, 8704, 9728, 10752, 12032, 13056, 15616, 16128):
-        assert not _staged(4096, n), n
+        assert not _staged(4096, n) and not _staged(4096, n, has_dbias=True), n
     # 16384-65536: the split staged kernel, each row in slices (``test_split_staged_rule``)
     assert config.bwd_config(4096, 16384, False, is_rms=True, tma=True, staged=True).parts == 2
     head_tail = LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048)
@@ -48,8 +49,8 @@ def test_staged_rule():
         assert config.bwd_config(m, 10240, False, is_rms=True, tma=True, staged=True, x_fp16=True) == head_tail, m
         assert _staged(m, 12288, x_fp16=True) and _staged(m, 10240, x_fp16=False), m
     fp32_weights = config.bwd_config(32768, 10240, False, is_rms=True, tma=True, staged=True, x_fp16=True, w_bytes=4)
-    assert fp32_weights.tma  # float32 weights keep the TMA there, dB the staged kernel's rule (none)
-    assert config.bwd_config(32768, 10240, True, is_rms=True, tma=True, staged=True, x_fp16=True).tma
+    assert fp32_weights.tma  # float32 weights keep the TMA there, dB the staged kernel (the pointer rule is without's)
+    assert _staged(32768, 10240, has_dbias=True, x_fp16=True)
     with config.limits(rms_bwd_staged_min_m=4097):
         assert not _staged(4096, 13312) and _staged(4097, 13312)
         assert _staged(4096, 5632)  # the short rows' own limit
@@ -67,7 +68,7 @@ def test_staged_rule_at_short_rows():
             assert got.staged and got.num_warps == 4 and got.block_n == n, (m, n)
         assert config.staged_stages(n, True, False) == 3, n
         assert not _staged(fewest - 1, n) and not _staged(2048, n), n
-        assert not _staged(4096, n, staged=False) and not _staged(4096, n, has_dbias=True), n
+        assert not _staged(4096, n, staged=False) and not _staged(4096, n, has_dbias=True), n  # dB: round 114
         assert not _staged(4096, n, has_mask=True) and not _staged(4096, n, w_bytes=4), n
     for n in config.STAGED_BWD_N:
         assert config.bwd_config(4096, n, False, is_rms=True, tma=True, staged=True).num_warps == 8, n
@@ -215,6 +216,13 @@ def test_staged_plan():
         no_db = {"IS_RMS": True, "HAS_DBIAS": False, "DB_WARPS": 0, "DB_REGISTERS": 0, "DB_SHARED": 0,
                  "PAIR_SCRATCH": False}  # fmt: skip
         assert values(got) | no_db == values(got)
+        if n not in config.STAGED_BWD_N:  # with dB not at the short rows (round 114)
+            assert not _plan(4096, n, has_dbias=True, dtype=dtype).cfg.staged, n
+            continue
+        with_db = values(_plan(4096, n, has_dbias=True, dtype=dtype))  # RMSNorm's with dB (a bias, round 114)
+        assert (with_db["IS_RMS"], with_db["HAS_DBIAS"], with_db["DB_WARPS"], with_db["PAIR_SCRATCH"]) == (
+            True, True, 0, False), n  # fmt: skip
+        assert with_db["DB_SHARED"] == config.STAGED_RMS_DB_SHARED.get(n, 0), n
     assert _plan(2048, 13312).programs == config.persistent_programs(-1, 2048, 1)
     db_forms = [(4, 104, 0), (4, 104, 0), (4, 112, 0), (0, 0, 0), (0, 0, 0), (0, 0, 0), (0, 0, 2), (0, 0, 2)]
     for n, (db_warps, db_registers, db_shared) in zip(config.STAGED_LN_BWD_N, db_forms + [(0, 0, 1)] * 3, strict=True):
@@ -427,9 +435,10 @@ def test_staged_kernel_compiles_for_hopper():
     and one part of 64 rows of 256 (16384); at its short rows (5632-7680: 4 compute warps, the load warp's group of 4,
     3 stages; 7680 padded); LayerNorm's at its widths with dB (in 4 warps of their own: 512 threads, 8 compute warps,
     the load warp's group of 4 and the dB warps; in the compute warps: 384), without dB (12288 in fp16 as 32 + 8 + 8,
-    in bf16 as 32 + 16), and RMSNorm's with dB; LayerNorm's with dB at 14848-15872 and RMSNorm's with dB at 13824, the
-    last parts' dB in shared memory (``DB_SHARED``: 1 and 2); LayerNorm's short rows (4608-10240: 8 compute warps, 3
-    stages). The shared memory each asks fits a Hopper SM."""
+    in bf16 as 32 + 16), and RMSNorm's with dB; LayerNorm's with dB at 14848-15872 and RMSNorm's with dB at
+    12800-15872, the last parts' dB in shared memory (``DB_SHARED``: 1 and 2), RMSNorm's spilling at most 4 bytes a
+    thread; LayerNorm's short rows (4608-10240: 8 compute warps, 3 stages). The shared memory each asks fits a Hopper
+    SM."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     cases = [(n, "float16", False, True, False, 0, 0) for n in config.STAGED_BWD_N]
     cases += [(13312, "bfloat16", True, True, False, 0, 0), (15360, "bfloat16", True, True, False, 0, 0)]
@@ -441,7 +450,9 @@ def test_staged_kernel_compiles_for_hopper():
     cases += [(12800, "float16", False, False, False, 0, 0), (14336, "bfloat16", True, False, False, 0, 0)]
     cases += [(12288, "float16", False, False, False, 0, 0), (12288, "bfloat16", True, False, False, 0, 0)]
     cases += [(15360, "bfloat16", True, False, True, 0, 0), (13824, "bfloat16", True, True, True, 0, 0)]
-    cases = [(*case, config.staged_db_shared(case[0]) if case[4] and not case[5] else 0) for case in cases]
+    cases += [(13312, "bfloat16", False, True, True, 0, 0), (15872, "float16", False, True, True, 0, 0)]
+    cases += [(12800, "bfloat16", True, True, True, 0, 0)]  # RMSNorm's with dB (round 114)
+    cases = [(*case, config.staged_db_shared(case[0], case[3]) if case[4] and not case[5] else 0) for case in cases]
     cases = [(*case, config.STAGED_WARPS, config.staged_stages(case[0], case[3], case[4])) for case in cases]
     # LayerNorm's short rows (8 compute warps, 3 stages): the narrowest, 7680 padded, 8192 one part, the widest
     ln_short = [(4608, "float16", False, True), (5120, "bfloat16", True, False), (5632, "float16", False, True)]
@@ -463,6 +474,10 @@ def test_staged_kernel_compiles_for_hopper():
     assert ln_12288 == [[32, 8, 8], [32, 16, 0]]  # LayerNorm's 12288 without dB: fp16, bf16
     # with the scratch, nothing spilled (``gl.reduce``'s exchange left 4-8 bytes a thread there: round 105)
     assert [c["spilled"] for c, case in zip(compiled, cases) if case[10]] == [0] * 4
+    # RMSNorm's with dB, its last parts' dB in shared memory (``STAGED_RMS_DB_SHARED``): 0-4 bytes spilled, 20-52 with
+    # all of it in registers (round 114)
+    rms_db = [c["spilled"] for c, case in zip(compiled, cases) if case[3] and case[4]]
+    assert len(rms_db) == 5 and max(rms_db) <= 4, rms_db
 
 
 MASKED_STAGED_COMPILE = [  # (n, dtype, zero-centered, with dB): the masked whole-row kernel's parts, whole bytes a
@@ -885,7 +900,8 @@ def test_split_staged_rule():
     16-bit x, RMSNorm's at 16384 / 32768 / 65536 without dB, LayerNorm's (with the clamped ReLU's mask or without) at
     16384 (with dB from 8192 rows), 32768 and 65536 with dB or without; each row in slices of 16384
     at 16 compute warps at 32768 and 65536 without dB, else of 8192 at 8, with 16-bit or float32 weights; only where
-    the kernel can run (``staged``)."""
+    the kernel can run (``staged``). RMSNorm's with dB (a bias) since round 114, from 4096 rows, in LayerNorm's
+    launches with dB."""
     m = config.LIMITS["split_staged_min_m"]
     assert m == 4096 and config.LIMITS["ln_dbias_split_staged_16384_min_m"] == 8192
     expected = LaunchConfig(1, 16384, 1, 16, 1, parts=4, staged=True)
@@ -897,7 +913,10 @@ def test_split_staged_rule():
         assert got == config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=True, x_fp16=True), n
         assert not config.bwd_config(m - 1, n, False, is_rms=True, tma=True, staged=True).staged, n  # fewer rows
         assert not config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=False).staged, n  # cannot run
-        assert not config.bwd_config(32768, n, True, is_rms=True, tma=True, staged=True).staged, n  # RMSNorm's dB
+        with_dbias = config.bwd_config(32768, n, True, is_rms=True, tma=True, staged=True)  # a bias: round 114
+        assert with_dbias == config.bwd_config(32768, n, True, tma=True, staged=True) and with_dbias.block_n == 8192, n
+        assert config.bwd_config(m, n, True, is_rms=True, tma=True, staged=True) == with_dbias, n  # from 4096 rows
+        assert not config.bwd_config(m - 1, n, True, is_rms=True, tma=True, staged=True).staged, n
         assert not config.bwd_config(32768, n, False, is_rms=True, tma=True, staged=True, x_bytes=4).staged, n
         assert not config.bwd_config(32768, n, False, has_mask=True, is_rms=True, tma=True, staged=True).staged, n
     for has_dbias, has_mask in itertools.product((True, False), (False, True)):
@@ -1134,8 +1153,23 @@ def test_split_staged_kernel_compiles_for_hopper():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(
+    "m, n", [(4097, 13312), (2049, 15872), (4097, 12800), (2049, 14336), (4097, 10240), (2048, 12288)]
+)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
+def test_staged_rms_backward_with_db_on_the_gpu(m, n, dtype):
+    """RMSNorm's backward with dB (a bias) by the rules' staged launch (round 114), against the reference: padded
+    rows (15872, 14336), the last parts' dB in shared memory (13312, 12800, 14336, 15872), two parts (10240 fp16 x too:
+    with dB the staged kernel; 12288 from its fewest rows); zero-centered gamma at bf16. Not the short rows (5632-7680:
+    x0.746 at 4096 x 7680 fp16, GPU run 832)."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    _check(m, n, dtype, dtype, 1, dtype == torch.bfloat16, has_dbias=True)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
     "op, m, n, has_dbias",
     [("rms_norm", 1, 65536, False), ("rms_norm", 7, 16384, False), ("rms_norm", 100, 32768, False),
+     ("rms_norm", 100, 65536, True), ("rms_norm", 4097, 16384, True),
      ("rms_norm", 4097, 65536, False), ("layer_norm", 1, 32768, True), ("layer_norm", 100, 16384, True),
      ("layer_norm", 4097, 32768, True), ("layer_norm", 7, 32768, False), ("layer_norm", 4097, 16384, False),
      ("layer_norm", 100, 65536, False), ("layer_norm", 100, 65536, True)],
@@ -1164,6 +1198,7 @@ def test_split_staged_backward_at_the_rules_rows():
     _check(32768, 16384, torch.float16, torch.float16, 0, row_pad=64)  # rows it cannot view: the split rows
     _check(4096, 32768, torch.float16, torch.float16, 1, weight_offset=2)
     _check(4096, 32768, torch.bfloat16, torch.float32, 1, op="layer_norm")
+    _check(32768, 16384, torch.float16, torch.float16, 1, has_dbias=True)  # RMSNorm's with dB (round 114)
 
 
 @pytest.mark.gpu

@@ -9,7 +9,7 @@ import torch
 from .. import reference
 
 # op name -> (norm kind, direction, zero-centered gamma, bias): LayerNorm with a bias (dB in its backward) but for
-# the ``ln_nobias_*`` ops, RMSNorm without one
+# the ``*_nobias_*`` ops, RMSNorm without one but for the ``rms_bias_*`` ops
 OPS = {
     "ln_fwd": ("layer_norm", "fwd", False, True),
     "ln_bwd": ("layer_norm", "bwd", False, True),
@@ -25,6 +25,9 @@ OPS = {
     # LayerNorm + clamped ReLU without a bias (its backward computes no dB)
     "ln_relu_nobias_fwd": ("layer_norm_clamped_relu", "fwd", False, False),
     "ln_relu_nobias_bwd": ("layer_norm_clamped_relu", "bwd", False, False),
+    # RMSNorm with a bias (its backward computes dB)
+    "rms_bias_fwd": ("rms_norm", "fwd", False, True),
+    "rms_bias_bwd": ("rms_norm", "bwd", False, True),
     # inference calls (nothing needs a gradient): y alone, no statistics or mask stored
     "ln_infer": ("layer_norm", "infer", False, True),
     "rms_infer": ("rms_norm", "infer", False, False),
@@ -125,7 +128,7 @@ def make_inputs(case: Case, device="cuda") -> Inputs:
     elif case.direction == "infer":
         expected = fwd[:1]
     elif case.kind == "rms_norm":
-        expected = reference.rms_norm_bwd(dy, x, weight, rstd, zc, False)
+        expected = reference.rms_norm_bwd(dy, x, weight, rstd, zc, case.has_bias)
     elif case.kind == "layer_norm":
         expected = reference.layer_norm_bwd(dy, x, weight, mean, rstd, zc, case.has_bias)
     else:

@@ -56,7 +56,7 @@ def normkit_call(ops, case: Case, t: Inputs):
             return lambda: ops.layer_norm_fwd(t.x, t.weight, t.bias, EPS, zc)
         return lambda: ops.layer_norm_clamped_relu_fwd(t.x, t.weight, t.bias, EPS, LOWER, UPPER, zc)
     if case.kind == "rms_norm":
-        return lambda: ops.rms_norm_bwd(t.dy, t.x, t.weight, t.rstd, zc, False)
+        return lambda: ops.rms_norm_bwd(t.dy, t.x, t.weight, t.rstd, zc, case.has_bias)
     if case.kind == "layer_norm":
         return lambda: ops.layer_norm_bwd(t.dy, t.x, t.weight, t.mean, t.rstd, zc, case.has_bias)
     return lambda: ops.layer_norm_clamped_relu_bwd(t.dy, t.mask, t.x, t.weight, t.mean, t.rstd, zc, case.has_bias)
@@ -130,6 +130,8 @@ def _liger(case: Case, t: Inputs):
     if case.kind == "layer_norm" and case.zero_centered_gamma:
         raise Unsupported("Liger's LayerNorm has no zero-centered gamma")
     if case.kind == "rms_norm":
+        if case.has_bias:
+            raise Unsupported("Liger's RMSNorm has no bias")
         offset = 1.0 if case.zero_centered_gamma else 0.0
 
         def fn(x, w, b):
@@ -166,6 +168,8 @@ def _quack(case: Case, t: Inputs):
     if case.direction != "bwd":
         stats = case.direction == "fwd"
         return lambda: q.rmsnorm_fwd(t.x, t.weight, t.bias, eps=EPS, store_rstd=stats, weight_offset=offset)
+    if case.has_bias:
+        raise Unsupported("quack's RMSNorm backward computes no dB")
     return lambda: q.rmsnorm_bwd(t.x, t.weight, t.dy, t.rstd, weight_offset=offset)
 
 

@@ -1204,12 +1204,15 @@ def staged_stages(n: int, is_rms: bool, has_dbias: bool) -> int:
 # memory, not in registers beside dW (``norm_bwd_staged_kernel``'s DB_SHARED). With all in registers the compute warps
 # spill 32-80 bytes a thread at 13824-15872 (sm_90); with the last part's in shared memory 4-12, the last two's 0-12
 STAGED_DB_SHARED = {13824: 2, 14336: 2, 14848: 1, 15360: 1, 15872: 1}
+# RMSNorm's with dB (a bias, round 114), on its own parts (``norm_bwd_staged.parts``): with all in registers its
+# compute warps spill 20-52 bytes a thread at 12800, 13312 and 14848-15872 (sm_90, compiled on the CPU); so 0-4
+STAGED_RMS_DB_SHARED = {12800: 2, 13312: 1, 13824: 2, 14336: 2, 14848: 2, 15360: 2, 15872: 2}
 
 
-def staged_db_shared(n: int) -> int:
+def staged_db_shared(n: int, is_rms: bool = False) -> int:
     """The staged kernel's parts at rows of n columns whose dB sum lies in shared memory (the last ones:
-    ``STAGED_DB_SHARED``, else 0)."""
-    return STAGED_DB_SHARED.get(n, 0)
+    ``STAGED_DB_SHARED``, RMSNorm's ``STAGED_RMS_DB_SHARED``, else 0)."""
+    return (STAGED_RMS_DB_SHARED if is_rms else STAGED_DB_SHARED).get(n, 0)
 
 
 # LayerNorm's backward with dB at these widths takes its row's two sums across the compute warps through a scratch of
@@ -1249,9 +1252,10 @@ def _pointer_rms_bwd(n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_fp
 
 
 def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int) -> bool:
-    """RMSNorm's backward without dB, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (parts of 32, 8-16 and 2-16 rows
-    of 256, ``norm_bwd_staged.parts``: 10240 as 32 + 8 and 12288 as 32 + 16, 13824 and 14848-15872 padded to three) in
-    calls of at least ``LIMITS["rms_bwd_staged_min_m"]`` rows, and at its short rows ``STAGED_RMS_SHORT_BWD_N``
+    """RMSNorm's backward, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (parts of 32, 8-16 and 2-16 rows of 256,
+    ``norm_bwd_staged.parts``: 10240 as 32 + 8 and 12288 as 32 + 16, 13824 and 14848-15872 padded to three), with dB (a
+    bias) too since round 114 (its last parts' dB in shared memory, ``staged_db_shared``), in calls of at least
+    ``LIMITS["rms_bwd_staged_min_m"]`` rows, and without dB at its short rows ``STAGED_RMS_SHORT_BWD_N``
     (5632-7680) in calls of at least ``LIMITS["rms_bwd_staged_short_min_m"]`` rows at 5632-6656 (2560;
     ``STAGED_FEWER_ROWS_N``), ``LIMITS["rms_bwd_staged_7168_min_m"]`` at 7168-7680 (4096); LayerNorm's with dB at
     ``STAGED_LN_BWD_N`` and without dB (no bias) at
@@ -1364,15 +1368,22 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     through the kernel's scratch (``staged_pair_scratch``): against round 104's rule x1.143 / x1.094 / x1.081 at 2048
     x 14848 / 15360 / 15872 fp16, x1.19 / x1.13 / x1.11 at 3072, x1.159 / x1.165 / x1.150 at 4096, x1.19 / x1.17 /
     x1.16 at 8192, x1.145 / x1.129 / x1.111 at 32768 bf16.
+
+    Round 114 (H200, GPU run 832, in turns against the rule before, ``bench.ab``, GB/s, ``rms_bias_bwd``): RMSNorm's
+    backward with dB, which took the split rows of 1024 (the TMA's head and tail tiles at 10240) where without dB it
+    is staged. Staged: at 4096 rows fp16 x1.037 / x1.175 / x1.173 / x1.199 / x1.182 / x1.161 at 10240 / 12288 / 12800 /
+    13312 / 14336 / 15872 (82% of the copy at 13312-15872; cuDNN's graph 215.2 us at 13312, normkit's 94.9, 93.6
+    without dB), x1.475 at 32768 x 13312 bf16 (100% of the copy). Not at the short rows: x1.004 / x1.049 / x0.746 at
+    4096 x 5632 / 6144 / 7680 fp16 (4 compute warps, 3 stages), which keep their tiles with dB.
     """
     if x_bytes != 2 or w_bytes != 2:
         return False
     if has_mask:  # LayerNorm + clamped ReLU's (RMSNorm has no mask)
         return not is_rms and _staged_masked_bwd(m, n)
-    if is_rms:
-        if has_dbias:
-            return False
+    if is_rms:  # with dB (a bias) or without (round 114), with dB not at the short rows
         if n in STAGED_RMS_SHORT_BWD_N:
+            if has_dbias:
+                return False
             fewer = n <= STAGED_FEWER_ROWS_N
             return m >= LIMITS["rms_bwd_staged_short_min_m" if fewer else "rms_bwd_staged_7168_min_m"]
         return n in STAGED_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
@@ -1610,8 +1621,11 @@ def split_staged_form(n: int, slice_n: int, has_dbias: bool, is_rms: bool, has_m
 
 def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:
     """Whether the backward of m x n takes the split staged Gluon kernel (``norm_bwd_staged.split_staged_kernel``):
-    16-bit x, calls of at least ``LIMITS["split_staged_min_m"]`` rows (4096), RMSNorm's without dB at
-    ``SPLIT_STAGED_RMS_BWD_N`` columns, LayerNorm's (and LayerNorm + clamped ReLU's, ``has_mask``: the same rule) with
+    16-bit x, calls of at least ``LIMITS["split_staged_min_m"]`` rows (4096), RMSNorm's at ``SPLIT_STAGED_RMS_BWD_N``
+    columns (with dB since round 114, in LayerNorm's form with dB: slices of 8192, 5 stages, the weights and the row
+    statistics staged; GPU run 832, against the pointer kernel's tiles and the split rows before: x1.951 / 1.110 /
+    1.105 at 4096 x 16384 / 32768 / 65536 bf16 x float32, x1.645 / 1.279 at 32768 x 16384 / 32768 bf16, 90-92% of
+    the copy), LayerNorm's (and LayerNorm + clamped ReLU's, ``has_mask``: the same rule) with
     dB at ``SPLIT_STAGED_LN_BWD_N``, without at ``SPLIT_STAGED_LN_NO_DB_BWD_N``, with dB at 16384 from
     ``LIMITS["ln_dbias_split_staged_16384_min_m"]`` rows (8192); 16-bit or float32 weights. Each row in slices
     (``split_staged_slice``: of 16384 columns at 32768 and 65536 without dB, else of 8192), one program a slice on one
@@ -1662,8 +1676,8 @@ def _split_staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: b
     of 4096 at 4 warps with two programs a SM 1.5-2.3x."""
     if x_bytes != 2 or m < LIMITS["split_staged_min_m"]:
         return False
-    if is_rms:
-        return not has_dbias and not has_mask and n in SPLIT_STAGED_RMS_BWD_N
+    if is_rms:  # with dB (a bias) or without (round 114)
+        return not has_mask and n in SPLIT_STAGED_RMS_BWD_N
     widths = SPLIT_STAGED_LN_BWD_N if has_dbias else SPLIT_STAGED_LN_NO_DB_BWD_N
     return n in widths and (n != 16384 or not has_dbias or m >= LIMITS["ln_dbias_split_staged_16384_min_m"])
 

@@ -645,7 +645,7 @@ def _backward_plan(
         stages = config.staged_stages(n, is_rms, has_dbias)
         values = STAGED.constexprs(
             n, cfg.num_warps, stages, zero_centered_gamma, is_rms, has_dbias, *db, fp16=x_fp16,
-            db_shared=config.staged_db_shared(n), pair_scratch=config.staged_pair_scratch(n, is_rms, has_dbias),
+            db_shared=config.staged_db_shared(n, is_rms), pair_scratch=config.staged_pair_scratch(n, is_rms, has_dbias),
             has_mask=has_mask,
         )  # fmt: skip
         return _BackwardPlan(cfg, config.persistent_programs(device, m, 1), 1, STAGED_BWD.values(**values), [], {})
