@@ -2311,9 +2311,9 @@ def test_tma_rules():
         assert config.bwd_config(32768, n, False, tma=True, w_bytes=4) == want, n
         assert not config.bwd_config(16384, n, False, tma=True).tma, n
         assert not config.bwd_config(32768, n, False, tma=True, x_bytes=4).tma, n
-        # the masked backward without dB: its launch with dB (round 114), here the pointer kernel's
+        # the masked backward without dB: its launch with dB, the TMA's here (round 114; the pointer kernel's before)
         masked = config.bwd_config(32768, n, True, has_mask=True, tma=True)
-        assert config.bwd_config(32768, n, False, has_mask=True, tma=True) == masked, n
+        assert masked.tma and config.bwd_config(32768, n, False, has_mask=True, tma=True) == masked, n
     # at the head + tail tiles' 4097-5120 and 8193-10240 wherever LayerNorm's with dB take them (round 103): calls of
     # at least TMA_MIN_ELEMENTS_LAYER_NORM (from 7282 rows of 4608, 3641 of 9216) and, at 4097-5120, more than 4096 rows
     for n, tail_n, fewest in ((4608, 1024, 7282), (5120, 1024, 6554), (8704, 2048, 3856), (9216, 2048, 3641)):

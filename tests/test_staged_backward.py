@@ -68,7 +68,7 @@ def test_staged_rule_at_short_rows():
             assert got.staged and got.num_warps == 4 and got.block_n == n, (m, n)
         assert config.staged_stages(n, True, False) == 3, n
         assert not _staged(fewest - 1, n) and not _staged(2048, n), n
-        assert not _staged(4096, n, staged=False) and not _staged(4096, n, has_dbias=True), n  # dB: round 114
+        assert not _staged(4096, n, staged=False) and not _staged(4096, n, has_dbias=True), n  # dB: x0.75 (round 114)
         assert not _staged(4096, n, has_mask=True) and not _staged(4096, n, w_bytes=4), n
     for n in config.STAGED_BWD_N:
         assert config.bwd_config(4096, n, False, is_rms=True, tma=True, staged=True).num_warps == 8, n
