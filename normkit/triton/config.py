@@ -1394,7 +1394,8 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
 def _staged_masked_bwd(m: int, n: int) -> bool:
     """Whether LayerNorm + clamped ReLU's backward (16-bit x and weights, with dB or without) takes the whole-row staged
     kernel: at ``STAGED_MASKED_BWD_N`` in calls of at least ``LIMITS["ln_masked_bwd_staged_min_m"]`` rows, at
-    ``STAGED_MASKED_BELOW_TMA_N`` only in calls too small for the TMA kernel (``_tma_call_large_enough``).
+    ``STAGED_MASKED_BELOW_TMA_N`` only in calls the TMA kernel does not take (too small, ``_tma_call_large_enough``,
+    or of 4096 rows or fewer, which ``_tma_bwd`` gives no masked launch).
 
     Round 110 (H200, GPU runs 812-813; in turns against the rule before, ``ln_relu_bwd`` with dB, 3 rounds): at 4096
     rows fp16 x1.149 / 1.109 / 1.053 / 1.224 at 6144 / 7680 / 8192 / 10240 (the split rows' parts of 1024 at 6144, the
@@ -1414,9 +1415,14 @@ def _staged_masked_bwd(m: int, n: int) -> bool:
     without dB, so at 4608 / 5120 / 8192 in calls large enough for it that backward ran the pointer kernel's tiles;
     with its launches with dB (``_tma_bwd``) the staged kernel ran x0.920 / 0.974 / 0.993 of them at 32768 rows bf16,
     x0.975 / 0.997 / 1.024 at 8192 rows fp16."""
-    # the masked TMA kernel takes calls of more than 4096 rows (``_tma_bwd``): 4096 x 8192 (2**25) stays staged
-    below_tma = n not in STAGED_MASKED_BELOW_TMA_N or m <= 4096 or not _tma_call_large_enough(m, n, False)
-    return n in STAGED_MASKED_BWD_N and m >= LIMITS["ln_masked_bwd_staged_min_m"] and below_tma
+    # asked of ``_tma_bwd`` itself (16-bit x and weights, as here; with dB or without, the same launch since round 114),
+    # which gives the masked backward no launch at 4096 rows: 4096 x 8192 (2**25 elements) stays staged
+    by_tma = _tma_call_large_enough(m, n, False) and _tma_bwd(_rows_key(m), n, True, True, False, 2, 2) is not None
+    return (
+        n in STAGED_MASKED_BWD_N
+        and m >= LIMITS["ln_masked_bwd_staged_min_m"]
+        and not (n in STAGED_MASKED_BELOW_TMA_N and by_tma)
+    )
 
 
 # the backward of long rows by the split staged Gluon kernel (``_split_staged_bwd``): a program stages a slice of its
