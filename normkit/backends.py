@@ -106,17 +106,29 @@ def resolve(backend: str, x: torch.Tensor) -> str:
     if backend == "auto":
         return "triton" if x.is_cuda and triton_status() == "ok" else "torch"
     if backend == "triton":
-        status = triton_status()
-        if status not in ("ok", "interpreter"):
-            raise BackendUnavailable(f"triton backend: {status}")
-        if status == "ok" and not x.is_cuda:
-            raise BackendUnavailable("triton backend: on a machine with a GPU it runs on CUDA tensors; x is on cpu")
-        if status == "interpreter" and x.is_cuda:
-            raise BackendUnavailable("triton backend: Triton runs in its CPU interpreter here; x is on a GPU")
+        require_triton_device(x)
     if backend == "cudnn":
         status = cudnn_status()
         if status != "ok" and not status.startswith("needs cuDNN >="):
             raise BackendUnavailable(f"cudnn backend: {status}")
         if not x.is_cuda:
-            raise BackendUnavailable("cudnn backend: needs CUDA tensors; x is on cpu")
+            raise BackendUnavailable(f"cudnn backend: needs CUDA tensors; x is on {x.device}")
     return backend
+
+
+def require_triton_device(x: torch.Tensor) -> None:
+    """Raise ``BackendUnavailable`` unless the Triton backend can run on x's device here: CUDA tensors where Triton
+    compiles for the GPU, CPU tensors in its interpreter (a meta tensor, say, has no data for either)."""
+    status = triton_status()
+    if status == "ok":
+        if not x.is_cuda:
+            raise BackendUnavailable(
+                f"triton backend: on a machine with a GPU it runs on CUDA tensors; x is on {x.device}"
+            )
+    elif status == "interpreter":
+        if x.device.type != "cpu":
+            raise BackendUnavailable(
+                f"triton backend: Triton runs in its CPU interpreter here, on CPU tensors; x is on {x.device}"
+            )
+    else:
+        raise BackendUnavailable(f"triton backend: {status}")

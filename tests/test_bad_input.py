@@ -208,3 +208,22 @@ def test_cudnn_fused_forward_refuses_2_to_the_31_elements():
         normkit.cudnn.layer_norm_clamped_relu_fwd(x, w, w, 1e-5)
     with pytest.raises(nk.BackendUnavailable):  # one row fewer passes that check (CPU tensors fail the next)
         normkit.cudnn.layer_norm_clamped_relu_fwd(x[:-1], w, w, 1e-5)
+
+
+@pytest.mark.skipif("triton" not in kernel_backends(), reason="Triton cannot run here")
+def test_triton_backend_names_a_device_it_cannot_run_on():
+    """A tensor the Triton backend has no kernels for here (a meta tensor: no data on the CPU nor the GPU) is refused
+    with its device named, through the functional API and the explicit kernels alike, before any launch."""
+    a = {k: v.to("meta") if isinstance(v, torch.Tensor) else v for k, v in ok().items()}
+    x, w, b, dy, mean, rstd = a["x"], a["weight"], a["bias"], a["dy"], a["mean"], a["rstd"]
+    calls = [
+        lambda: nk.layer_norm(x, w, b, backend="triton"),
+        lambda: nk.rms_norm(x, w, backend="triton"),
+        lambda: nk.triton.layer_norm_fwd(x, w, b, 1e-5),
+        lambda: nk.triton.rms_norm_bwd(dy, x, w, rstd),
+        lambda: nk.triton.layer_norm_clamped_relu_bwd(dy, a["mask"], x, w, mean, rstd),
+    ]
+    for call in calls:
+        with pytest.raises(nk.BackendUnavailable, match="triton backend: .*x is on meta"):
+            call()
+    assert nk.layer_norm(x, w, b).device.type == "meta"  # "auto" picks the reference, which runs on any device

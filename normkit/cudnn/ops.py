@@ -50,7 +50,7 @@ def _require(recipe: str | None, x: torch.Tensor) -> None:
     if status != "ok":
         raise BackendUnavailable(f"cudnn backend: {status}")
     if not x.is_cuda:
-        raise BackendUnavailable("cudnn backend: needs CUDA tensors; x is on cpu")
+        raise BackendUnavailable(f"cudnn backend: needs CUDA tensors; x is on {x.device}")
     if x.dtype == torch.float64:
         raise TypeError("x: the cudnn backend supports float32, float16 and bfloat16, got torch.float64")
 

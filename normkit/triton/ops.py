@@ -12,6 +12,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .. import checks, reference
+from ..backends import require_triton_device
 from ..bitmask import packed_width
 from . import config
 from .config import cdiv, next_power_of_2
@@ -948,6 +949,7 @@ def backward_unchecked(kind, dy, x, weight, mean, rstd, mask, zero_centered_gamm
 def layer_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
     """x ``[M, N]``, weight/bias ``[N]`` -> y ``[M, N]`` (x's dtype), mean ``[M]``, rstd ``[M]`` (float32)."""
     checks.check_fwd_args(x, weight, bias, eps, zero_centered_gamma)
+    require_triton_device(x)
     y, mean, rstd, _ = _forward(x, weight, bias, eps, is_rms=False, zero_centered_gamma=zero_centered_gamma)
     return y, mean, rstd
 
@@ -955,6 +957,7 @@ def layer_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
 def layer_norm_bwd(dy, x, weight, mean, rstd, zero_centered_gamma=False, has_dbias=True):
     """dy, x ``[M, N]``, mean/rstd ``[M]`` -> dx ``[M, N]``, dw ``[N]``, db ``[N]`` or None."""
     checks.check_bwd_args(dy, x, weight, mean, rstd, None, zero_centered_gamma, has_dbias)
+    require_triton_device(x)
     return _backward(
         dy, x, weight, mean, rstd, None, is_rms=False, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias
     )
@@ -963,12 +966,14 @@ def layer_norm_bwd(dy, x, weight, mean, rstd, zero_centered_gamma=False, has_dbi
 def layer_norm_clamped_relu_fwd(x, weight, bias, eps, lower=0.0, upper=6.0, zero_centered_gamma=False):
     """LayerNorm then clamp to ``[lower, upper]``; the packed mask ``uint8 [M, ceil(N/8)]`` is written alongside."""
     checks.check_fwd_args(x, weight, bias, eps, zero_centered_gamma, clamp=(lower, upper))
+    require_triton_device(x)
     return _forward(x, weight, bias, eps, is_rms=False, zero_centered_gamma=zero_centered_gamma, clamp=(lower, upper))
 
 
 def layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd, zero_centered_gamma=False, has_dbias=True):
     """The LayerNorm backward of ``dy * mask``, the mask bits read inside the kernel."""
     checks.check_bwd_args(dy, x, weight, mean, rstd, mask, zero_centered_gamma, has_dbias)
+    require_triton_device(x)
     return _backward(
         dy, x, weight, mean, rstd, mask, is_rms=False, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias
     )
@@ -977,6 +982,7 @@ def layer_norm_clamped_relu_bwd(dy, mask, x, weight, mean, rstd, zero_centered_g
 def rms_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
     """x ``[M, N]``, weight/bias ``[N]`` -> y ``[M, N]`` (x's dtype), rstd ``[M]`` (float32)."""
     checks.check_fwd_args(x, weight, bias, eps, zero_centered_gamma)
+    require_triton_device(x)
     y, _, rstd, _ = _forward(x, weight, bias, eps, is_rms=True, zero_centered_gamma=zero_centered_gamma)
     return y, rstd
 
@@ -984,6 +990,7 @@ def rms_norm_fwd(x, weight, bias, eps, zero_centered_gamma=False):
 def rms_norm_bwd(dy, x, weight, rstd, zero_centered_gamma=False, has_dbias=False):
     """dy, x ``[M, N]``, rstd ``[M]`` -> dx ``[M, N]``, dw ``[N]``, db ``[N]`` or None."""
     checks.check_bwd_args(dy, x, weight, None, rstd, None, zero_centered_gamma, has_dbias)
+    require_triton_device(x)
     return _backward(
         dy, x, weight, None, rstd, None, is_rms=True, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias
     )
