@@ -2407,6 +2407,40 @@ def test_tma_backward_on_the_gpu(op):
                 assert launches.call_count == (taken and not staged), (m, n, dtypes)
 
 
+def test_tma_rows_refuse_an_expanded_matrix():
+    """A matrix of one row seen M times (row stride 0: an expanded gradient, ``y.backward(v.expand_as(y))``) is not
+    rows the TMA loads (``ops._tma_rows``), nor the staged kernels (``ops._staged_rows``): the backward runs the
+    pointer kernel on it. Rows of any other stride that starts them on 16 bytes are."""
+    from normkit.triton import ops
+
+    row = torch.randn(1, 4096, dtype=torch.bfloat16)
+    expanded, padded = row.expand(64, 4096), torch.randn(64, 4104, dtype=torch.bfloat16)[:, :4096]
+    assert ops._tma_rows(expanded) is None and ops._tma_rows(row) == ([1, 4096], [4096, 1])
+    assert ops._tma_rows(padded) == ([64, 4096], [4104, 1])
+    assert not ops._staged_rows(expanded, padded.contiguous(), torch.ones(4096, dtype=torch.bfloat16))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", list(FORWARDS))
+def test_backward_of_an_expanded_gradient_on_the_gpu(op):
+    """dy of one row seen M times (row stride 0) at shapes whose rules take the TMA kernel (16400 x 2048, 8200 x
+    4608), the whole-row staged kernel (4096 x 13312 fp16) and the split staged one (4096 x 16384): neither loads such
+    rows, the pointer kernel runs them, against the reference's backward of the same dy made contiguous."""
+    fn = {"layer_norm": "layer_norm_bwd", "rms_norm": "rms_norm_bwd"}.get(op, "layer_norm_clamped_relu_bwd")
+    has_dbias = op != "rms_norm"
+    for m, n in [(16400, 2048), (8200, 4608), (4096, 13312), (4096, 16384)]:  # fp16 weights: dW's tolerance fp16's
+        x, w, b = make_inputs(m, n, torch.float16, torch.float16, bias=has_dbias)
+        _, args = backward_call(op, x, w, b)
+        dy = torch.randn(1, n, device=x.device).half().expand(m, n)
+        with tma_launches() as launches:
+            got = getattr(backend_ops("triton"), fn)(dy, *args[1:], False, has_dbias)
+        want = getattr(reference, fn)(dy.contiguous(), *args[1:], False, has_dbias)
+        assert launches.call_count == 0, (m, n)
+        for name, g, e in zip(["dx", "dw", "db"], got, want):
+            if e is not None:
+                compare(g, e, f"{fn} {name} of an expanded dy at {m} x {n}")
+
+
 def test_sum_plan_loads_a_persistent_grids_partials_at_once():
     """The backward's partials of 4 programs a SM on an H200 (528 rows) are loaded at once at columns of 16 (rows of
     1024-4096): one round trip a program (round 57)."""

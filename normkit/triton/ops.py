@@ -597,9 +597,10 @@ def _tma_capable(device: int) -> bool:
 def _tma_rows(t: torch.Tensor) -> tuple[list, list] | None:
     """``(shape, strides)`` of a matrix whose rows the TMA can load and store, as lists; None if it cannot: its rows
     must be contiguous, each starting on 16 bytes (the start of the tensor and the row stride in bytes multiples of
-    16)."""
+    16), and distinct (an expanded matrix, one row seen M times at row stride 0, as a gradient may arrive, takes the
+    pointer kernel: a tensor map's strides are those of memory laid out row after row)."""
     strides = t.stride()
-    if strides[1] != 1 or t.data_ptr() & 15 or strides[0] * t.element_size() & 15:
+    if strides[1] != 1 or t.data_ptr() & 15 or strides[0] * t.element_size() & 15 or not strides[0]:
         return None
     return list(t.shape), list(strides)
 
