@@ -181,8 +181,8 @@ def _setup_context(ctx, inputs, output):
 def _gradients(ctx, dy, backward):
     x, weight, mean, rstd, mask = ctx.saved_tensors
     kind, zero_centered_gamma, has_bias, backend = ctx.options
-    if dy.stride(-1) != 1:  # autograd may hand over an expanded or transposed gradient
-        dy = dy.contiguous()
+    if dy.stride(-1) != 1 or (backend == "cudnn" and not dy.is_contiguous()):
+        dy = dy.contiguous()  # autograd may hand over an expanded or transposed gradient; cuDNN's rows packed
     dx, dw, db = backward(dy, x, weight, mean, rstd, mask, kind, zero_centered_gamma, has_bias, backend)
     return dx, dw, db if has_bias else None, None, None, None, None, None, None
 
@@ -262,8 +262,8 @@ def _apply(kind, x, weight, bias, eps, zero_centered_gamma, backend, lower=0.0, 
     # 2-D x as it is (a reshape would add a view to the autograd graph); more dims flattened to rows, a view
     # whenever the leading dims flatten to one row stride
     rows = x if x.dim() == 2 else x.reshape(-1, n)
-    if n > 1 and rows.stride(1) != 1:
-        rows = rows.contiguous()  # the kernels need a unit stride along the normalized dim
+    if n > 1 and rows.stride(1) != 1 or (backend == "cudnn" and not rows.is_contiguous()):
+        rows = rows.contiguous()  # the kernels need a unit stride along the normalized dim, cuDNN's graphs packed rows
     args = (rows, weight, bias, float(eps), kind, zero_centered_gamma, float(lower), float(upper), backend)
     training = torch.is_grad_enabled() and (
         x.requires_grad or weight.requires_grad or (bias is not None and bias.requires_grad)

@@ -82,6 +82,36 @@ def test_two_dim_input_autograd_matches_the_reference(backend, name):
         compare(FUNCTIONS[name](x, w, b, backend=backend), y_ref, "y without a graph")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_row_strided_input_and_a_gradient_of_one_row(backend, name):
+    """x a view of every other row's first 256 columns (rows not packed) and the gradient one row seen by every row
+    (row stride 0, ``y.backward(v.expand_as(y))``): each backend takes them as they come, cuDNN's too, whose graphs
+    need packed rows (``_apply`` and ``_gradients`` copy them for it; its explicit kernels refuse them, naming the
+    argument). bf16 x and weights: cuDNN's fused LayerNorm + ReLU takes no others."""
+    m, n = 9, 256
+    storage = torch.randn(2 * m, n + 64, device=DEVICE, dtype=torch.bfloat16)
+    x = storage[::2, :n].requires_grad_(True)
+    w = torch.randn(n, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
+    b = torch.randn(n, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
+    y = FUNCTIONS[name](x, w, b, backend=backend)
+    dy = torch.randn(1, n, device=DEVICE, dtype=torch.bfloat16).expand(m, n)
+    y.backward(dy)
+    rows, args = x.detach().contiguous(), (w.detach(), b.detach(), 1e-5)
+    if name == "rms_norm":
+        y_ref, rstd = reference.rms_norm_fwd(rows, *args)
+        want = reference.rms_norm_bwd(dy.contiguous(), rows, w.detach(), rstd, False, True)
+    elif name == "layer_norm":
+        y_ref, mean, rstd = reference.layer_norm_fwd(rows, *args)
+        want = reference.layer_norm_bwd(dy.contiguous(), rows, w.detach(), mean, rstd)
+    else:
+        y_ref, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(rows, *args)
+        want = reference.layer_norm_clamped_relu_bwd(dy.contiguous(), mask, rows, w.detach(), mean, rstd)
+    compare(y.detach(), y_ref, "y")
+    for got, expected, what in zip((x.grad, w.grad, b.grad), want, ("dx", "dw", "db")):
+        compare(got, expected, what)
+
+
 def test_transposed_input_and_expanded_gradient():
     x = torch.randn(16, 6, device=DEVICE).t().requires_grad_(True)  # last dim not contiguous: copied, then normed
     w = torch.randn(16, device=DEVICE, requires_grad=True)
