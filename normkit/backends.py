@@ -36,6 +36,25 @@ def prepare_triton_interpreter() -> None:
         os.environ.setdefault("TRITON_INTERPRET", "1")
 
 
+def on_tensor_device(run):
+    """``run(t, ...)`` with t's GPU made current (``torch.cuda.device``) where another one is, as PyTorch's own ops
+    do: Triton compiles for and launches on the current device (normkit's launcher keys its kernels and takes its
+    stream by it too), and a cuDNN handle is used with its device current. So a call on tensors of cuda:1 while cuda:0
+    is current (a model split over GPUs in one process, ``device_map="auto"``) would launch on the wrong GPU: a
+    pointer error, or wrong results where the GPUs see each other's memory (Liger-Kernel issue 1303). A CPU tensor
+    (Triton's interpreter) and the current GPU's run as they are, at the cost of one query of the current device."""
+
+    @functools.wraps(run)
+    def on_its_device(t, *args, **kwargs):
+        index = t.get_device()
+        if index < 0 or index == torch._C._cuda_getDevice():
+            return run(t, *args, **kwargs)
+        with torch.cuda.device(index):
+            return run(t, *args, **kwargs)
+
+    return on_its_device
+
+
 def _constant_under_compile(fn):
     """Cache a status check and let torch.compile treat its result as a constant.
 

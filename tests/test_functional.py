@@ -298,3 +298,64 @@ def test_inference_op_under_torch_compile_and_opcheck():
     torch.library.opcheck(functional.norm_infer, args, test_utils=("test_schema", "test_faketensor"))
     with pytest.raises(RuntimeError, match="no backward"):
         functional.norm_infer(x, w, None, 1e-5, "layer_norm", False, 0.0, 0.0, "torch").sum().backward()
+
+
+def test_a_backend_call_runs_with_its_tensors_gpu_current(monkeypatch):
+    """``backends.on_tensor_device`` (the cuDNN backend's forward and backward; the Triton backend's check the same
+    inline) makes the tensors' GPU current for the call where another is and leaves the current one as it was; a
+    CPU tensor, or one of the current GPU, runs as it is. On this machine with the device queries stood in for."""
+    import contextlib
+
+    from normkit.backends import on_tensor_device
+
+    current, entered = [0], []
+
+    @contextlib.contextmanager
+    def device(index):
+        entered.append(index)
+        before, current[0] = current[0], index
+        yield
+        current[0] = before
+
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: current[0], raising=False)  # absent from CPU builds
+    monkeypatch.setattr(torch.cuda, "device", device)
+
+    class OnGpu:  # a tensor's device index, all the wrapper reads of its first argument
+        def __init__(self, index):
+            self.index = index
+
+        def get_device(self):
+            return self.index
+
+    seen = on_tensor_device(lambda t, scale, *, shift: (current[0], t.get_device() * scale + shift))
+    assert seen(OnGpu(1), 10, shift=2) == (1, 12) and entered == [1] and current == [0]
+    assert seen(OnGpu(0), 10, shift=2) == (0, 2) and entered == [1]  # the current GPU's: no switch
+    assert seen(torch.empty(1), 1, shift=0) == (0, -1) and entered == [1]  # a CPU tensor's
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+@pytest.mark.parametrize("backend", [b for b in kernel_backends() if b != "torch"])
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+def test_tensors_of_a_gpu_that_is_not_current(backend, name):
+    """Tensors on cuda:1 while cuda:0 is current (a model split over GPUs in one process): the backend runs on
+    cuda:1, forward and backward (the Triton backend's TMA and staged launches among them), against the reference
+    there, and cuda:0 stays current."""
+    if backend == "cudnn" and name == "layer_norm_clamped_relu":
+        pytest.skip("cuDNN's fused LayerNorm + ReLU: weights in x's dtype, N % 64 == 0 (the fp16 shapes run it)")
+    torch.cuda.set_device(0)
+    shapes = [(7, 100, torch.bfloat16, torch.float32), (16400, 2048, torch.float16, torch.float16)]
+    shapes += [(4096, 13312, torch.float16, torch.float16)] if backend == "triton" else []
+    for m, n, x_dtype, w_dtype in shapes:
+        x = torch.randn(m, n, device="cuda:1").to(x_dtype).requires_grad_(True)
+        w = (torch.randn(n, device="cuda:1") * 0.5 + 1).to(w_dtype).requires_grad_(True)
+        b = torch.randn(n, device="cuda:1").to(w_dtype).requires_grad_(True)
+        y = FUNCTIONS[name](x, w, b, backend=backend)
+        dy = torch.randn_like(y)
+        y.backward(dy)
+        assert torch.cuda.current_device() == 0 and y.device == x.grad.device == torch.device("cuda:1")
+        want = FUNCTIONS[name](x.detach().requires_grad_(True), w.detach(), b.detach(), backend="torch")
+        compare(y.detach(), want.detach(), f"{name} y at {m} x {n}")
+        inputs = [t.detach().requires_grad_(True) for t in (x, w, b)]
+        FUNCTIONS[name](*inputs, backend="torch").backward(dy)
+        for got, ref, what in zip((x.grad, w.grad, b.grad), inputs, ("dx", "dw", "db")):
+            compare(got, ref.grad, f"{name} {what} at {m} x {n}")

@@ -14,7 +14,7 @@ import cudnn
 import torch
 
 from .. import checks
-from ..backends import cudnn_status
+from ..backends import cudnn_status, on_tensor_device
 from ..bitmask import packed_width
 from ..errors import BackendUnavailable
 from . import graphs
@@ -127,6 +127,7 @@ def _zeros_bias(weight: torch.Tensor) -> torch.Tensor:
     return _cached(("zero_bias", weight.shape[0], weight.dtype, weight.device), lambda: torch.zeros_like(weight))
 
 
+@on_tensor_device
 def _forward(x, weight, bias, eps, *, rms, zero_centered_gamma, clamp, training=True):
     """``(y, mean, rstd, mask)``; not ``training`` (the inference phase): y alone, the others None."""
     _require_packed_rows(x=x)
@@ -168,6 +169,7 @@ def _forward(x, weight, bias, eps, *, rms, zero_centered_gamma, clamp, training=
     return y, mean, rstd, mask
 
 
+@on_tensor_device
 def _backward(dy, x, weight, mean, rstd, mask, *, rms, zero_centered_gamma, has_dbias):
     _require_packed_rows(dy=dy, x=x)
     m, n = x.shape

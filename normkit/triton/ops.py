@@ -196,6 +196,10 @@ def _forward(x, weight, bias, eps, *, is_rms, zero_centered_gamma, clamp=None, t
     if m == 0:
         return _forward_outputs(x, _acc_of(x.dtype)[1], is_rms, clamp, training)
     stride_x, device = x.stride(0), x.get_device()
+    if device >= 0 and device != torch._C._cuda_getDevice():  # x's GPU made current (``backends.on_tensor_device``)
+        with torch.cuda.device(device):
+            return _forward(x, weight, bias, eps, is_rms=is_rms, zero_centered_gamma=zero_centered_gamma, clamp=clamp,
+                            training=training)  # fmt: skip
     row_align = 1 if not (n | stride_x) & 15 else _row_align(x.element_size(), n, stride_x)
     key = (m, n, x.dtype, weight.dtype, bias is not None, is_rms, zero_centered_gamma, clamp, training, device)
     # the split staged forward where the device has it (whether it can load x is asked only of a plan that takes it)
@@ -830,13 +834,17 @@ def _staged_backward(plan: _BackwardPlan, dy, x, weight, mean, rstd, dx, partial
 
 
 def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, has_dbias):
+    index = x.get_device()
+    if index >= 0 and index != torch._C._cuda_getDevice():  # x's GPU made current (``backends.on_tensor_device``)
+        with torch.cuda.device(index):
+            return _backward(dy, x, weight, mean, rstd, mask, is_rms=is_rms, zero_centered_gamma=zero_centered_gamma,
+                             has_dbias=has_dbias)  # fmt: skip
     m, n = x.shape
     dx = torch.empty_like(x, memory_format=torch.contiguous_format)  # as the forward's y (``_forward_outputs``)
     if m == 0:
         dw = weight.new_zeros(n)
         return dx, dw, torch.zeros_like(dw) if has_dbias else None
     has_mask = mask is not None
-    index = x.get_device()
     key = (m, n, x.dtype, weight.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, index)
     strides = (dy.stride(0), x.stride(0))
     row_align = 1 if not (n | strides[0] | strides[1]) & 15 else _row_align(x.element_size(), n, *strides)
