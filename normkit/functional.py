@@ -262,7 +262,7 @@ def _apply(kind, x, weight, bias, eps, zero_centered_gamma, backend, lower=0.0, 
     # 2-D x as it is (a reshape would add a view to the autograd graph); more dims flattened to rows, a view
     # whenever the leading dims flatten to one row stride
     rows = x if x.dim() == 2 else x.reshape(-1, n)
-    if n > 1 and rows.stride(1) != 1 or (backend == "cudnn" and not rows.is_contiguous()):
+    if (n > 1 and rows.stride(1) != 1) or (backend == "cudnn" and not rows.is_contiguous()):
         rows = rows.contiguous()  # the kernels need a unit stride along the normalized dim, cuDNN's graphs packed rows
     args = (rows, weight, bias, float(eps), kind, zero_centered_gamma, float(lower), float(upper), backend)
     training = torch.is_grad_enabled() and (
