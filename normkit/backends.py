@@ -125,7 +125,9 @@ def resolve(backend: str, x: torch.Tensor) -> str:
     if backend == "auto":
         return "triton" if x.is_cuda and triton_status() == "ok" else "torch"
     if backend == "triton":
-        require_triton_device(x)
+        status = triton_status()
+        if not (x.is_cuda if status == "ok" else status == "interpreter" and x.is_cpu):
+            require_triton_device(x)  # raises, saying why
     if backend == "cudnn":
         status = cudnn_status()
         if status != "ok" and not status.startswith("needs cuDNN >="):
@@ -145,7 +147,7 @@ def require_triton_device(x: torch.Tensor) -> None:
                 f"triton backend: on a machine with a GPU it runs on CUDA tensors; x is on {x.device}"
             )
     elif status == "interpreter":
-        if x.device.type != "cpu":
+        if not x.is_cpu:
             raise BackendUnavailable(
                 f"triton backend: Triton runs in its CPU interpreter here, on CPU tensors; x is on {x.device}"
             )
