@@ -359,3 +359,59 @@ def test_tensors_of_a_gpu_that_is_not_current(backend, name):
         FUNCTIONS[name](*inputs, backend="torch").backward(dy)
         for got, ref, what in zip((x.grad, w.grad, b.grad), inputs, ("dx", "dw", "db")):
             compare(got, ref.grad, f"{name} {what} at {m} x {n}")
+
+
+@pytest.mark.skipif(HAS_GPU, reason="stands in for CUDA's device queries: the two-GPU test runs the real thing")
+def test_triton_launches_with_the_tensors_gpu_current(monkeypatch):
+    """``ops._forward`` and ``_backward`` launch every kernel (the backward's dW / dB sum too) with x's GPU current
+    where another is, and leave the current one as it was: here x claims cuda:1 (a subclass), cuda:0 is current, and
+    the launchers record the current device at each launch instead of launching."""
+    import contextlib
+
+    from normkit.triton import config, ops
+
+    current, launched = [0], []
+
+    @contextlib.contextmanager
+    def device(index):
+        before, current[0] = current[0], index
+        yield
+        current[0] = before
+
+    class Recorder:
+        def __init__(self, launcher):
+            self.launcher = launcher
+
+        def __getattr__(self, name):
+            return getattr(self.launcher, name)
+
+        def launch(self, grid, args, num_warps, values, head=0):
+            launched.append((self.launcher.kernel.fn.__name__, current[0]))
+
+        def launch_encoded(self, *args):
+            return False
+
+    class OnGpu1(torch.Tensor):
+        def get_device(self):
+            return 1
+
+    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: current[0], raising=False)  # absent from CPU builds
+    monkeypatch.setattr(torch.cuda, "device", device)
+    for name in ("_staged_capable", "_tma_capable", "_pdl"):
+        monkeypatch.setattr(ops, name, lambda index: False)
+    monkeypatch.setattr(config, "multiprocessor_count", lambda index: 132)
+    monkeypatch.setattr(config, "slower_dram", lambda index: False)
+    monkeypatch.setattr(ops, "_persistent_grid", lambda plan, args, index: plan[:2])
+    monkeypatch.setattr(ops, "_backward_grid", lambda plan, launcher, args, m, index: plan[1:3])
+    for name in ("NORM_FWD", "NORM_BWD", "SUM_PARTIALS"):
+        monkeypatch.setattr(ops, name, Recorder(getattr(ops, name)))
+    x, dy = (torch.randn(8, 64).as_subclass(OnGpu1) for _ in range(2))
+    w, b, mean, rstd = (torch.ones(n).as_subclass(OnGpu1) for n in (64, 64, 8, 8))
+    try:
+        ops._forward(x, w, b, 1e-5, is_rms=False, zero_centered_gamma=False)
+        ops._backward(dy, x, w, mean, rstd, None, is_rms=False, zero_centered_gamma=False, has_dbias=True)
+    finally:  # the plans of "cuda:1" worked out with the stand-ins
+        for plan in (ops._forward_plan, ops._backward_plan, ops._sum_plan):
+            plan.cache_clear()
+    assert launched == [("norm_fwd_kernel", 1), ("norm_bwd_kernel", 1), ("sum_partials_kernel", 1)]
+    assert current == [0]
