@@ -125,9 +125,7 @@ def resolve(backend: str, x: torch.Tensor) -> str:
     if backend == "auto":
         return "triton" if x.is_cuda and triton_status() == "ok" else "torch"
     if backend == "triton":
-        status = triton_status()
-        if not (x.is_cuda if status == "ok" else status == "interpreter" and x.is_cpu):
-            require_triton_device(x)  # raises, saying why
+        require_triton_device(x)
     if backend == "cudnn":
         status = cudnn_status()
         if status != "ok" and not status.startswith("needs cuDNN >="):
