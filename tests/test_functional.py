@@ -300,13 +300,11 @@ def test_inference_op_under_torch_compile_and_opcheck():
         functional.norm_infer(x, w, None, 1e-5, "layer_norm", False, 0.0, 0.0, "torch").sum().backward()
 
 
-def test_a_backend_call_runs_with_its_tensors_gpu_current(monkeypatch):
-    """``backends.on_tensor_device`` (the cuDNN backend's forward and backward; the Triton backend's check the same
-    inline) makes the tensors' GPU current for the call where another is and leaves the current one as it was; a
-    CPU tensor, or one of the current GPU, runs as it is. On this machine with the device queries stood in for."""
+@pytest.fixture
+def stood_in_gpus(monkeypatch):
+    """CUDA's device queries stood in for: ``(current, entered)``, the current device's index (cuda:0 to start) and
+    the indices ``torch.cuda.device`` was entered with, in order; it makes its index current while entered."""
     import contextlib
-
-    from normkit.backends import on_tensor_device
 
     current, entered = [0], []
 
@@ -319,6 +317,16 @@ def test_a_backend_call_runs_with_its_tensors_gpu_current(monkeypatch):
 
     monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: current[0], raising=False)  # absent from CPU builds
     monkeypatch.setattr(torch.cuda, "device", device)
+    return current, entered
+
+
+def test_a_backend_call_runs_with_its_tensors_gpu_current(stood_in_gpus):
+    """``backends.on_tensor_device`` (the cuDNN backend's forward and backward; the Triton backend's check the same
+    inline) makes the tensors' GPU current for the call where another is and leaves the current one as it was; a
+    CPU tensor, or one of the current GPU, runs as it is. On this machine with the device queries stood in for."""
+    from normkit.backends import on_tensor_device
+
+    current, entered = stood_in_gpus
 
     class OnGpu:  # a tensor's device index, all the wrapper reads of its first argument
         def __init__(self, index):
@@ -362,21 +370,14 @@ def test_tensors_of_a_gpu_that_is_not_current(backend, name):
 
 
 @pytest.mark.skipif(HAS_GPU, reason="stands in for CUDA's device queries: the two-GPU test runs the real thing")
-def test_triton_launches_with_the_tensors_gpu_current(monkeypatch):
+def test_triton_launches_with_the_tensors_gpu_current(monkeypatch, stood_in_gpus):
     """``ops._forward`` and ``_backward`` launch every kernel (the backward's dW / dB sum too) with x's GPU current
     where another is, and leave the current one as it was: here x claims cuda:1 (a subclass), cuda:0 is current, and
     the launchers record the current device at each launch instead of launching."""
-    import contextlib
-
     from normkit.triton import config, ops
 
-    current, launched = [0], []
-
-    @contextlib.contextmanager
-    def device(index):
-        before, current[0] = current[0], index
-        yield
-        current[0] = before
+    current, _ = stood_in_gpus
+    launched = []
 
     class Recorder:
         def __init__(self, launcher):
@@ -395,8 +396,6 @@ def test_triton_launches_with_the_tensors_gpu_current(monkeypatch):
         def get_device(self):
             return 1
 
-    monkeypatch.setattr(torch._C, "_cuda_getDevice", lambda: current[0], raising=False)  # absent from CPU builds
-    monkeypatch.setattr(torch.cuda, "device", device)
     for name in ("_staged_capable", "_tma_capable", "_pdl"):
         monkeypatch.setattr(ops, name, lambda index: False)
     monkeypatch.setattr(config, "multiprocessor_count", lambda index: 132)
