@@ -2426,11 +2426,10 @@ def test_backward_of_an_expanded_gradient_on_the_gpu(op):
     """dy of one row seen M times (row stride 0) at shapes whose rules take the TMA kernel (16400 x 2048, 8200 x
     4608), the whole-row staged kernel (4096 x 13312 fp16) and the split staged one (4096 x 16384): neither loads such
     rows, the pointer kernel runs them, against the reference's backward of the same dy made contiguous."""
-    fn = {"layer_norm": "layer_norm_bwd", "rms_norm": "rms_norm_bwd"}.get(op, "layer_norm_clamped_relu_bwd")
     has_dbias = op != "rms_norm"
     for m, n in [(16400, 2048), (8200, 4608), (4096, 13312), (4096, 16384)]:  # fp16 weights: dW's tolerance fp16's
         x, w, b = make_inputs(m, n, torch.float16, torch.float16, bias=has_dbias)
-        _, args = backward_call(op, x, w, b)
+        fn, args = backward_call(op, x, w, b)  # its dy replaced below
         dy = torch.randn(1, n, device=x.device).half().expand(m, n)
         with tma_launches() as launches:
             got = getattr(backend_ops("triton"), fn)(dy, *args[1:], False, has_dbias)
