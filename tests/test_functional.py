@@ -82,6 +82,17 @@ def test_two_dim_input_autograd_matches_the_reference(backend, name):
         compare(FUNCTIONS[name](x, w, b, backend=backend), y_ref, "y without a graph")
 
 
+def compare_with_the_reference_backend(name, y, dy, inputs, where=""):
+    """y and the gradients that ``y.backward(dy)`` left on ``inputs`` (x, weight, bias) against the reference
+    backend's, run through the functional API on contiguous copies of the inputs and of dy."""
+    copies = [t.detach().contiguous().requires_grad_(True) for t in inputs]
+    want = FUNCTIONS[name](*copies, backend="torch")
+    want.backward(dy.contiguous())
+    compare(y.detach(), want.detach(), f"{name} y{where}")
+    for got, ref, what in zip(inputs, copies, ("dx", "dw", "db")):
+        compare(got.grad, ref.grad, f"{name} {what}{where}")
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", list(FUNCTIONS))
 def test_row_strided_input_and_a_gradient_of_one_row(backend, name):
@@ -97,19 +108,7 @@ def test_row_strided_input_and_a_gradient_of_one_row(backend, name):
     y = FUNCTIONS[name](x, w, b, backend=backend)
     dy = torch.randn(1, n, device=DEVICE, dtype=torch.bfloat16).expand(m, n)
     y.backward(dy)
-    rows, args = x.detach().contiguous(), (w.detach(), b.detach(), 1e-5)
-    if name == "rms_norm":
-        y_ref, rstd = reference.rms_norm_fwd(rows, *args)
-        want = reference.rms_norm_bwd(dy.contiguous(), rows, w.detach(), rstd, False, True)
-    elif name == "layer_norm":
-        y_ref, mean, rstd = reference.layer_norm_fwd(rows, *args)
-        want = reference.layer_norm_bwd(dy.contiguous(), rows, w.detach(), mean, rstd)
-    else:
-        y_ref, mean, rstd, mask = reference.layer_norm_clamped_relu_fwd(rows, *args)
-        want = reference.layer_norm_clamped_relu_bwd(dy.contiguous(), mask, rows, w.detach(), mean, rstd)
-    compare(y.detach(), y_ref, "y")
-    for got, expected, what in zip((x.grad, w.grad, b.grad), want, ("dx", "dw", "db")):
-        compare(got, expected, what)
+    compare_with_the_reference_backend(name, y, dy, (x, w, b))
 
 
 def test_transposed_input_and_expanded_gradient():
@@ -361,12 +360,7 @@ def test_tensors_of_a_gpu_that_is_not_current(backend, name):
         dy = torch.randn_like(y)
         y.backward(dy)
         assert torch.cuda.current_device() == 0 and y.device == x.grad.device == torch.device("cuda:1")
-        want = FUNCTIONS[name](x.detach().requires_grad_(True), w.detach(), b.detach(), backend="torch")
-        compare(y.detach(), want.detach(), f"{name} y at {m} x {n}")
-        inputs = [t.detach().requires_grad_(True) for t in (x, w, b)]
-        FUNCTIONS[name](*inputs, backend="torch").backward(dy)
-        for got, ref, what in zip((x.grad, w.grad, b.grad), inputs, ("dx", "dw", "db")):
-            compare(got, ref.grad, f"{name} {what} at {m} x {n}")
+        compare_with_the_reference_backend(name, y, dy, (x, w, b), f" at {m} x {n}")
 
 
 @pytest.mark.skipif(HAS_GPU, reason="stands in for CUDA's device queries: the two-GPU test runs the real thing")
