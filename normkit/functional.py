@@ -15,6 +15,10 @@ call: y alone. The Triton backend then stores neither the statistics nor the cla
 them), nor does the cuDNN backend (its inference-phase graph); the reference runs its training forward and drops
 what the backward would have read.
 
+A call without a weight (``weight=None``, as ``torch.nn.functional.layer_norm`` and ``rms_norm`` allow, and
+``nk.LayerNorm(n, elementwise_affine=False)``) scales by 1: the backends read a kept vector of ones as the weight
+(``_unit_scale``), and the backward's dW of it is dropped.
+
 The ops are declared with ``Library.define`` / ``Library.impl`` (a schema string and a Python implementation), not
 the ``@torch.library.custom_op`` decorator, whose wrappers (aliasing checks, a redispatch through Python) cost
 about 11 microseconds a call more on the CPU machine (PyTorch issue 139500; cuDNN frontend's guide to custom ops
@@ -255,7 +259,34 @@ def _check_args(kind, x, weight, bias, eps, zero_centered_gamma, lower, upper) -
         raise ValueError("x must have at least one element in its last (normalized) dim")
 
 
+@functools.lru_cache(maxsize=64)
+def _kept_unit_scale(n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    with torch.inference_mode(False):  # made inside inference mode, it could not be saved for a later backward
+        return torch.ones(n, dtype=dtype, device=device)
+
+
+def _unit_scale(x, bias, zero_centered_gamma) -> torch.Tensor:
+    """The weight of a call without one (``weight=None``, as ``torch.nn.functional.layer_norm`` allows): ones of
+    N, in bias's dtype where bias has one the weight may have (x's or float32), else x's, so that the kernels take
+    their launches of a 16-bit weight with 16-bit x. Kept per size, dtype and device (read, never written), but
+    under ``torch.compile``, in a CUDA graph's capture and on the meta device, where each call makes its own."""
+    checks.check_float_tensor("x", x)
+    if x.dim() == 0:
+        raise ValueError("x must have at least one dim (the normalized last dim)")
+    checks.check_flag("zero_centered_gamma", zero_centered_gamma)
+    dtype = bias.dtype if isinstance(bias, torch.Tensor) and bias.dtype in (x.dtype, torch.float32) else x.dtype
+    n, device = x.shape[-1], x.device
+    if (
+        torch.compiler.is_compiling() or x.is_meta
+        or (x.is_cuda and torch.cuda.is_current_stream_capturing())
+    ):  # fmt: skip
+        return torch.ones(n, dtype=dtype, device=device)
+    return _kept_unit_scale(n, dtype, device)
+
+
 def _apply(kind, x, weight, bias, eps, zero_centered_gamma, backend, lower=0.0, upper=0.0):
+    if weight is None:  # no scale: ones, which the kernels read as any weight (dW computed and dropped)
+        weight, zero_centered_gamma = _unit_scale(x, bias, zero_centered_gamma), False
     _check_args(kind, x, weight, bias, eps, zero_centered_gamma, lower, upper)
     n = x.shape[-1]
     backend = resolve(backend, x)
@@ -278,12 +309,16 @@ def _apply(kind, x, weight, bias, eps, zero_centered_gamma, backend, lower=0.0, 
 
 
 def layer_norm(x, weight, bias=None, eps=1e-5, *, zero_centered_gamma=False, backend="auto"):
-    """LayerNorm over the last dim of ``x [..., N]``; weight/bias ``[N]``; returns y with x's shape and dtype."""
+    """LayerNorm over the last dim of ``x [..., N]``; weight/bias ``[N]`` (weight may be None: no scale); returns y
+    with x's shape and dtype."""
     return _apply("layer_norm", x, weight, bias, eps, zero_centered_gamma, backend)
 
 
 def rms_norm(x, weight, bias=None, eps=1e-5, *, zero_centered_gamma=False, backend="auto"):
-    """RMSNorm over the last dim of ``x [..., N]``; weight/bias ``[N]``; returns y with x's shape and dtype."""
+    """RMSNorm over the last dim of ``x [..., N]``; weight/bias ``[N]`` (weight may be None: no scale); returns y
+    with x's shape and dtype. ``eps=None`` is x's dtype's machine epsilon, as in ``torch.nn.functional.rms_norm``."""
+    if eps is None and isinstance(x, torch.Tensor) and x.dtype in checks.FLOAT_DTYPES:
+        eps = torch.finfo(x.dtype).eps
     return _apply("rms_norm", x, weight, bias, eps, zero_centered_gamma, backend)
 
 

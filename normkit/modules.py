@@ -2,6 +2,7 @@
 
 Parameter names match PyTorch's (``weight``, ``bias``), so a ``state_dict`` loads both ways.
 With ``zero_centered_gamma=True`` the stored weight is zero-centered: it starts at 0 and the scale is ``1 + weight``.
+With ``elementwise_affine=False`` a module has no parameters (its bias neither), as PyTorch's.
 """
 
 from __future__ import annotations
@@ -29,24 +30,35 @@ def _hidden_size(normalized_shape) -> int:
 
 class _Norm(nn.Module):
     _functional = None
+    _eps_may_be_none = False  # RMSNorm's None: x's dtype's machine epsilon, as in torch.nn.RMSNorm
 
-    def __init__(self, normalized_shape, eps, bias, zero_centered_gamma, backend, device, dtype):
+    def __init__(self, normalized_shape, eps, elementwise_affine, bias, zero_centered_gamma, backend, device, dtype):
         super().__init__()
-        checks.check_eps(eps)
+        if eps is not None or not self._eps_may_be_none:
+            checks.check_eps(eps)
+        checks.check_flag("elementwise_affine", elementwise_affine)
         checks.check_flag("bias", bias)
         checks.check_flag("zero_centered_gamma", zero_centered_gamma)
+        if zero_centered_gamma and not elementwise_affine:
+            raise ValueError("zero_centered_gamma=True needs a weight to center: elementwise_affine must be True")
         n = _hidden_size(normalized_shape)
         self.normalized_shape = (n,)
         self.eps = eps
+        self.elementwise_affine = elementwise_affine
         self.zero_centered_gamma = zero_centered_gamma
         self.backend = backend
-        self.weight = nn.Parameter(torch.empty(n, device=device, dtype=dtype))
-        self.bias = nn.Parameter(torch.empty(n, device=device, dtype=dtype)) if bias else None
+        if elementwise_affine:
+            self.weight = nn.Parameter(torch.empty(n, device=device, dtype=dtype))
+            self.bias = nn.Parameter(torch.empty(n, device=device, dtype=dtype)) if bias else None
+        else:  # no parameters (bias too, as in PyTorch): the normalized x alone
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         # the identity transform: scale 1 (stored as 0 when zero-centered), shift 0
-        nn.init.zeros_(self.weight) if self.zero_centered_gamma else nn.init.ones_(self.weight)
+        if self.weight is not None:
+            nn.init.zeros_(self.weight) if self.zero_centered_gamma else nn.init.ones_(self.weight)
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
@@ -57,24 +69,34 @@ class _Norm(nn.Module):
 
     def extra_repr(self) -> str:
         return (
-            f"{self.normalized_shape}, eps={self.eps}, bias={self.bias is not None}, "
+            f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}, "
+            f"bias={self.bias is not None}, "
             f"zero_centered_gamma={self.zero_centered_gamma}, backend={self.backend!r}"
         )
 
 
 class LayerNorm(_Norm):
-    """LayerNorm over the last dim of ``[..., n]``; ``bias=True`` by default, as in ``torch.nn.LayerNorm``."""
+    """LayerNorm over the last dim of ``[..., n]``; ``bias=True`` by default, as in ``torch.nn.LayerNorm``;
+    ``elementwise_affine=False``: no weight nor bias."""
 
     _functional = staticmethod(layer_norm)
 
-    def __init__(self, n, eps=1e-5, *, bias=True, zero_centered_gamma=False, backend="auto", device=None, dtype=None):
-        super().__init__(n, eps, bias, zero_centered_gamma, backend, device, dtype)
+    def __init__(
+        self, n, eps=1e-5, *, elementwise_affine=True, bias=True, zero_centered_gamma=False, backend="auto",
+        device=None, dtype=None,
+    ):  # fmt: skip
+        super().__init__(n, eps, elementwise_affine, bias, zero_centered_gamma, backend, device, dtype)
 
 
 class RMSNorm(_Norm):
-    """RMSNorm over the last dim of ``[..., n]``; ``bias=False`` by default, as in ``torch.nn.RMSNorm``."""
+    """RMSNorm over the last dim of ``[..., n]``; ``bias=False`` by default, as in ``torch.nn.RMSNorm``;
+    ``elementwise_affine=False``: no weight nor bias; ``eps=None``: x's dtype's machine epsilon, as PyTorch's."""
 
     _functional = staticmethod(rms_norm)
+    _eps_may_be_none = True
 
-    def __init__(self, n, eps=1e-5, *, bias=False, zero_centered_gamma=False, backend="auto", device=None, dtype=None):
-        super().__init__(n, eps, bias, zero_centered_gamma, backend, device, dtype)
+    def __init__(
+        self, n, eps=1e-5, *, elementwise_affine=True, bias=False, zero_centered_gamma=False, backend="auto",
+        device=None, dtype=None,
+    ):  # fmt: skip
+        super().__init__(n, eps, elementwise_affine, bias, zero_centered_gamma, backend, device, dtype)

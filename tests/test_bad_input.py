@@ -141,7 +141,7 @@ def test_functional_api_and_modules():
     with pytest.raises(ValueError, match="backend"):
         nk.layer_norm(x, w, backend="cuda")
     with pytest.raises(TypeError, match="weight"):
-        nk.rms_norm(x, None)
+        nk.rms_norm(x, w.numpy())
     with pytest.raises(ValueError, match="weight"):
         nk.layer_norm(x, torch.randn(N + 2))
     with pytest.raises(ValueError, match="eps"):
@@ -152,6 +152,14 @@ def test_functional_api_and_modules():
         nk.LayerNorm((4, 4))
     with pytest.raises(ValueError, match="eps"):
         nk.RMSNorm(8, eps=-1.0)
+    with pytest.raises(TypeError, match="eps"):  # RMSNorm's None is the machine epsilon, LayerNorm has none such
+        nk.LayerNorm(8, eps=None)
+    with pytest.raises(TypeError, match="eps"):
+        nk.layer_norm(x, w, eps=None)
+    with pytest.raises(TypeError, match="elementwise_affine"):
+        nk.LayerNorm(8, elementwise_affine="no")
+    with pytest.raises(ValueError, match="zero_centered_gamma.*elementwise_affine"):
+        nk.RMSNorm(8, elementwise_affine=False, zero_centered_gamma=True)
     with pytest.raises(nk.BackendUnavailable):
         nk.layer_norm(x, w, backend="cudnn")  # CPU tensors (and here perhaps no cuDNN at all)
 
@@ -177,6 +185,27 @@ def test_functional_api_names_the_bad_argument_on_each_backend(backend, name, ar
     args[arg] = make(args)
     with pytest.raises(error, match=arg):
         getattr(nk, name)(args["x"], args["weight"], args["bias"], args["eps"], backend=backend)
+
+
+NO_WEIGHT_BAD = [  # weight=None: the ones that stand for it never take the blame
+    ("x", lambda a: a["x"].int(), TypeError),
+    ("x", lambda a: a["x"].tolist(), TypeError),
+    ("bias", lambda a: torch.randn(N - 1), ValueError),
+    ("bias", lambda a: torch.randn(N).double(), TypeError),
+    ("bias", lambda a: torch.randn(N).half(), TypeError),  # neither x's dtype nor float32
+    ("zero_centered_gamma", lambda a: 1, TypeError),
+]
+
+
+@pytest.mark.parametrize("backend", ["torch"] + [b for b in kernel_backends() if b == "triton"])
+@pytest.mark.parametrize("name", ["layer_norm", "rms_norm", "layer_norm_clamped_relu"])
+@pytest.mark.parametrize("arg, make, error", NO_WEIGHT_BAD, ids=[f"{c[0]}-{i}" for i, c in enumerate(NO_WEIGHT_BAD)])
+def test_functional_api_without_a_weight_names_the_bad_argument(backend, name, arg, make, error):
+    args = {"x": torch.randn(M, N, device=DEVICE), "bias": torch.randn(N, device=DEVICE), "zero_centered_gamma": False}
+    args[arg] = make(args)
+    with pytest.raises(error, match=arg):
+        getattr(nk, name)(args["x"], None, args["bias"], zero_centered_gamma=args["zero_centered_gamma"],
+                          backend=backend)  # fmt: skip
 
 
 @pytest.mark.parametrize("backend", ["torch"] + [b for b in kernel_backends() if b == "triton"])

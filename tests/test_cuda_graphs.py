@@ -196,6 +196,43 @@ def test_split_staged_inference_call_replays_from_a_cuda_graph(op):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("kept_before", [False, True])
+def test_a_module_without_parameters_replays_from_a_cuda_graph(kept_before):
+    """``nk.LayerNorm(n, elementwise_affine=False)``'s forward and backward captured: the ones that stand for its
+    weight are made in the capture, not kept (kept, they would outlive the graph's memory), unless kept before it
+    (then the graph reads those); the replays' y and dx against the reference with a weight of ones."""
+    from normkit import functional
+
+    m, n = 2048, 1024
+    layer = nk.LayerNorm(n, elementwise_affine=False, backend="triton")
+    x = torch.randn(m, n, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    dy = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            layer(x).backward(dy)
+    torch.cuda.current_stream().wait_stream(side)
+    functional._kept_unit_scale.cache_clear()
+    if kept_before:
+        layer(x)
+    x.grad = None
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = layer(x)
+        y.backward(dy)
+    assert functional._kept_unit_scale.cache_info().currsize == int(kept_before)
+    ones = torch.ones(n, device="cuda", dtype=torch.bfloat16)
+    for replay in range(2):
+        with torch.no_grad():
+            _new_values(x, ones.clone(), None, dy)
+        graph.replay()
+        y_ref, mean, rstd = reference.layer_norm_fwd(x.detach(), ones, None, 1e-5)
+        compare(y.detach(), y_ref, f"y, replay {replay}")
+        compare(x.grad, reference.layer_norm_bwd(dy, x.detach(), ones, mean, rstd, has_dbias=False)[0], f"dx {replay}")
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("module", ["LayerNorm", "RMSNorm"])
 @pytest.mark.parametrize("shape", [(4096, 768), (2048, 13312)])
 def test_module_from_make_graphed_callables(module, shape):

@@ -111,6 +111,48 @@ def test_row_strided_input_and_a_gradient_of_one_row(backend, name):
     compare_with_the_reference_backend(name, y, dy, (x, w, b))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+@pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.float32), (torch.bfloat16, None), (torch.float32, None)])
+def test_no_weight_scales_by_one(backend, name, dtypes):
+    """``weight=None`` (``torch.nn.functional.layer_norm``'s and ``rms_norm``'s, and the modules' with
+    ``elementwise_affine=False``): y, dx and db are those of a weight of ones, on 3-D x; bf16 x with a float32 bias
+    (the ones then float32), with no bias, and float32 x. ``zero_centered_gamma`` scales by 1 too (there is no weight
+    to center)."""
+    x_dtype, b_dtype = dtypes
+    if backend == "cudnn" and name == "layer_norm_clamped_relu" and b_dtype is torch.float32:
+        pytest.skip("cuDNN's fused LayerNorm + ReLU takes weights in x's dtype alone (test_kernels.py)")
+    n = 256
+    x = torch.randn(3, 5, n, device=DEVICE, dtype=x_dtype).requires_grad_(True)
+    b = None if b_dtype is None else torch.randn(n, device=DEVICE, dtype=b_dtype, requires_grad=True)
+    y = FUNCTIONS[name](x, None, b, backend=backend)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    ones = torch.ones(n, device=DEVICE, dtype=b_dtype or x_dtype)
+    inputs = (x, b) if b is not None else (x,)
+    copies = [t.detach().clone().requires_grad_(True) for t in inputs]
+    want = FUNCTIONS[name](copies[0], ones, *copies[1:], backend="torch")
+    want.backward(dy)
+    compare(y.detach(), want.detach(), f"{name} y")
+    for got, ref, what in zip(inputs, copies, ("dx", "db")):
+        compare(got.grad, ref.grad, f"{name} {what}")
+    with torch.no_grad():
+        centered = FUNCTIONS[name](x, None, b, zero_centered_gamma=True, backend=backend)
+    compare(centered, want.detach(), f"{name} y, zero-centered gamma without a weight")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rms_norm_eps_none_is_the_machine_epsilon(backend):
+    """``eps=None`` is x's dtype's machine epsilon, as in ``torch.nn.functional.rms_norm`` (bf16's is 2**-7: rows of
+    small values show it)."""
+    x = 0.05 * torch.randn(4, 128, device=DEVICE, dtype=torch.bfloat16)
+    w = torch.randn(128, device=DEVICE, dtype=torch.bfloat16)
+    eps = torch.finfo(torch.bfloat16).eps
+    want = reference.rms_norm_fwd(x, w, None, eps)[0]
+    compare(nk.rms_norm(x, w, eps=None, backend=backend), want, "y")
+    assert not torch.allclose(nk.rms_norm(x, w, backend=backend).float(), want.float(), rtol=0.05)  # eps 1e-5
+
+
 def test_transposed_input_and_expanded_gradient():
     x = torch.randn(16, 6, device=DEVICE).t().requires_grad_(True)  # last dim not contiguous: copied, then normed
     w = torch.randn(16, device=DEVICE, requires_grad=True)
@@ -154,10 +196,39 @@ def test_modules_are_drop_in_and_state_dicts_load_both_ways():
     assert torch.equal(nk.LayerNorm(8, zero_centered_gamma=True).weight, torch.zeros(8))
 
 
+def test_modules_without_parameters_are_drop_in():
+    """``elementwise_affine=False``: no weight and no bias (a bias asked for too, as PyTorch ignores it), an empty
+    state_dict, and PyTorch's outputs and gradients; RMSNorm's ``eps=None`` as ``torch.nn.RMSNorm``'s default. The
+    first call in inference mode: the ones kept for the weight are then read by a training call's backward."""
+    x = torch.randn(4, 7, 32, device=DEVICE, dtype=torch.bfloat16)
+    pairs = (
+        (nk.LayerNorm(32, elementwise_affine=False, bias=True, backend="triton", device=DEVICE),
+         torch.nn.LayerNorm(32, elementwise_affine=False, bias=True, device=DEVICE)),
+        (nk.RMSNorm(32, eps=None, elementwise_affine=False, backend="triton", device=DEVICE),
+         torch.nn.RMSNorm(32, elementwise_affine=False, device=DEVICE)),
+    )  # fmt: skip
+    for ours, theirs in pairs:
+        name = type(ours).__name__
+        assert ours.weight is None and ours.bias is None and not list(ours.parameters())
+        assert "elementwise_affine=False" in repr(ours)
+        ours.load_state_dict(theirs.state_dict())
+        theirs.load_state_dict(ours.state_dict())
+        with torch.inference_mode():
+            compare(ours(x), theirs(x.float()).to(x.dtype), f"{name} in inference mode")
+        x_ours, x_theirs = x.clone().requires_grad_(True), x.float().requires_grad_(True)
+        y = ours(x_ours)
+        dy = torch.randn_like(y)
+        y.backward(dy)
+        theirs(x_theirs).backward(dy.float())
+        compare(y.detach(), theirs(x.float()).detach().to(x.dtype), name)
+        compare(x_ours.grad, x_theirs.grad.to(x.dtype), f"{name} dx")
+
+
 def test_torch_compile_fullgraph_matches_eager():
     model = torch.nn.Sequential(
-        torch.nn.Linear(32, 32), nk.LayerNorm(32, backend="torch"), nk.RMSNorm(32, backend="torch")
-    )
+        torch.nn.Linear(32, 32), nk.LayerNorm(32, backend="torch"), nk.RMSNorm(32, backend="torch"),
+        nk.LayerNorm(32, elementwise_affine=False, backend="torch"),  # its ones made in the graph
+    )  # fmt: skip
     x = torch.randn(4, 32, requires_grad=True)
     compiled = torch.compile(model, fullgraph=True, backend="eager")  # fullgraph: a graph break is an error
     torch.testing.assert_close(compiled(x), model(x))
