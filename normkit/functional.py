@@ -243,13 +243,17 @@ class _EagerNorm(torch.autograd.Function):
         return _gradients(ctx, dy, _eager_backward)
 
 
+def _check_x(x) -> None:
+    checks.check_float_tensor("x", x)
+    if x.dim() == 0:
+        raise ValueError("x must have at least one dim (the normalized last dim)")
+
+
 def _check_args(kind, x, weight, bias, eps, zero_centered_gamma, lower, upper) -> None:
     clamp = (lower, upper) if kind == "layer_norm_clamped_relu" else None
     if checks.valid_fwd_args(x, weight, bias, eps, zero_centered_gamma, clamp):  # 2-D x, rows of unit stride
         return
-    checks.check_float_tensor("x", x)
-    if x.dim() == 0:
-        raise ValueError("x must have at least one dim (the normalized last dim)")
+    _check_x(x)
     checks.check_params(x, weight, bias)
     checks.check_eps(eps)
     checks.check_flag("zero_centered_gamma", zero_centered_gamma)
@@ -270,9 +274,7 @@ def _unit_scale(x, bias, zero_centered_gamma) -> torch.Tensor:
     On the CPU machine a call without a weight took 8.4 us of host time against 7.4 with one (4096 x 768 bf16, no
     gradient, the launches stubbed; 8.7 with the checks one by one and an ``lru_cache``)."""
     if not (isinstance(x, torch.Tensor) and x.dim() and type(zero_centered_gamma) is bool):  # x's dtype: _check_args
-        checks.check_float_tensor("x", x)
-        if x.dim() == 0:
-            raise ValueError("x must have at least one dim (the normalized last dim)")
+        _check_x(x)
         checks.check_flag("zero_centered_gamma", zero_centered_gamma)
     dtype = bias.dtype if isinstance(bias, torch.Tensor) and bias.dtype in (x.dtype, torch.float32) else x.dtype
     if torch.compiler.is_compiling():
