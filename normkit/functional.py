@@ -17,7 +17,7 @@ what the backward would have read.
 
 A call without a weight (``weight=None``, as ``torch.nn.functional.layer_norm`` and ``rms_norm`` allow, and
 ``nk.LayerNorm(n, elementwise_affine=False)``) scales by 1: the backends read a kept vector of ones as the weight
-(``_unit_scale``), and the backward's dW of it is dropped.
+(``_unit_scale``), and the backward's dW of it is dropped (as any weight's that needs no gradient: ``_gradients``).
 
 The ops are declared with ``Library.define`` / ``Library.impl`` (a schema string and a Python implementation), not
 the ``@torch.library.custom_op`` decorator, whose wrappers (aliasing checks, a redispatch through Python) cost
@@ -108,12 +108,13 @@ def _infer_fake(x, weight, bias, eps, kind, zero_centered_gamma, lower, upper, b
     return x.new_empty(x.shape)
 
 
-def _eager_backward(dy, x, weight, mean, rstd, mask, kind, zero_centered_gamma, has_dbias, backend):
-    """``_norm_bwd`` on the outputs of ``_eager_forward`` (db None without a bias)."""
+def _eager_backward(dy, x, weight, mean, rstd, mask, kind, zero_centered_gamma, has_dbias, backend, needs_dw):
+    """``_norm_bwd`` on the outputs of ``_eager_forward`` (db None without ``has_dbias``); the Triton backend sums
+    no dW where ``needs_dw`` is False and there is no dB either (its dw is then None)."""
     ops = _unchecked_module(backend)
     if ops is None:
         return _norm_bwd(dy, x, weight, mean, rstd, mask, kind, zero_centered_gamma, has_dbias, backend)
-    return ops.backward_unchecked(kind, dy, x, weight, mean, rstd, mask, zero_centered_gamma, has_dbias)
+    return ops.backward_unchecked(kind, dy, x, weight, mean, rstd, mask, zero_centered_gamma, has_dbias, needs_dw)
 
 
 def _norm_fwd(
@@ -182,17 +183,22 @@ def _setup_context(ctx, inputs, output):
     ctx.options = (kind, zero_centered_gamma, bias is not None, backend)
 
 
-def _gradients(ctx, dy, backward):
+def _gradients(ctx, dy, eager: bool):
+    """The gradients asked for (``ctx.needs_input_grad``), as PyTorch's own norms: a frozen bias's dB is not
+    computed (the backward without dB), a frozen weight's dW (a call without a weight's too) is dropped, and the
+    Triton backend's eager backward then sums none where it has no dB to sum either (one launch fewer)."""
     x, weight, mean, rstd, mask = ctx.saved_tensors
     kind, zero_centered_gamma, has_bias, backend = ctx.options
+    needs_dw, has_dbias = ctx.needs_input_grad[1], has_bias and ctx.needs_input_grad[2]
     if dy.stride(-1) != 1 or (backend == "cudnn" and not dy.is_contiguous()):
         dy = dy.contiguous()  # autograd may hand over an expanded or transposed gradient; cuDNN's rows packed
-    dx, dw, db = backward(dy, x, weight, mean, rstd, mask, kind, zero_centered_gamma, has_bias, backend)
-    return dx, dw, db if has_bias else None, None, None, None, None, None, None
+    args = (dy, x, weight, mean, rstd, mask, kind, zero_centered_gamma, has_dbias, backend)
+    dx, dw, db = _eager_backward(*args, needs_dw) if eager else norm_bwd(*args)
+    return dx, dw if needs_dw else None, db if has_dbias else None, None, None, None, None, None, None
 
 
 def _backward(ctx, dy, _dmean, _drstd, _dmask):
-    return _gradients(ctx, dy, norm_bwd)
+    return _gradients(ctx, dy, eager=False)
 
 
 # the implementations serve every device (each backend checks its own); the fakes give shapes to torch.compile
@@ -240,7 +246,7 @@ class _EagerNorm(torch.autograd.Function):
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, dy):
-        return _gradients(ctx, dy, _eager_backward)
+        return _gradients(ctx, dy, eager=True)
 
 
 def _check_x(x) -> None:

@@ -142,6 +142,52 @@ def test_no_weight_scales_by_one(backend, name, dtypes):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+@pytest.mark.parametrize("frozen", ["weight", "bias", "weight and bias"])
+def test_frozen_parameters_get_no_gradient_computed(backend, name, frozen, monkeypatch):
+    """A weight or bias that needs no gradient (a frozen norm, LoRA's) gets none, and the backward is asked for
+    only what is needed, as PyTorch's own norms: no dB of a frozen bias, and the Triton backend launches no sum of
+    the partials where neither dW nor dB is needed. The gradients that are needed are those of the reference
+    backend with every gradient. bf16 x, float32 weight and bias."""
+    from normkit import functional
+    from normkit.triton import ops
+
+    if backend == "cudnn" and name == "layer_norm_clamped_relu":
+        pytest.skip("cuDNN's fused LayerNorm + ReLU takes weights in x's dtype alone (test_kernels.py)")
+    m, n = 6, 256
+    x = torch.randn(m, n, device=DEVICE, dtype=torch.bfloat16, requires_grad=True)
+    w = torch.randn(n, device=DEVICE, requires_grad="weight" not in frozen)
+    b = torch.randn(n, device=DEVICE, requires_grad="bias" not in frozen)
+    asked, sums = [], []
+    eager_backward, launch_sum = functional._eager_backward, ops.SUM_PARTIALS.launch
+
+    def backward_spy(*args):
+        asked.append((args[8], args[10]))  # has_dbias, needs_dw
+        return eager_backward(*args)
+
+    def sum_spy(*args, **kwargs):
+        sums.append(args[1][0].shape)
+        return launch_sum(*args, **kwargs)
+
+    monkeypatch.setattr(functional, "_eager_backward", backward_spy)
+    monkeypatch.setattr(ops.SUM_PARTIALS, "launch", sum_spy)
+    y = FUNCTIONS[name](x, w, b, backend=backend)
+    dy = torch.randn_like(y)
+    y.backward(dy)
+    assert asked == [("bias" not in frozen, "weight" not in frozen)]
+    if backend == "triton":
+        assert len(sums) == (0 if frozen == "weight and bias" else 1)
+    assert (w.grad is None) == ("weight" in frozen) and (b.grad is None) == ("bias" in frozen)
+    copies = [t.detach().clone().requires_grad_(True) for t in (x, w, b)]
+    want = FUNCTIONS[name](*copies, backend="torch")
+    want.backward(dy)
+    compare(y.detach(), want.detach(), f"{name} y")
+    for got, ref, what in zip((x, w, b), copies, ("dx", "dw", "db")):
+        if got.grad is not None:
+            compare(got.grad, ref.grad, f"{name} {what}, {frozen} frozen")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_rms_norm_eps_none_is_the_machine_epsilon(backend):
     """``eps=None`` is x's dtype's machine epsilon, as in ``torch.nn.functional.rms_norm`` (bf16's is 2**-7: rows of
     small values show it)."""
@@ -235,6 +281,29 @@ def test_torch_compile_fullgraph_matches_eager():
     torch.testing.assert_close(compiled(x), model(x))
     compiled(x).sum().backward()
     assert x.grad is not None
+
+
+def test_torch_compile_with_a_frozen_bias(monkeypatch):
+    """Under torch.compile the custom op's backward asks ``ctx.needs_input_grad`` too: a frozen bias gets no
+    gradient and the backend is asked for no dB (``normkit::norm_bwd`` with ``has_dbias`` False), the weight and x
+    get theirs, as in eager mode."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), nk.LayerNorm(32, backend="torch"))
+    model[1].bias.requires_grad_(False)
+    x = torch.randn(4, 32, requires_grad=True)
+    (gx_eager, gw_eager) = torch.autograd.grad(model(x).square().sum(), (x, model[1].weight))
+    asked, backward = [], reference.layer_norm_bwd
+
+    def backward_spy(*args):
+        asked.append(args[-1])  # has_dbias
+        return backward(*args)
+
+    monkeypatch.setattr(reference, "layer_norm_bwd", backward_spy)  # the op's implementation looks it up each call
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")  # AOTAutograd: the custom op's backward
+    compiled(x).square().sum().backward()
+    assert asked and not any(asked) and model[1].bias.grad is None
+    torch.testing.assert_close(x.grad, gx_eager)
+    torch.testing.assert_close(model[1].weight.grad, gw_eager)
 
 
 @pytest.mark.parametrize("kind", ["layer_norm", "rms_norm", "layer_norm_clamped_relu"])

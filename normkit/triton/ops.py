@@ -561,10 +561,13 @@ def _sum_plan(which: int, g: int, n: int, acc_dtype: torch.dtype, pdl: bool) -> 
     return (cdiv(n, block_n), which), values
 
 
-def _sum_partials(partial: torch.Tensor, dtype: torch.dtype, pdl: bool = False):
+def _sum_partials(partial: torch.Tensor, dtype: torch.dtype, pdl: bool = False, needs_dw: bool = True):
     """dW (and dB) from the ``[1 or 2, G, N]`` float32 partials, one launch, fixed order; ``pdl``: a programmatic
-    dependent launch, after a kernel that triggers it (``_backward``)."""
+    dependent launch, after a kernel that triggers it (``_backward``). No launch where only dW's partials are there
+    and dW is not needed: ``(None, None)``."""
     which, g, n = partial.shape
+    if which == 1 and not needs_dw:
+        return None, None
     dw = partial.new_empty(n, dtype=dtype)
     db = partial.new_empty(n, dtype=dtype) if which == 2 else dw
     grid, values = _sum_plan(which, g, n, partial.dtype, pdl)
@@ -833,16 +836,18 @@ def _staged_backward(plan: _BackwardPlan, dy, x, weight, mean, rstd, dx, partial
             _keep_encoded(plan, rows, kept)
 
 
-def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, has_dbias):
+def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, has_dbias, needs_dw=True):
+    """``(dx, dw, db)``: db None without ``has_dbias``; dw None where ``needs_dw`` is False and there is no dB (its
+    partials written, not summed: ``_sum_partials``), else dW whether needed or not."""
     index = x.get_device()
     if index >= 0 and index != torch._C._cuda_getDevice():  # x's GPU made current (``backends.on_tensor_device``)
         with torch.cuda.device(index):
             return _backward(dy, x, weight, mean, rstd, mask, is_rms=is_rms, zero_centered_gamma=zero_centered_gamma,
-                             has_dbias=has_dbias)  # fmt: skip
+                             has_dbias=has_dbias, needs_dw=needs_dw)  # fmt: skip
     m, n = x.shape
     dx = torch.empty_like(x, memory_format=torch.contiguous_format)  # as the forward's y (``_forward_outputs``)
     if m == 0:
-        dw = weight.new_zeros(n)
+        dw = weight.new_zeros(n) if needs_dw or has_dbias else None
         return dx, dw, torch.zeros_like(dw) if has_dbias else None
     has_mask = mask is not None
     key = (m, n, x.dtype, weight.dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, index)
@@ -861,7 +866,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
         # program, or a group of programs where rows are split
         partial = x.new_empty((which, plan.programs // plan.cfg.parts, n), dtype=torch.float32)
         _staged_backward(plan, dy, x, _tma_weights(weight), mean, rstd, dx, partial, mask)
-        return dx, *_sum_partials(partial, weight.dtype)
+        return dx, *_sum_partials(partial, weight.dtype, needs_dw=needs_dw)
     descriptors = encoded = rows = None  # where the plan takes the TMA: made, or kept from a call of the same rows
     if plan.cfg.tma:
         rows = _rows_of(dy, x, dx, mask if plan.values[_MASK_TMA_AT] else None)
@@ -920,7 +925,7 @@ def _backward(dy, x, weight, mean, rstd, mask, *, is_rms, zero_centered_gamma, h
             EVEN_N=_even_n(n, cfg) and not is_rms, AHEAD=cfg.ahead, IS_RMS=is_rms, ZERO_CENTERED=zero_centered_gamma,
             HAS_MASK=has_mask, ACC=acc_tl, PDL_WAIT=pdl, PDL_TRIGGER=pdl, ALIGN=row_align, num_warps=cfg.num_warps,
         )  # fmt: skip
-    dw, db = _sum_partials(partial, weight.dtype, pdl)
+    dw, db = _sum_partials(partial, weight.dtype, pdl, needs_dw)
     return dx, dw, db
 
 
@@ -945,13 +950,13 @@ def infer_unchecked(kind, x, weight, bias, eps, zero_centered_gamma, lower=0.0, 
     )[0]  # fmt: skip
 
 
-def backward_unchecked(kind, dy, x, weight, mean, rstd, mask, zero_centered_gamma, has_dbias):
+def backward_unchecked(kind, dy, x, weight, mean, rstd, mask, zero_centered_gamma, has_dbias, needs_dw=True):
     """The backward of ``kind`` on arguments the caller has checked (``forward_unchecked``'s outputs): ``(dx, dw,
-    db or None)``."""
+    db or None)``; dw None where ``needs_dw`` is False and ``has_dbias`` too (``_backward``)."""
     is_rms = kind == "rms_norm"
     return _backward(
         dy, x, weight, None if is_rms else mean, rstd, mask if kind == "layer_norm_clamped_relu" else None,
-        is_rms=is_rms, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias,
+        is_rms=is_rms, zero_centered_gamma=zero_centered_gamma, has_dbias=has_dbias, needs_dw=needs_dw,
     )  # fmt: skip
 
 
