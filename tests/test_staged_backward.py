@@ -27,10 +27,10 @@ def _staged(m, n, **flags):
 
 def test_staged_rule():
     """RMSNorm's backward, 16-bit x and weights, at 10240 and 12288-15872 columns (``STAGED_BWD_N``) from 2048 rows,
-    where the staged kernel can run (``staged``), with dB (a bias) too since round 114; nowhere else (LayerNorm's: the
-    test below). Without dB at 10240 bf16 x only: fp16 x takes the pointer kernel's head and tail tiles, not the TMA
-    either (round 84); with dB fp16 x there too. At 12288 fp16 x keeps the staged kernel (round 85: both head-and-tail
-    launches slower there)."""
+    where the staged kernel can run (``staged``), with dB (a bias) too since round 114, and with dB alone at 10752-11776
+    (``STAGED_RMS_DB_BWD_N``, round 117); nowhere else (LayerNorm's: the test below). Without dB at 10240 bf16 x only:
+    fp16 x takes the pointer kernel's head and tail tiles, not the TMA either (round 84); with dB fp16 x there too. At
+    12288 fp16 x keeps the staged kernel (round 85: both head-and-tail launches slower there)."""
     for n in config.STAGED_BWD_N:
         for m in (2048, 4096, 32768):
             assert _staged(m, n), (m, n)
@@ -41,7 +41,11 @@ def test_staged_rule():
         assert not _staged(4096, n, w_bytes=4) and not _staged(4096, n, w_bytes=4, has_dbias=True), n
         assert not _staged(4096, n, x_bytes=4), n
     for n in (4608, 5120, 8192, 8704, 9728, 10752, 12032, 13056, 15616, 16128):
-        assert not _staged(4096, n) and not _staged(4096, n, has_dbias=True), n
+        assert not _staged(4096, n) and _staged(4096, n, has_dbias=True) == (n in config.STAGED_RMS_DB_BWD_N), n
+    for n in config.STAGED_RMS_DB_BWD_N:  # with dB only (round 117)
+        assert _staged(2048, n, has_dbias=True) and _staged(32768, n, has_dbias=True, x_fp16=False), n
+        assert not _staged(2047, n, has_dbias=True) and not _staged(4096, n, has_dbias=True, w_bytes=4), n
+        assert not _staged(4096, n) and not _staged(32768, n), n
     # 16384-65536: the split staged kernel, each row in slices (``test_split_staged_rule``)
     assert config.bwd_config(4096, 16384, False, is_rms=True, tma=True, staged=True).parts == 2
     head_tail = LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048)
@@ -1153,14 +1157,16 @@ def test_split_staged_kernel_compiles_for_hopper():
 
 @pytest.mark.gpu
 @pytest.mark.parametrize(
-    "m, n", [(4097, 13312), (2049, 15872), (4097, 12800), (2049, 14336), (4097, 10240), (2048, 12288)]
-)
+    "m, n",
+    [(4097, 13312), (2049, 15872), (4097, 12800), (2049, 14336), (4097, 10240), (2048, 12288), (4097, 10752),
+     (2048, 11264), (4097, 11776)],
+)  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_staged_rms_backward_with_db_on_the_gpu(m, n, dtype):
-    """RMSNorm's backward with dB (a bias) by the rules' staged launch (round 114), against the reference: padded
-    rows (15872, 14336), the last parts' dB in shared memory (13312, 12800, 14336, 15872), two parts (10240 fp16 x too:
-    with dB the staged kernel; 12288 from its fewest rows); zero-centered gamma at bf16. Not the short rows (5632-7680:
-    x0.746 at 4096 x 7680 fp16, GPU run 832)."""
+    """RMSNorm's backward with dB (a bias) by the rules' staged launch (round 114; 10752-11776 since round 117, dB in
+    warps of their own), against the reference: padded rows (15872, 14336, 11776), the last parts' dB in shared memory
+    (13312, 12800, 14336, 15872), two parts (10240 fp16 x too: with dB the staged kernel; 12288 from its fewest rows);
+    zero-centered gamma at bf16. Not the short rows (5632-7680: x0.746 at 4096 x 7680 fp16, GPU run 832)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, dtype == torch.bfloat16, has_dbias=True)
 

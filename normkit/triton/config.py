@@ -1125,6 +1125,9 @@ STAGED_LN_BWD_N = (10752, 11264, 11776, 12288, 12800, 13312, 13824, 14336, 14848
 STAGED_LN_NO_DB_BWD_N = tuple(range(10240, 15873, 512))  # without dB (no bias; 12800-14336 as 32 + 8 + 16 rows)
 STAGED_WARPS = 8
 STAGED_DB_WARPS = {10752: (4, 104), 11264: (4, 104), 11776: (4, 112)}
+# RMSNorm's backward with dB (a bias) staged at these widths too, its dB in LayerNorm's warps of their own there
+# (``_staged_bwd``, round 117); without dB they keep the split rows
+STAGED_RMS_DB_BWD_N = (10752, 11264, 11776)
 # RMSNorm's short rows (22-30 rows of 256, 11-15 KB of each tensor a row in 16 bits): 4 compute warps and 3 rows in
 # flight a program, where the long rows take 8 and 2 (``staged_stages``). Forced at 4096 x 5632-7680 fp16 against the
 # rule before (GPU runs 605-606): 8 warps x0.93-0.95 at 2 stages and x0.98-1.07 at 3; 4 warps and 3 stages
@@ -1386,7 +1389,8 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
                 return False
             fewer = n <= STAGED_FEWER_ROWS_N
             return m >= LIMITS["rms_bwd_staged_short_min_m" if fewer else "rms_bwd_staged_7168_min_m"]
-        return n in STAGED_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
+        widths = STAGED_BWD_N + STAGED_RMS_DB_BWD_N if has_dbias else STAGED_BWD_N
+        return n in widths and m >= LIMITS["rms_bwd_staged_min_m"]
     widths = STAGED_LN_BWD_N if has_dbias else STAGED_LN_NO_DB_BWD_N
     return (n in widths or _ln_short_rows_taken(m, n, has_dbias)) and m >= LIMITS["ln_bwd_staged_min_m"]
 
