@@ -1378,6 +1378,11 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     13312 / 14336 / 15872 (82% of the copy at 13312-15872; cuDNN's graph 215.2 us at 13312, normkit's 94.9, 93.6
     without dB), x1.475 at 32768 x 13312 bf16 (100% of the copy). Not at the short rows: x1.004 / x1.049 / x0.746 at
     4096 x 5632 / 6144 / 7680 fp16 (4 compute warps, 3 stages), which keep their tiles with dB.
+
+    Round 117 (H200, GPU run 833, round 114's probe in turns against the rule before): with dB at 10752-11776 too
+    (``STAGED_RMS_DB_BWD_N``), dB in 4 warps of their own as LayerNorm's there (``STAGED_DB_WARPS``), where the split
+    rows ran: x1.202 / x1.180 / x1.209 at 4096 x 10752 / 11264 / 11776 fp16 (78-79% of the copy; 11776 was 0.94 of
+    cuDNN), x1.487 / x1.444 at 32768 x 10752 / 11264 bf16 (98%).
     """
     if x_bytes != 2 or w_bytes != 2:
         return False
