@@ -27,8 +27,8 @@ def _staged(m, n, **flags):
 
 def test_staged_rule():
     """RMSNorm's backward, 16-bit x and weights, at 10240 and 12288-15872 columns (``STAGED_BWD_N``) from 2048 rows,
-    where the staged kernel can run (``staged``), with dB (a bias) too since round 114, and with dB alone at 10752-11776
-    (``STAGED_RMS_DB_BWD_N``, round 117); nowhere else (LayerNorm's: the test below). Without dB at 10240 bf16 x only:
+    where the staged kernel can run (``staged``), with dB (a bias) too since round 114, and at 10752-11776
+    (``STAGED_RMS_MID_BWD_N``, round 117); nowhere else (LayerNorm's: the test below). Without dB at 10240 bf16 x only:
     fp16 x takes the pointer kernel's head and tail tiles, not the TMA either (round 84); with dB fp16 x there too. At
     12288 fp16 x keeps the staged kernel (round 85: both head-and-tail launches slower there)."""
     for n in config.STAGED_BWD_N:
@@ -40,12 +40,13 @@ def test_staged_rule():
         assert not _staged(4096, n, has_mask=True), n
         assert not _staged(4096, n, w_bytes=4) and not _staged(4096, n, w_bytes=4, has_dbias=True), n
         assert not _staged(4096, n, x_bytes=4), n
-    for n in (4608, 5120, 8192, 8704, 9728, 10752, 12032, 13056, 15616, 16128):
-        assert not _staged(4096, n) and _staged(4096, n, has_dbias=True) == (n in config.STAGED_RMS_DB_BWD_N), n
-    for n in config.STAGED_RMS_DB_BWD_N:  # with dB only (round 117)
-        assert _staged(2048, n, has_dbias=True) and _staged(32768, n, has_dbias=True, x_fp16=False), n
-        assert not _staged(2047, n, has_dbias=True) and not _staged(4096, n, has_dbias=True, w_bytes=4), n
-        assert not _staged(4096, n) and not _staged(32768, n), n
+    for n in (4608, 5120, 8192, 8704, 9728, 12032, 13056, 15616, 16128):
+        assert not _staged(4096, n) and not _staged(4096, n, has_dbias=True), n
+    for n in config.STAGED_RMS_MID_BWD_N:  # round 117
+        for has_dbias in (False, True):
+            assert _staged(2048, n, has_dbias=has_dbias) and _staged(32768, n, has_dbias=has_dbias, x_fp16=False), n
+            assert not _staged(2047, n, has_dbias=has_dbias) and not _staged(4096, n, has_dbias=has_dbias, w_bytes=4)
+        assert config.bwd_config(4096, n, True, is_rms=True, tma=True, staged=True).num_warps == 8, n
     # 16384-65536: the split staged kernel, each row in slices (``test_split_staged_rule``)
     assert config.bwd_config(4096, 16384, False, is_rms=True, tma=True, staged=True).parts == 2
     head_tail = LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048)
@@ -563,7 +564,8 @@ def _check(m, n, x_dtype, w_dtype, taken, zero_centered_gamma=False, row_pad=0, 
 @pytest.mark.parametrize(
     "m, n",
     [(2048, 12800), (4097, 13312), (2049, 14336), (33000, 13312), (4097, 13824), (2048, 14848), (4097, 15360),
-     (2049, 15872), (4097, 12288), (2049, 10240), (4096, 5632), (2561, 6144), (4097, 6656), (8193, 7680)],
+     (2049, 15872), (4097, 12288), (2049, 10240), (4096, 5632), (2561, 6144), (4097, 6656), (8193, 7680),
+     (4097, 10752), (2048, 11264), (2049, 11776)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 @pytest.mark.parametrize("zero_centered_gamma", [False, True])
@@ -572,7 +574,8 @@ def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
     (4097, 2049), many rows a program (33000), two parts (12288 as 32 + 16 rows of 256, 10240 as 32 + 8), padded rows
     (13824 as 32 + 16 + 8, 14848, 15360 and 15872 as 32 + 16 + 16; at 4097 and 2049 rows the last row's padding is past
     the tensor); the short rows at 4 compute warps and 3 stages (5632 as 16 + 4 + 2, 6144 one row past its fewest,
-    6656, 7680 padded as 16 + 8 + 8). At 10240 fp16 x takes the pointer kernel (round 84): no staged launch."""
+    6656, 7680 padded as 16 + 8 + 8); 10752-11776 (round 117: 32 + 8 + 2 / 4 / 8, padded at 11776). At 10240 fp16 x
+    takes the pointer kernel (round 84): no staged launch."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, int(not (n == 10240 and dtype == torch.float16)), zero_centered_gamma)
 

@@ -1125,9 +1125,9 @@ STAGED_LN_BWD_N = (10752, 11264, 11776, 12288, 12800, 13312, 13824, 14336, 14848
 STAGED_LN_NO_DB_BWD_N = tuple(range(10240, 15873, 512))  # without dB (no bias; 12800-14336 as 32 + 8 + 16 rows)
 STAGED_WARPS = 8
 STAGED_DB_WARPS = {10752: (4, 104), 11264: (4, 104), 11776: (4, 112)}
-# RMSNorm's backward with dB (a bias) staged at these widths too, its dB in LayerNorm's warps of their own there
-# (``_staged_bwd``, round 117); without dB they keep the split rows
-STAGED_RMS_DB_BWD_N = (10752, 11264, 11776)
+# RMSNorm's backward staged at these widths too (round 117, ``_staged_bwd``), its dB (a bias) in LayerNorm's warps of
+# their own there
+STAGED_RMS_MID_BWD_N = (10752, 11264, 11776)
 # RMSNorm's short rows (22-30 rows of 256, 11-15 KB of each tensor a row in 16 bits): 4 compute warps and 3 rows in
 # flight a program, where the long rows take 8 and 2 (``staged_stages``). Forced at 4096 x 5632-7680 fp16 against the
 # rule before (GPU runs 605-606): 8 warps x0.93-0.95 at 2 stages and x0.98-1.07 at 3; 4 warps and 3 stages
@@ -1379,10 +1379,13 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     without dB), x1.475 at 32768 x 13312 bf16 (100% of the copy). Not at the short rows: x1.004 / x1.049 / x0.746 at
     4096 x 5632 / 6144 / 7680 fp16 (4 compute warps, 3 stages), which keep their tiles with dB.
 
-    Round 117 (H200, GPU run 833, round 114's probe in turns against the rule before): with dB at 10752-11776 too
-    (``STAGED_RMS_DB_BWD_N``), dB in 4 warps of their own as LayerNorm's there (``STAGED_DB_WARPS``), where the split
-    rows ran: x1.202 / x1.180 / x1.209 at 4096 x 10752 / 11264 / 11776 fp16 (78-79% of the copy; 11776 was 0.94 of
-    cuDNN), x1.487 / x1.444 at 32768 x 10752 / 11264 bf16 (98%).
+    Round 117: at 10752-11776 too (``STAGED_RMS_MID_BWD_N``), where the split rows ran; dB in 4 warps of their own as
+    LayerNorm's there (``STAGED_DB_WARPS``). In turns against the rule before, with dB: H200 (GPU run 833, round 114's
+    probe) x1.202 / x1.180 / x1.209 at 4096 x 10752 / 11264 / 11776 fp16 (78-79% of the copy; 11776 was 0.94 of
+    cuDNN), x1.487 / x1.444 at 32768 x 10752 / 11264 bf16 (98%); H100 (run 834, as landed) x1.075 / 1.055 / 1.069 at
+    4096 fp16, x1.042 / 1.045 at 2048 x 10752 / 11776, x1.173 / 1.146 / 1.160 at 32768 bf16. Without dB, H100 only
+    (runs 834-835): x1.040 / 1.018 / 1.018 at 4096 fp16, x1.007 / 1.011 at 2048 x 10752 / 11776, x1.019 / 1.004 /
+    1.005 at 32768 bf16.
     """
     if x_bytes != 2 or w_bytes != 2:
         return False
@@ -1394,8 +1397,7 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
                 return False
             fewer = n <= STAGED_FEWER_ROWS_N
             return m >= LIMITS["rms_bwd_staged_short_min_m" if fewer else "rms_bwd_staged_7168_min_m"]
-        widths = STAGED_BWD_N + STAGED_RMS_DB_BWD_N if has_dbias else STAGED_BWD_N
-        return n in widths and m >= LIMITS["rms_bwd_staged_min_m"]
+        return n in STAGED_BWD_N + STAGED_RMS_MID_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
     widths = STAGED_LN_BWD_N if has_dbias else STAGED_LN_NO_DB_BWD_N
     return (n in widths or _ln_short_rows_taken(m, n, has_dbias)) and m >= LIMITS["ln_bwd_staged_min_m"]
 
