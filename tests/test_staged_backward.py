@@ -64,7 +64,7 @@ def test_staged_rule():
 def test_staged_rule_at_short_rows():
     """RMSNorm's backward at its short rows, 5632-7680 (``STAGED_RMS_SHORT_BWD_N``), from 2560 rows at 5632-6656 and
     from 4096 at 7168-7680: 4 compute warps and 3 stages where the long rows take 8 and 2; with the same conditions as
-    the long rows otherwise."""
+    the long rows otherwise. With dB (a bias) at 5632 and 6144 only, from 8192 rows, at 8 warps (round 118)."""
     assert config.STAGED_RMS_SHORT_BWD_N == tuple(range(5632, 7681, 512))
     for n in config.STAGED_RMS_SHORT_BWD_N:
         fewest = 2560 if n <= 6656 else 4096
@@ -74,6 +74,13 @@ def test_staged_rule_at_short_rows():
         assert config.staged_stages(n, True, False) == 3, n
         assert not _staged(fewest - 1, n) and not _staged(2048, n), n
         assert not _staged(4096, n, staged=False) and not _staged(4096, n, has_dbias=True), n  # dB: x0.75 (round 114)
+        with_db = config.bwd_config(8192, n, True, is_rms=True, tma=True, staged=True, x_fp16=n == 6144)
+        assert with_db.staged == (n in config.STAGED_RMS_SHORT_DB_BWD_N), n  # x0.94-0.99 at 6656-7680 (round 118)
+        if with_db.staged:
+            assert with_db.num_warps == 8 and config.staged_stages(n, True, True) == 3, n
+            assert _staged(32768, n, has_dbias=True) and not _staged(8191, n, has_dbias=True), n
+            assert not _staged(8192, n, has_dbias=True, w_bytes=4), n
+            assert not _staged(8192, n, has_dbias=True, staged=False), n
         assert not _staged(4096, n, has_mask=True) and not _staged(4096, n, w_bytes=4), n
     for n in config.STAGED_BWD_N:
         assert config.bwd_config(4096, n, False, is_rms=True, tma=True, staged=True).num_warps == 8, n
@@ -85,6 +92,9 @@ def test_staged_rule_at_short_rows():
     with config.limits(rms_bwd_staged_7168_min_m=3072):
         assert _staged(3072, 7168) and _staged(3072, 7680) and not _staged(3071, 7680)
         assert _staged(2560, 6656) and not _staged(2559, 5632)
+    with config.limits(rms_bias_bwd_staged_short_min_m=4096):
+        assert _staged(4096, 5632, has_dbias=True) and not _staged(4095, 6144, has_dbias=True)
+        assert _staged(2560, 5632) and not _staged(2559, 5632)  # without dB: its own limit
 
 
 def test_staged_rule_for_layer_norm():
@@ -151,8 +161,10 @@ def test_staged_rule_for_layer_norm_at_short_rows():
             assert not _staged(4096, n, **ln, w_bytes=4), n
             assert not _staged(4096, n, **ln, x_bytes=4), n
         assert config.staged_db_partition(n) == (0, 0), n
-        assert config.staged_warps(n, is_rms=False) == 8, n
-    assert config.staged_warps(5632, True) == 4 and config.staged_stages(5632, True, False) == 3  # RMSNorm's short rows
+        assert config.staged_warps(n, False, False) == config.staged_warps(n, False, True) == 8, n
+    # RMSNorm's short rows; with dB in LayerNorm's short-row form (round 118)
+    assert config.staged_warps(5632, True, False) == 4 and config.staged_stages(5632, True, False) == 3
+    assert config.staged_warps(5632, True, True) == 8
     assert config.staged_stages(10240, True, False) == 2 and config.staged_stages(10752, False, True) == 2  # long rows
     assert config.staged_stages(3328, False, True) == 3  # a forced config's narrower rows: as before round 101
     with config.limits(ln_bwd_staged_min_m=4097):
@@ -221,8 +233,14 @@ def test_staged_plan():
         no_db = {"IS_RMS": True, "HAS_DBIAS": False, "DB_WARPS": 0, "DB_REGISTERS": 0, "DB_SHARED": 0,
                  "PAIR_SCRATCH": False}  # fmt: skip
         assert values(got) | no_db == values(got)
-        if n not in config.STAGED_BWD_N:  # with dB not at the short rows (round 114)
+        if n not in config.STAGED_BWD_N:  # with dB at the short rows from 8192 rows at 5632 and 6144 (round 118)
             assert not _plan(4096, n, has_dbias=True, dtype=dtype).cfg.staged, n
+            short_db = _plan(8192, n, has_dbias=True, dtype=dtype)
+            assert short_db.cfg.staged == (n in config.STAGED_RMS_SHORT_DB_BWD_N), n
+            if short_db.cfg.staged:  # LayerNorm's short-row form: 8 warps, 3 stages, dB in the compute warps
+                assert short_db.cfg.num_warps == 8 and values(short_db)["LA"] == ops.STAGED.layout(16, 8), n
+                assert values(short_db) | no_db | {"HAS_DBIAS": True} == values(short_db), n
+                assert values(short_db)["STAGES"] == 3, n
             continue
         with_db = values(_plan(4096, n, has_dbias=True, dtype=dtype))  # RMSNorm's with dB (a bias, round 114)
         assert (with_db["IS_RMS"], with_db["HAS_DBIAS"], with_db["DB_WARPS"], with_db["PAIR_SCRATCH"]) == (
@@ -386,8 +404,9 @@ for case in json.loads(sys.argv[2]):
     threads = int(re.search(r"reqntid (\\d+)", compiled.asm["ptx"]).group(1))
     cubin = len(compiled.asm["cubin"])
     parts = [values[k] for k in ("RA", "RB", "RC")]
-    spilled = -1  # ptxas' spill stores, read where the row sums cross the warps through the scratch, or with a mask
-    if values["PAIR_SCRATCH"] or has_mask:
+    spilled = -1  # ptxas' spill stores, read where the row sums cross the warps through the scratch, with a mask, or
+    # RMSNorm's with dB
+    if values["PAIR_SCRATCH"] or has_mask or (values["IS_RMS"] and values["HAS_DBIAS"]):
         with tempfile.NamedTemporaryFile("w", suffix=".ptx") as ptx:
             ptx.write(compiled.asm["ptx"])
             ptx.flush()
@@ -467,6 +486,7 @@ def test_staged_kernel_compiles_for_hopper():
     short = (config.STAGED_SHORT_WARPS, config.STAGED_SHORT_STAGES)  # 4 and 3 (``test_staged_rule_at_short_rows``)
     cases += [(n, "float16", False, True, False, 0, 0, 0, *short) for n in config.STAGED_RMS_SHORT_BWD_N]
     cases += [(7680, "bfloat16", True, True, False, 0, 0, 0, *short)]
+    cases += [(5632, "float16", False, True, True, 0, 0, 0, 8, 3), (6144, "bfloat16", True, True, True, 0, 0, 0, 8, 3)]
     cases = [(*case, config.staged_pair_scratch(case[0], case[3], case[4])) for case in cases]
     assert {case[7] for case in cases} == {0, 1, 2}
     assert sum(case[10] for case in cases) == 4  # 14848-15872 fp16, 15360 bf16 zero-centered
@@ -480,9 +500,10 @@ def test_staged_kernel_compiles_for_hopper():
     # with the scratch, nothing spilled (``gl.reduce``'s exchange left 4-8 bytes a thread there: round 105)
     assert [c["spilled"] for c, case in zip(compiled, cases) if case[10]] == [0] * 4
     # RMSNorm's with dB, its last parts' dB in shared memory (``STAGED_RMS_DB_SHARED``): 0-4 bytes spilled, 20-52 with
-    # all of it in registers (round 114)
-    rms_db = [c["spilled"] for c, case in zip(compiled, cases) if case[3] and case[4]]
-    assert len(rms_db) == 5 and max(rms_db) <= 4, rms_db
+    # all of it in registers (round 114); at its short rows in 8 compute warps none (round 118)
+    rms_db = [c["spilled"] for c, case in zip(compiled, cases) if case[3] and case[4] and case[0] > 7680]
+    assert len(rms_db) == 5 and 0 <= min(rms_db) and max(rms_db) <= 4, rms_db
+    assert [c["spilled"] for c, case in zip(compiled, cases) if case[3] and case[4] and case[0] <= 7680] == [0, 0]
 
 
 MASKED_STAGED_COMPILE = [  # (n, dtype, zero-centered, with dB): the masked whole-row kernel's parts, whole bytes a
@@ -1162,14 +1183,15 @@ def test_split_staged_kernel_compiles_for_hopper():
 @pytest.mark.parametrize(
     "m, n",
     [(4097, 13312), (2049, 15872), (4097, 12800), (2049, 14336), (4097, 10240), (2048, 12288), (4097, 10752),
-     (2048, 11264), (4097, 11776)],
+     (2048, 11264), (4097, 11776), (8193, 5632), (8192, 6144)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_staged_rms_backward_with_db_on_the_gpu(m, n, dtype):
     """RMSNorm's backward with dB (a bias) by the rules' staged launch (round 114; 10752-11776 since round 117, dB in
     warps of their own), against the reference: padded rows (15872, 14336, 11776), the last parts' dB in shared memory
     (13312, 12800, 14336, 15872), two parts (10240 fp16 x too: with dB the staged kernel; 12288 from its fewest rows);
-    zero-centered gamma at bf16. Not the short rows (5632-7680: x0.746 at 4096 x 7680 fp16, GPU run 832)."""
+    zero-centered gamma at bf16; the short rows 5632 / 6144 from their fewest rows, 8192 (round 118: 8 compute warps,
+    3 stages, dB in the compute warps; not 6656-7680, x0.746 at 4096 x 7680 fp16 in 4 warps, GPU run 832)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, dtype == torch.bfloat16, has_dbias=True)
 

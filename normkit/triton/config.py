@@ -30,6 +30,7 @@ import torch
 # rms_bwd_staged_min_m / ln_bwd_staged_min_m: the fewest rows whose RMSNorm / LayerNorm backward takes the staged
 # Gluon kernel (``_staged_bwd``); rms_bwd_staged_short_min_m: RMSNorm's at its short rows (``STAGED_RMS_SHORT_BWD_N``)
 # of at most ``STAGED_FEWER_ROWS_N`` columns, rms_bwd_staged_7168_min_m at the longer ones (7168 and 7680);
+# rms_bias_bwd_staged_short_min_m: RMSNorm's with dB (a bias) at its short rows ``STAGED_RMS_SHORT_DB_BWD_N``;
 # ln_masked_bwd_staged_min_m: LayerNorm + clamped ReLU's (``STAGED_MASKED_BWD_N``).
 # tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32 weights over 16-bit x hold their
 # tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
@@ -46,6 +47,7 @@ LIMITS = {
     "ln_masked_bwd_staged_min_m": 3072,
     "rms_bwd_staged_short_min_m": 2560,
     "rms_bwd_staged_7168_min_m": 4096,
+    "rms_bias_bwd_staged_short_min_m": 8192,
     "split_staged_min_m": 4096,
     "ln_dbias_split_staged_16384_min_m": 8192,
     "split_staged_fwd_min_m": 4096,
@@ -282,7 +284,7 @@ def bwd_config(
         return _FORCED["bwd"]
     pointer_only = _pointer_rms_bwd(n, has_dbias, has_mask, is_rms, x_fp16, w_bytes)
     if staged and not pointer_only and _staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes, w_bytes):
-        return LaunchConfig(1, n, 1, staged_warps(n, is_rms), 1, staged=True)
+        return LaunchConfig(1, n, 1, staged_warps(n, is_rms, has_dbias), 1, staged=True)
     if staged and _split_staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes):
         slice_n = split_staged_slice(n, has_dbias)
         return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_SLICES[slice_n][0], 1, parts=n // slice_n, staged=True)
@@ -1142,6 +1144,10 @@ STAGED_SHORT_N = STAGED_RMS_SHORT_BWD_N[-1]  # rows of at most this many columns
 # 7168 x1.013 / x1.019 at 3072 / 3584, 7680 x0.986 / x1.001 (within a run's 1-2%, so they keep 4096); at 2048 rows
 # 5632 / 6656 had run x0.984 / x0.961 (run 606)
 STAGED_FEWER_ROWS_N = 6656
+# RMSNorm's backward with dB (a bias) staged at these of its short rows, in LayerNorm's short-row form (8 compute warps,
+# ``staged_warps``; 3 rows in flight; dB summed by the compute warps), from 8192 rows
+# (``LIMITS["rms_bias_bwd_staged_short_min_m"]``; round 118, ``_staged_bwd``)
+STAGED_RMS_SHORT_DB_BWD_N = (5632, 6144)
 STAGED_SHORT_WARPS = 4
 STAGED_STAGES = 2  # 3 ran level or slower at the long rows (x0.98-1.01, run 547; with the load warp, run 582)
 STAGED_SHORT_STAGES = 3
@@ -1189,10 +1195,12 @@ def _ln_short_rows_taken(m: int, n: int, has_dbias: bool) -> bool:
     return _ln_short_rows(n, has_dbias) and few_rows
 
 
-def staged_warps(n: int, is_rms: bool) -> int:
+def staged_warps(n: int, is_rms: bool, has_dbias: bool) -> int:
     """Compute warps a program of the staged kernel at rows of n columns: RMSNorm's 4 at short rows (at most
-    ``STAGED_SHORT_N`` columns), else 8; LayerNorm's 8 at every width."""
-    return STAGED_SHORT_WARPS if is_rms and n <= STAGED_SHORT_N else STAGED_WARPS
+    ``STAGED_SHORT_N`` columns) without dB, else 8; LayerNorm's 8 at every width. RMSNorm's short rows with dB (a
+    bias, ``STAGED_RMS_SHORT_DB_BWD_N``) take LayerNorm's short-row form, 8 warps: at 4 they held 255 registers a
+    thread and spilled at 7680 (round 115, compiled on the CPU; 8 warps 168, none spilled)."""
+    return STAGED_SHORT_WARPS if is_rms and n <= STAGED_SHORT_N and not has_dbias else STAGED_WARPS
 
 
 def staged_stages(n: int, is_rms: bool, has_dbias: bool) -> int:
@@ -1260,14 +1268,16 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     bias) too since round 114 (its last parts' dB in shared memory, ``staged_db_shared``), in calls of at least
     ``LIMITS["rms_bwd_staged_min_m"]`` rows, and without dB at its short rows ``STAGED_RMS_SHORT_BWD_N``
     (5632-7680) in calls of at least ``LIMITS["rms_bwd_staged_short_min_m"]`` rows at 5632-6656 (2560;
-    ``STAGED_FEWER_ROWS_N``), ``LIMITS["rms_bwd_staged_7168_min_m"]`` at 7168-7680 (4096); LayerNorm's with dB at
+    ``STAGED_FEWER_ROWS_N``), ``LIMITS["rms_bwd_staged_7168_min_m"]`` at 7168-7680 (4096), with dB at 5632 and 6144
+    (``STAGED_RMS_SHORT_DB_BWD_N``, 8 compute warps) in calls of at least
+    ``LIMITS["rms_bias_bwd_staged_short_min_m"]`` rows (8192); LayerNorm's with dB at
     ``STAGED_LN_BWD_N`` and without dB (no bias) at
     ``STAGED_LN_NO_DB_BWD_N`` (every multiple of 512 from 10240 to
     15872), and at its short rows ``STAGED_LN_SHORT_BWD_N`` (4608-10240) with dB or without (with dB at 4608-5120 in
     calls of fewer than ``TMA_MIN_ELEMENTS_LAYER_NORM`` elements), in calls of at least
     ``LIMITS["ln_bwd_staged_min_m"]`` rows (with the clamped ReLU's mask: ``_staged_masked_bwd``): the Gluon kernel
     with rows staged in shared memory (``norm_bwd_staged.py``), one program a SM of 8 compute warps (4 at RMSNorm's
-    short rows, ``staged_warps``) and a load warp, 2 rows in flight (3 at the short rows, ``staged_stages``);
+    short rows without dB, ``staged_warps``) and a load warp, 2 rows in flight (3 at the short rows, ``staged_stages``);
     LayerNorm's dB summed by 4 warps of its own at 10752-11776 (``staged_db_partition``), by the compute warps
     elsewhere.
 
@@ -1386,6 +1396,12 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     4096 fp16, x1.042 / 1.045 at 2048 x 10752 / 11776, x1.173 / 1.146 / 1.160 at 32768 bf16. Without dB, H100 only
     (runs 834-835): x1.040 / 1.018 / 1.018 at 4096 fp16, x1.007 / 1.011 at 2048 x 10752 / 11776, x1.019 / 1.004 /
     1.005 at 32768 bf16.
+
+    Round 118 (H100, GPU run 837, in turns against the rule before, ``rms_bias_bwd``): with dB at the short rows
+    5632 / 6144 (``STAGED_RMS_SHORT_DB_BWD_N``) in LayerNorm's short-row form, 8 compute warps and 3 stages, where the
+    pointer kernel's tiles ran: x1.046 / x1.018 at 8192 rows fp16, x1.058 / x1.015 at 16384, x1.066 / x1.004 at 32768
+    (5632 at 98% of the copy), bf16 x1.048 at 8192 x 5632 and x1.060 / x1.015 at 16384. From 8192 rows: at 4096 fp16
+    x1.006 / x0.995 and at 2560 x0.975 (run 836); at 6656-7680 x0.94-0.99 at 2560-32768 rows (run 836), not taken.
     """
     if x_bytes != 2 or w_bytes != 2:
         return False
@@ -1393,8 +1409,8 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
         return not is_rms and _staged_masked_bwd(m, n)
     if is_rms:  # with dB (a bias) or without (round 114), with dB not at the short rows
         if n in STAGED_RMS_SHORT_BWD_N:
-            if has_dbias:
-                return False
+            if has_dbias:  # round 118
+                return n in STAGED_RMS_SHORT_DB_BWD_N and m >= LIMITS["rms_bias_bwd_staged_short_min_m"]
             fewer = n <= STAGED_FEWER_ROWS_N
             return m >= LIMITS["rms_bwd_staged_short_min_m" if fewer else "rms_bwd_staged_7168_min_m"]
         return n in STAGED_BWD_N + STAGED_RMS_MID_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
