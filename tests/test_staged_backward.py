@@ -41,7 +41,14 @@ def test_staged_rule():
         assert not _staged(4096, n, w_bytes=4) and not _staged(4096, n, w_bytes=4, has_dbias=True), n
         assert not _staged(4096, n, x_bytes=4), n
     for n in (4608, 5120, 8192, 8704, 9728, 12032, 13056, 15616, 16128):
-        assert not _staged(4096, n) and not _staged(4096, n, has_dbias=True), n
+        assert not _staged(4096, n), n
+        assert _staged(4096, n, has_dbias=True) == (n in config.STAGED_RMS_DB_ONLY_BWD_N), n
+    for n in config.STAGED_RMS_DB_ONLY_BWD_N:  # with dB only (round 118), 8 compute warps and 3 stages
+        assert _staged(2048, n, has_dbias=True) and _staged(32768, n, has_dbias=True, x_fp16=False), n
+        assert not _staged(2047, n, has_dbias=True) and not _staged(4096, n, has_dbias=True, w_bytes=4), n
+        assert not _staged(4096, n) and not _staged(32768, n, x_fp16=False), n
+        assert config.bwd_config(4096, n, True, is_rms=True, tma=True, staged=True).num_warps == 8, n
+        assert config.staged_stages(n, True, True) == 3 and config.staged_stages(n, True, False) == 2, n
     for n in config.STAGED_RMS_MID_BWD_N:  # round 117
         for has_dbias in (False, True):
             assert _staged(2048, n, has_dbias=has_dbias) and _staged(32768, n, has_dbias=has_dbias, x_fp16=False), n
@@ -487,6 +494,7 @@ def test_staged_kernel_compiles_for_hopper():
     cases += [(n, "float16", False, True, False, 0, 0, 0, *short) for n in config.STAGED_RMS_SHORT_BWD_N]
     cases += [(7680, "bfloat16", True, True, False, 0, 0, 0, *short)]
     cases += [(5632, "float16", False, True, True, 0, 0, 0, 8, 3), (6144, "bfloat16", True, True, True, 0, 0, 0, 8, 3)]
+    cases += [(9216, "float16", False, True, True, 0, 0, 0, 8, 3), (9728, "bfloat16", True, True, True, 0, 0, 0, 8, 3)]
     cases = [(*case, config.staged_pair_scratch(case[0], case[3], case[4])) for case in cases]
     assert {case[7] for case in cases} == {0, 1, 2}
     assert sum(case[10] for case in cases) == 4  # 14848-15872 fp16, 15360 bf16 zero-centered
@@ -501,9 +509,12 @@ def test_staged_kernel_compiles_for_hopper():
     assert [c["spilled"] for c, case in zip(compiled, cases) if case[10]] == [0] * 4
     # RMSNorm's with dB, its last parts' dB in shared memory (``STAGED_RMS_DB_SHARED``): 0-4 bytes spilled, 20-52 with
     # all of it in registers (round 114); at its short rows in 8 compute warps none (round 118)
-    rms_db = [c["spilled"] for c, case in zip(compiled, cases) if case[3] and case[4] and case[0] > 7680]
+    long_db = [case[3] and case[4] and case[0] in config.STAGED_BWD_N for case in cases]
+    rms_db = [c["spilled"] for c, long in zip(compiled, long_db) if long]
     assert len(rms_db) == 5 and 0 <= min(rms_db) and max(rms_db) <= 4, rms_db
-    assert [c["spilled"] for c, case in zip(compiled, cases) if case[3] and case[4] and case[0] <= 7680] == [0, 0]
+    # in the short-row form (5632, 6144; 9216, 9728 at 3 stages, round 118)
+    short_db = [c["spilled"] for c, case in zip(compiled, cases) if case[3] and case[4] and case[0] < 10240]
+    assert short_db == [0] * 4, short_db
 
 
 MASKED_STAGED_COMPILE = [  # (n, dtype, zero-centered, with dB): the masked whole-row kernel's parts, whole bytes a
@@ -1183,15 +1194,16 @@ def test_split_staged_kernel_compiles_for_hopper():
 @pytest.mark.parametrize(
     "m, n",
     [(4097, 13312), (2049, 15872), (4097, 12800), (2049, 14336), (4097, 10240), (2048, 12288), (4097, 10752),
-     (2048, 11264), (4097, 11776), (8193, 5632), (8192, 6144)],
+     (2048, 11264), (4097, 11776), (8193, 5632), (8192, 6144), (2049, 8704), (4097, 9216), (2048, 9728)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_staged_rms_backward_with_db_on_the_gpu(m, n, dtype):
     """RMSNorm's backward with dB (a bias) by the rules' staged launch (round 114; 10752-11776 since round 117, dB in
     warps of their own), against the reference: padded rows (15872, 14336, 11776), the last parts' dB in shared memory
     (13312, 12800, 14336, 15872), two parts (10240 fp16 x too: with dB the staged kernel; 12288 from its fewest rows);
-    zero-centered gamma at bf16; the short rows 5632 / 6144 from their fewest rows, 8192 (round 118: 8 compute warps,
-    3 stages, dB in the compute warps; not 6656-7680, x0.746 at 4096 x 7680 fp16 in 4 warps, GPU run 832)."""
+    zero-centered gamma at bf16; the short rows 5632 / 6144 from their fewest rows, 8192, and 8704-9728 (9728 padded)
+    with dB only (round 118: 8 compute warps, 3 stages, dB in the compute warps; not 6656-7680, x0.746 at 4096 x 7680
+    fp16 in 4 warps, GPU run 832)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     _check(m, n, dtype, dtype, 1, dtype == torch.bfloat16, has_dbias=True)
 

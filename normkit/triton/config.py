@@ -1148,6 +1148,10 @@ STAGED_FEWER_ROWS_N = 6656
 # ``staged_warps``; 3 rows in flight; dB summed by the compute warps), from 8192 rows
 # (``LIMITS["rms_bias_bwd_staged_short_min_m"]``; round 118, ``_staged_bwd``)
 STAGED_RMS_SHORT_DB_BWD_N = (5632, 6144)
+# RMSNorm's backward staged at these widths with dB (a bias) only, 8 compute warps and 3 rows in flight (LayerNorm's
+# short-row form there, ``staged_stages``), from ``LIMITS["rms_bwd_staged_min_m"]`` rows (round 118, ``_staged_bwd``);
+# without dB the TMA's head and tail tiles (the staged kernel x0.985 at 4096 x 9728 fp16, round 73)
+STAGED_RMS_DB_ONLY_BWD_N = (8704, 9216, 9728)
 STAGED_SHORT_WARPS = 4
 STAGED_STAGES = 2  # 3 ran level or slower at the long rows (x0.98-1.01, run 547; with the load warp, run 582)
 STAGED_SHORT_STAGES = 3
@@ -1205,9 +1209,10 @@ def staged_warps(n: int, is_rms: bool, has_dbias: bool) -> int:
 
 def staged_stages(n: int, is_rms: bool, has_dbias: bool) -> int:
     """Rows in flight a program of the staged kernel at rows of n columns (``norm_bwd_staged_kernel``'s STAGES): 3 at
-    short rows (at most ``STAGED_SHORT_N`` columns; a forced config's narrower ones too) and at LayerNorm's
-    (``STAGED_LN_SHORT_BWD_N``), else 2."""
+    short rows (at most ``STAGED_SHORT_N`` columns; a forced config's narrower ones too), at RMSNorm's with dB at
+    ``STAGED_RMS_DB_ONLY_BWD_N`` and at LayerNorm's (``STAGED_LN_SHORT_BWD_N``), else 2."""
     short = n <= STAGED_SHORT_N or (not is_rms and _ln_short_rows(n, has_dbias))
+    short = short or (is_rms and has_dbias and n in STAGED_RMS_DB_ONLY_BWD_N)  # round 118
     return STAGED_SHORT_STAGES if short else STAGED_STAGES
 
 
@@ -1270,7 +1275,8 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     (5632-7680) in calls of at least ``LIMITS["rms_bwd_staged_short_min_m"]`` rows at 5632-6656 (2560;
     ``STAGED_FEWER_ROWS_N``), ``LIMITS["rms_bwd_staged_7168_min_m"]`` at 7168-7680 (4096), with dB at 5632 and 6144
     (``STAGED_RMS_SHORT_DB_BWD_N``, 8 compute warps) in calls of at least
-    ``LIMITS["rms_bias_bwd_staged_short_min_m"]`` rows (8192); LayerNorm's with dB at
+    ``LIMITS["rms_bias_bwd_staged_short_min_m"]`` rows (8192), and with dB only at 8704-9728
+    (``STAGED_RMS_DB_ONLY_BWD_N``, 3 stages); LayerNorm's with dB at
     ``STAGED_LN_BWD_N`` and without dB (no bias) at
     ``STAGED_LN_NO_DB_BWD_N`` (every multiple of 512 from 10240 to
     15872), and at its short rows ``STAGED_LN_SHORT_BWD_N`` (4608-10240) with dB or without (with dB at 4608-5120 in
@@ -1402,6 +1408,11 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     pointer kernel's tiles ran: x1.046 / x1.018 at 8192 rows fp16, x1.058 / x1.015 at 16384, x1.066 / x1.004 at 32768
     (5632 at 98% of the copy), bf16 x1.048 at 8192 x 5632 and x1.060 / x1.015 at 16384. From 8192 rows: at 4096 fp16
     x1.006 / x0.995 and at 2560 x0.975 (run 836); at 6656-7680 x0.94-0.99 at 2560-32768 rows (run 836), not taken.
+    In 4 compute warps as without dB (5632-6656 from 2560 rows, run 839): x0.96-1.02, not taken. With dB at 8704 /
+    9216 / 9728 (``STAGED_RMS_DB_ONLY_BWD_N``; the TMA's head and tail tiles ran, 0.940 of cuDNN at 4096 x 9216 fp16,
+    run 839), 8 compute warps and 3 stages (run 840): x1.016 / x1.042 / x1.024 at 4096 rows fp16, x1.067 at 2048 x
+    9216, x1.058 at 32768 x 9216 bf16 (100% of the copy); with 2 stages and dB in 4 warps of their own (as at
+    10752-11776) x1.036 / x1.022 / x1.016, x1.068, x1.011.
     """
     if x_bytes != 2 or w_bytes != 2:
         return False
@@ -1413,6 +1424,8 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
                 return n in STAGED_RMS_SHORT_DB_BWD_N and m >= LIMITS["rms_bias_bwd_staged_short_min_m"]
             fewer = n <= STAGED_FEWER_ROWS_N
             return m >= LIMITS["rms_bwd_staged_short_min_m" if fewer else "rms_bwd_staged_7168_min_m"]
+        if has_dbias and n in STAGED_RMS_DB_ONLY_BWD_N:  # round 118
+            return m >= LIMITS["rms_bwd_staged_min_m"]
         return n in STAGED_BWD_N + STAGED_RMS_MID_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
     widths = STAGED_LN_BWD_N if has_dbias else STAGED_LN_NO_DB_BWD_N
     return (n in widths or _ln_short_rows_taken(m, n, has_dbias)) and m >= LIMITS["ln_bwd_staged_min_m"]
