@@ -2724,6 +2724,7 @@ def test_tuner_reports_the_launch_as_the_call_takes_it(monkeypatch):
     for name in ("_staged_capable", "_tma_capable", "_hopper_or_newer"):
         monkeypatch.setattr(ops, name, lambda device: True)
     monkeypatch.setattr(config, "multiprocessor_count", lambda device: 132)
+    monkeypatch.setattr(config, "slower_dram", lambda device: False)  # an H200's DRAM (the backward's plan asks)
     ops._backward_plan.cache_clear()  # plans of device 0 made here must not outlive the stand-in
     try:
         launched = {(n, x): heuristic_config(Case("rms_bwd", 4096, n, x, x), False) for n in (10240, 13312) for x in

@@ -3,6 +3,7 @@ rules take it,
 how it cuts a row, that it compiles for a Hopper GPU on a machine without one, and its answers on the GPU, at the
 rules' shapes and, forced, at odd ones."""
 
+import contextlib
 import itertools
 import types
 from pathlib import Path
@@ -18,6 +19,22 @@ from normkit.triton.config import LaunchConfig
 
 KERNEL_FILE = Path(__file__).resolve().parents[1] / "normkit" / "triton" / "norm_bwd_staged.py"
 HOPPER_SHARED_MEMORY = 232448  # bytes of shared memory a program may have on an H100 or H200 (227 KB)
+
+
+@contextlib.contextmanager
+def slower_dram_rules():
+    """The rules of a GPU whose DRAM is slower than the H200's (an H100's, ``config.slower_dram``) on any GPU, the
+    backward's plans worked out afresh on the way in and out."""
+    from normkit.triton import ops
+
+    real = config.slower_dram
+    config.slower_dram = lambda index: True
+    ops._backward_plan.cache_clear()
+    try:
+        yield
+    finally:
+        config.slower_dram = real
+        ops._backward_plan.cache_clear()
 
 
 def _staged(m, n, **flags):
@@ -41,19 +58,31 @@ def test_staged_rule():
         assert not _staged(4096, n, w_bytes=4) and not _staged(4096, n, w_bytes=4, has_dbias=True), n
         assert not _staged(4096, n, x_bytes=4), n
     for n in (4608, 5120, 8192, 8704, 9728, 12032, 13056, 15616, 16128):
-        assert not _staged(4096, n), n
-        assert _staged(4096, n, has_dbias=True) == (n in config.STAGED_RMS_DB_ONLY_BWD_N), n
+        assert not _staged(4096, n) and not _staged(4096, n, slower_dram=True), n
+        db_only = n in config.STAGED_RMS_DB_ONLY_BWD_N
+        assert _staged(4096, n, has_dbias=True, slower_dram=True) == db_only, n
+        assert _staged(4096, n, has_dbias=True) == (db_only and n != 9728), n  # 9728 on slower DRAM only
     for n in config.STAGED_RMS_DB_ONLY_BWD_N:  # with dB only (round 118), 8 compute warps and 3 stages
-        assert _staged(2048, n, has_dbias=True) and _staged(32768, n, has_dbias=True, x_fp16=False), n
-        assert not _staged(2047, n, has_dbias=True) and not _staged(4096, n, has_dbias=True, w_bytes=4), n
-        assert not _staged(4096, n) and not _staged(32768, n, x_fp16=False), n
-        assert config.bwd_config(4096, n, True, is_rms=True, tma=True, staged=True).num_warps == 8, n
+        slower = n == 9728  # not on an H200 (x0.978 there, GPU run 842)
+        assert config.STAGED_RMS_SLOWER_DRAM_N[True] == (9728,)
+        db = dict(has_dbias=True, slower_dram=True)
+        assert _staged(2048, n, **db) and _staged(32768, n, **db, x_fp16=False), n
+        assert _staged(2048, n, has_dbias=True) == _staged(32768, n, has_dbias=True) == (not slower), n
+        assert not _staged(2047, n, **db) and not _staged(4096, n, **db, w_bytes=4), n
+        assert not _staged(4096, n, slower_dram=True) and not _staged(32768, n, x_fp16=False, slower_dram=True), n
+        assert config.bwd_config(4096, n, True, is_rms=True, tma=True, staged=True, slower_dram=True).num_warps == 8
         assert config.staged_stages(n, True, True) == 3 and config.staged_stages(n, True, False) == 2, n
-    for n in config.STAGED_RMS_MID_BWD_N:  # round 117
+    for n in config.STAGED_RMS_MID_BWD_N:  # round 117; without dB at 10752 on slower DRAM only (x0.942 on an H200)
         for has_dbias in (False, True):
-            assert _staged(2048, n, has_dbias=has_dbias) and _staged(32768, n, has_dbias=has_dbias, x_fp16=False), n
-            assert not _staged(2047, n, has_dbias=has_dbias) and not _staged(4096, n, has_dbias=has_dbias, w_bytes=4)
+            flags = dict(has_dbias=has_dbias, slower_dram=True)
+            assert _staged(2048, n, **flags) and _staged(32768, n, **flags, x_fp16=False), n
+            assert not _staged(2047, n, **flags) and not _staged(4096, n, **flags, w_bytes=4)
+            on_h200 = has_dbias or n != 10752
+            assert _staged(2048, n, has_dbias=has_dbias) == _staged(32768, n, has_dbias=has_dbias) == on_h200, n
         assert config.bwd_config(4096, n, True, is_rms=True, tma=True, staged=True).num_warps == 8, n
+    assert config.STAGED_RMS_SLOWER_DRAM_N[False] == (10752,)
+    h200 = config.bwd_config(4096, 10752, False, is_rms=True, tma=True, staged=True, x_fp16=True)
+    assert not h200.staged and h200.tma and h200.tail_n == 4096  # the TMA's head and tail tiles, as before round 117
     # 16384-65536: the split staged kernel, each row in slices (``test_split_staged_rule``)
     assert config.bwd_config(4096, 16384, False, is_rms=True, tma=True, staged=True).parts == 2
     head_tail = LaunchConfig(1, 8192, 1, 8, 1, tail_n=2048)
@@ -215,6 +244,22 @@ def _plan(m, n, zero_centered_gamma=False, staged=True, is_rms=True, has_dbias=N
     has_dbias = not is_rms if has_dbias is None else has_dbias
     key = (m, n, dtype, dtype, has_dbias, has_mask, is_rms, zero_centered_gamma, -1, True)
     return ops._backward_plan(*key, config.generation, 1, staged)
+
+
+def test_staged_plan_by_the_gpus_dram():
+    """RMSNorm's backward at 10752 without dB and at 9728 with dB takes the staged kernel where the GPU's DRAM is slower
+    than the H200's only (``config.STAGED_RMS_SLOWER_DRAM_N``, round 118): the plan asks ``config.slower_dram`` of
+    x's device, and a plan worked out under one answer is not kept under the other."""
+    pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
+    for n, has_dbias in ((10752, False), (9728, True)):
+        assert not _plan(4096, n, has_dbias=has_dbias).cfg.staged, n
+        with slower_dram_rules():
+            assert config.slower_dram(-1)
+            assert _plan(4096, n, has_dbias=has_dbias).cfg.staged, n
+            other_form = _plan(4096, n, has_dbias=not has_dbias).cfg.staged
+            assert other_form == (n == 10752), n  # 10752 with dB staged on any GPU, 9728 without dB on none
+        assert not config.slower_dram(-1) and not _plan(4096, n, has_dbias=has_dbias).cfg.staged, n
+    assert _plan(4096, 11264).cfg.staged and _plan(4096, 9216, has_dbias=True).cfg.staged  # on any GPU
 
 
 def test_staged_plan():
@@ -606,10 +651,13 @@ def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
     (4097, 2049), many rows a program (33000), two parts (12288 as 32 + 16 rows of 256, 10240 as 32 + 8), padded rows
     (13824 as 32 + 16 + 8, 14848, 15360 and 15872 as 32 + 16 + 16; at 4097 and 2049 rows the last row's padding is past
     the tensor); the short rows at 4 compute warps and 3 stages (5632 as 16 + 4 + 2, 6144 one row past its fewest,
-    6656, 7680 padded as 16 + 8 + 8); 10752-11776 (round 117: 32 + 8 + 2 / 4 / 8, padded at 11776). At 10240 fp16 x
-    takes the pointer kernel (round 84): no staged launch."""
+    6656, 7680 padded as 16 + 8 + 8); 10752-11776 (round 117: 32 + 8 + 2 / 4 / 8, padded at 11776; 10752 by the rules
+    of slower DRAM, which alone take it there, round 118). At 10240 fp16 x takes the pointer kernel (round 84): no
+    staged launch."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
-    _check(m, n, dtype, dtype, int(not (n == 10240 and dtype == torch.float16)), zero_centered_gamma)
+    slower = n in config.STAGED_RMS_SLOWER_DRAM_N[False]
+    with slower_dram_rules() if slower else contextlib.nullcontext():
+        _check(m, n, dtype, dtype, int(not (n == 10240 and dtype == torch.float16)), zero_centered_gamma)
 
 
 @pytest.mark.gpu
@@ -1202,10 +1250,11 @@ def test_staged_rms_backward_with_db_on_the_gpu(m, n, dtype):
     warps of their own), against the reference: padded rows (15872, 14336, 11776), the last parts' dB in shared memory
     (13312, 12800, 14336, 15872), two parts (10240 fp16 x too: with dB the staged kernel; 12288 from its fewest rows);
     zero-centered gamma at bf16; the short rows 5632 / 6144 from their fewest rows, 8192, and 8704-9728 (9728 padded)
-    with dB only (round 118: 8 compute warps, 3 stages, dB in the compute warps; not 6656-7680, x0.746 at 4096 x 7680
-    fp16 in 4 warps, GPU run 832)."""
+    with dB only (round 118: 8 compute warps, 3 stages, dB in the compute warps; 9728 by the rules of slower DRAM,
+    which alone take it there; not 6656-7680, x0.746 at 4096 x 7680 fp16 in 4 warps, GPU run 832)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
-    _check(m, n, dtype, dtype, 1, dtype == torch.bfloat16, has_dbias=True)
+    with slower_dram_rules() if n in config.STAGED_RMS_SLOWER_DRAM_N[True] else contextlib.nullcontext():
+        _check(m, n, dtype, dtype, 1, dtype == torch.bfloat16, has_dbias=True)
 
 
 @pytest.mark.gpu

@@ -105,7 +105,8 @@ def heuristic_config(case: Case, slower_dram: bool | None = None, as_launched: b
     a bias: LayerNorm's but ``ln_nobias_bwd``, as the providers call them), on the GPU the tuner runs on
     (``config.slower_dram``), or with ``slower_dram`` as given. ``as_launched`` (on a GPU): the backward's as its call
     launches it, by the TMA or the staged kernel where the GPU and the rules take them (``ops._backward_plan``), as
-    the tuner times it; else the pointer kernel's launch alone, the kind the grid holds. Until round 84 the tuner
+    the tuner times it (its rules those of the GPU's own DRAM, whatever ``slower_dram`` says); else the pointer
+    kernel's launch alone, the kind the grid holds. Until round 84 the tuner
     printed the latter beside the time of the former (RMSNorm's backward at 4096 x 10240: the staged kernel's 75.7
     us under the pointer kernel's launch, which the grid timed at 73.3)."""
     is_rms = case.kind == "rms_norm"
@@ -127,8 +128,9 @@ def heuristic_config(case: Case, slower_dram: bool | None = None, as_launched: b
         return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask, **rule_inputs)
     if not (as_launched and torch.cuda.is_available()):
         return config.bwd_config(
-            case.m, case.n, case.has_bias, has_mask, is_rms, x_bytes=x_bytes, w_bytes=w_bytes, x_fp16=x_fp16
-        )
+            case.m, case.n, case.has_bias, has_mask, is_rms, x_bytes=x_bytes, w_bytes=w_bytes, x_fp16=x_fp16,
+            slower_dram=slower_dram,
+        )  # fmt: skip
     device = torch.cuda.current_device()
     x_dtype, w_dtype = _DTYPES[case.x_dtype], _DTYPES[case.w_dtype]
     staged = ops._staged_capable(device)  # as ``ops._backward`` (masked too); the bench's rows: ``_staged_rows``

@@ -247,7 +247,7 @@ def fwd_config(
 
 def bwd_config(
     m: int, n: int, has_dbias: bool = True, has_mask: bool = False, is_rms: bool = False, tma: bool = False,
-    x_bytes: int = 2, w_bytes: int = 2, staged: bool = False, x_fp16: bool = False,
+    x_bytes: int = 2, w_bytes: int = 2, staged: bool = False, x_fp16: bool = False, slower_dram: bool = False,
 ) -> LaunchConfig:  # fmt: skip
     """Whole rows up to 8192 columns, ``(tile, elements a thread, warps a SM)``: (2048 below N = 2048, else max(4096,
     N); 32; 8) with dB or at N <= 256, (same tiles; 16; 16) without (and RMSNorm's 16-bit rows of 4097-8192 with dB:
@@ -278,12 +278,13 @@ def bwd_config(
     call's rows are asked after, of a config that takes it: ``ops._staged_rows``), but for ``_pointer_rms_bwd``'s
     (``x_fp16``: x is float16), which take neither it nor the TMA; there too ``_split_staged_bwd``'s long rows
     (RMSNorm's of 16384-65536 columns, LayerNorm's of 16384-32768 and without dB 65536, from 4096 rows, masked or
-    not) take its split form, ahead of the chunks and split rows above.
+    not) take its split form, ahead of the chunks and split rows above. ``slower_dram``: the GPU's DRAM is slower than
+    the H200's the rules were fitted on (``slower_dram``, an H100's): ``_staged_bwd``'s ``STAGED_RMS_SLOWER_DRAM_N``.
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
     pointer_only = _pointer_rms_bwd(n, has_dbias, has_mask, is_rms, x_fp16, w_bytes)
-    if staged and not pointer_only and _staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes, w_bytes):
+    if staged and not pointer_only and _staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes, w_bytes, slower_dram):
         return LaunchConfig(1, n, 1, staged_warps(n, is_rms, has_dbias), 1, staged=True)
     if staged and _split_staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes):
         slice_n = split_staged_slice(n, has_dbias)
@@ -1152,6 +1153,10 @@ STAGED_RMS_SHORT_DB_BWD_N = (5632, 6144)
 # short-row form there, ``staged_stages``), from ``LIMITS["rms_bwd_staged_min_m"]`` rows (round 118, ``_staged_bwd``);
 # without dB the TMA's head and tail tiles (the staged kernel x0.985 at 4096 x 9728 fp16, round 73)
 STAGED_RMS_DB_ONLY_BWD_N = (8704, 9216, 9728)
+# of those and ``STAGED_RMS_MID_BWD_N``, the widths RMSNorm's backward takes the staged kernel at on slower DRAM only
+# (``slower_dram``, an H100's), by dB (a bias) or not: on an H200 they ran slower than the rule before in turns (GPU
+# run 842: without dB x0.942 at 4096 x 10752 fp16, H100 x1.036-1.040; with dB x0.978 at 4096 x 9728, H100 x1.025)
+STAGED_RMS_SLOWER_DRAM_N = {False: (10752,), True: (9728,)}
 STAGED_SHORT_WARPS = 4
 STAGED_STAGES = 2  # 3 ran level or slower at the long rows (x0.98-1.01, run 547; with the load warp, run 582)
 STAGED_SHORT_STAGES = 3
@@ -1267,7 +1272,9 @@ def _pointer_rms_bwd(n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_fp
     return is_rms and x_fp16 and w_bytes == 2 and n == 10240 and not has_dbias and not has_mask
 
 
-def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int) -> bool:
+def _staged_bwd(
+    m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int, w_bytes: int, slower_dram: bool
+) -> bool:  # fmt: skip
     """RMSNorm's backward, 16-bit x and weights, at rows of ``STAGED_BWD_N`` (parts of 32, 8-16 and 2-16 rows of 256,
     ``norm_bwd_staged.parts``: 10240 as 32 + 8 and 12288 as 32 + 16, 13824 and 14848-15872 padded to three), with dB (a
     bias) too since round 114 (its last parts' dB in shared memory, ``staged_db_shared``), in calls of at least
@@ -1276,7 +1283,8 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     ``STAGED_FEWER_ROWS_N``), ``LIMITS["rms_bwd_staged_7168_min_m"]`` at 7168-7680 (4096), with dB at 5632 and 6144
     (``STAGED_RMS_SHORT_DB_BWD_N``, 8 compute warps) in calls of at least
     ``LIMITS["rms_bias_bwd_staged_short_min_m"]`` rows (8192), and with dB only at 8704-9728
-    (``STAGED_RMS_DB_ONLY_BWD_N``, 3 stages); LayerNorm's with dB at
+    (``STAGED_RMS_DB_ONLY_BWD_N``, 3 stages), but for ``STAGED_RMS_SLOWER_DRAM_N``'s widths (10752 without dB, 9728
+    with) where the DRAM is not slower than the H200's (``slower_dram``); LayerNorm's with dB at
     ``STAGED_LN_BWD_N`` and without dB (no bias) at
     ``STAGED_LN_NO_DB_BWD_N`` (every multiple of 512 from 10240 to
     15872), and at its short rows ``STAGED_LN_SHORT_BWD_N`` (4608-10240) with dB or without (with dB at 4608-5120 in
@@ -1412,7 +1420,10 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
     9216 / 9728 (``STAGED_RMS_DB_ONLY_BWD_N``; the TMA's head and tail tiles ran, 0.940 of cuDNN at 4096 x 9216 fp16,
     run 839), 8 compute warps and 3 stages (run 840): x1.016 / x1.042 / x1.024 at 4096 rows fp16, x1.067 at 2048 x
     9216, x1.058 at 32768 x 9216 bf16 (100% of the copy); with 2 stages and dB in 4 warps of their own (as at
-    10752-11776) x1.036 / x1.022 / x1.016, x1.068, x1.011.
+    10752-11776) x1.036 / x1.022 / x1.016, x1.068, x1.011. On an H200 (run 842), in turns against the rules before:
+    with dB x1.106 / x1.027 / x0.978 at 4096 x 8704 / 9216 / 9728 fp16; without dB at 10752-11776 (round 117's, timed on
+    the H100 only till then) x0.942 / x1.008 / x1.018. So 9728 with dB and 10752 without take the staged kernel on
+    slower DRAM only (``STAGED_RMS_SLOWER_DRAM_N``).
     """
     if x_bytes != 2 or w_bytes != 2:
         return False
@@ -1424,6 +1435,8 @@ def _staged_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x
                 return n in STAGED_RMS_SHORT_DB_BWD_N and m >= LIMITS["rms_bias_bwd_staged_short_min_m"]
             fewer = n <= STAGED_FEWER_ROWS_N
             return m >= LIMITS["rms_bwd_staged_short_min_m" if fewer else "rms_bwd_staged_7168_min_m"]
+        if n in STAGED_RMS_SLOWER_DRAM_N[has_dbias] and not slower_dram:  # round 118
+            return False
         if has_dbias and n in STAGED_RMS_DB_ONLY_BWD_N:  # round 118
             return m >= LIMITS["rms_bwd_staged_min_m"]
         return n in STAGED_BWD_N + STAGED_RMS_MID_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]

@@ -629,8 +629,9 @@ def _backward_plan(
     x_bytes, w_bytes = x_dtype.itemsize, w_dtype.itemsize
     x_fp16 = x_dtype == torch.float16
     cfg = config.bwd_config(
-        m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes, staged=staged, x_fp16=x_fp16
-    )
+        m, n, has_dbias, has_mask, is_rms, tma, x_bytes=x_bytes, w_bytes=w_bytes, staged=staged, x_fp16=x_fp16,
+        slower_dram=config.slower_dram(device),
+    )  # fmt: skip
     if cfg.staged:
         whole_row_masked = has_mask and cfg.parts == 1
         db_apart = has_dbias and config.staged_db_partition(n)[0]  # dB's warps of their own would read dy unmasked
