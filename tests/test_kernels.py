@@ -2745,6 +2745,34 @@ def test_tuner_reports_the_launch_as_the_call_takes_it(monkeypatch):
     assert masked[0] == LaunchConfig(1, 6144, 1, 8, 1, staged=True) and masked[1].staged and masked[1].parts > 1
 
 
+def test_tuner_takes_sweeps_and_custom_shapes():
+    """``python -m normkit.bench.tune``'s cases (``tune_cases``): a sweep's shapes (``--N`` keeps some of them), custom
+    shapes ``--M`` x ``--N`` in ``--dtype`` / ``--wdtype`` as ``python -m normkit.bench`` takes them, each shape once;
+    without either, or ``--M`` without ``--N``, or a size below 1, it exits naming what to give (before it asks for a
+    GPU)."""
+    import argparse
+
+    from normkit.bench.cases import Case
+    from normkit.bench.tune import main, tune_cases
+
+    def args(**given):
+        defaults = dict(sweep=None, N=None, M=None, dtype="bf16", wdtype=None, ops=["rms_bias_bwd"])
+        return argparse.Namespace(**(defaults | given))
+
+    assert tune_cases(args(sweep=["genai"], N=[2048])) == [Case("rms_bias_bwd", 32768, 2048, "bf16", "fp32")]
+    custom = tune_cases(args(M=32768, N=[2048, 4096], ops=["rms_bias_bwd", "rms_bwd"]))
+    assert custom == [Case(op, 32768, n, "bf16", "bf16") for n in (2048, 4096) for op in ("rms_bias_bwd", "rms_bwd")]
+    both = tune_cases(args(sweep=["tutorial"], M=4096, N=[9216], dtype="fp16", wdtype="fp16"))
+    assert both == [Case("rms_bias_bwd", 4096, 9216, "fp16", "fp16")]  # the tutorial's own shape, once
+    assert tune_cases(args(M=8, N=[4096], dtype="fp16", wdtype="fp32"))[0].w_dtype == "fp32"
+    for bad, message in ((args(), "give --sweep NAME or --M and --N"), (args(M=4096), "--M needs --N"),
+                         (args(M=0, N=[1024]), "--M and --N must be positive")):  # fmt: skip
+        with pytest.raises(SystemExit, match=message):
+            tune_cases(bad)
+    with pytest.raises(SystemExit, match="--M needs --N"):
+        main(["--M", "4096", "--ops", "rms_bwd"])
+
+
 def test_tuner_grid_contains_the_heuristics_choice():
     """`python -m normkit.bench.tune` times the heuristic next to its grid; every shape of the benchmark sweeps must
     find the heuristic's config in that grid, or the tuner could not show that it is the fastest one: on the GPUs of

@@ -5,7 +5,8 @@ them in parallel worker processes (each checks its result against ``normkit.refe
 each one on the full shape (``--timer``, as for ``python -m normkit.bench``), next to the heuristic's own choice.
 The table it prints is what ``normkit/triton/config.py``'s heuristic is fitted to; the CSV keeps every timing.
 
-Example: ``python -m normkit.bench.tune --sweep genai small --ops ln_fwd ln_bwd --out benchmarks/tuning``
+Example: ``python -m normkit.bench.tune --sweep genai small --ops ln_fwd ln_bwd --out benchmarks/tuning``; a shape of
+no sweep as ``python -m normkit.bench`` takes it: ``--M 32768 --N 2048 4096 --dtype bf16 --ops rms_bias_bwd``.
 """
 
 from __future__ import annotations
@@ -255,19 +256,40 @@ def _short(r) -> str:
     return f"m{r['block_m']} n{r['block_n']}x{r['num_chunks']} w{r['num_warps']} p{r['programs_per_sm']}{parts}"
 
 
+def tune_cases(args: argparse.Namespace) -> list[Case]:
+    """The cases ``main`` tunes: the named sweeps' shapes (only those of ``--N``'s hidden sizes where it is given), and
+    with ``--M`` the custom shapes ``--M`` x each ``--N`` in ``--dtype`` (weights ``--wdtype``, else ``--dtype``), as
+    ``python -m normkit.bench`` takes them; each shape once, for every op."""
+    shapes = [s for sweep in args.sweep or [] for s in SWEEPS[sweep] if not args.N or s[1] in args.N]
+    if args.M is not None:
+        if not args.N:
+            raise SystemExit("--M needs --N: the hidden sizes of the custom shapes")
+        if args.M < 1 or min(args.N) < 1:
+            raise SystemExit(f"--M and --N must be positive, got --M {args.M} --N {' '.join(map(str, args.N))}")
+        shapes += [(args.M, n, args.dtype, args.wdtype or args.dtype) for n in args.N]
+    if not shapes:
+        raise SystemExit("give --sweep NAME or --M and --N")
+    return [Case(op, m, n, xd, wd) for (m, n, xd, wd) in dict.fromkeys(shapes) for op in args.ops]
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m normkit.bench.tune", description=__doc__.splitlines()[0])
-    parser.add_argument("--sweep", nargs="+", choices=sorted(SWEEPS), required=True)
+    parser.add_argument("--sweep", nargs="*", choices=sorted(SWEEPS), help="named shape sweeps")
     parser.add_argument("--ops", nargs="+", default=["ln_fwd", "ln_bwd"], choices=list(OPS))
-    parser.add_argument("--N", type=int, nargs="*", help="keep only these hidden sizes of the sweeps")
+    parser.add_argument("--N", type=int, nargs="*", help="keep only these hidden sizes of the sweeps; with --M: the "
+                        "custom shapes' hidden sizes")  # fmt: skip
+    parser.add_argument("--M", type=int, help="custom shape: rows (with --N)")
+    parser.add_argument("--dtype", default="bf16", choices=["fp32", "fp16", "bf16"], help="custom shape: x's dtype")
+    parser.add_argument(
+        "--wdtype", choices=["fp32", "fp16", "bf16"], help="custom shape: the weights' (default --dtype)"
+    )
     parser.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1))
     parser.add_argument("--rep", type=int, default=15, help="ms of repetitions per timing")
     parser.add_argument("--out", default="benchmarks/tuning")
     add_timer_argument(parser)
     args = parser.parse_args(argv)
+    cases = tune_cases(args)
     require_gpu("normkit.bench.tune")
-    shapes = [s for sweep in args.sweep for s in SWEEPS[sweep] if not args.N or s[1] in args.N]
-    cases = [Case(op, m, n, xd, wd) for (m, n, xd, wd) in dict.fromkeys(shapes) for op in args.ops]
     os.makedirs(args.out, exist_ok=True)
     tune(cases, workers=args.workers, rep=args.rep, out_csv=os.path.join(args.out, "tune.csv"), timer=args.timer)
 
