@@ -1429,7 +1429,7 @@ def _staged_bwd(
         return False
     if has_mask:  # LayerNorm + clamped ReLU's (RMSNorm has no mask)
         return not is_rms and _staged_masked_bwd(m, n)
-    if is_rms:  # with dB (a bias) or without (round 114), with dB not at the short rows
+    if is_rms:  # with dB (a bias) or without (round 114); with dB at the short rows 5632 / 6144 only (round 118)
         if n in STAGED_RMS_SHORT_BWD_N:
             if has_dbias:  # round 118
                 return n in STAGED_RMS_SHORT_DB_BWD_N and m >= LIMITS["rms_bias_bwd_staged_short_min_m"]
