@@ -747,19 +747,44 @@ def test_backward_head_and_tail_tiles(op, dtypes, n, head, tail, block_m, has_db
         check_backward("triton", op, x, w, b, zero_centered_gamma=True, has_dbias=has_dbias)
 
 
+def clear_plans() -> None:
+    """Drop the forward's and the backward's cached plans: each carries ``config.slower_dram``'s answer (the
+    backward's since round 118)."""
+    from normkit.triton import ops
+
+    ops._forward_plan.cache_clear()
+    ops._backward_plan.cache_clear()
+
+
+@contextlib.contextmanager
+def dram_rules(slower: bool):
+    """``config.slower_dram`` answers ``slower`` for every GPU inside (an H100's rules on an H200 too, or the other
+    way), the cached plans cleared on the way in and out (``clear_plans``)."""
+    from normkit.triton import config
+
+    real = config.slower_dram
+    config.slower_dram = lambda index: slower
+    clear_plans()
+    try:
+        yield
+    finally:
+        config.slower_dram = real
+        clear_plans()
+
+
 @pytest.fixture
 def dram(monkeypatch):
-    """``dram(slower)``: ``config.slower_dram`` answers ``slower`` for every GPU in this test; the forward's cached
-    plans, which carry its answer, are cleared when it is set and after the test."""
-    from normkit.triton import config, ops
+    """``dram(slower)``: ``config.slower_dram`` answers ``slower`` for every GPU in this test; the cached plans, which
+    carry its answer, are cleared when it is set and after the test (``clear_plans``)."""
+    from normkit.triton import config
 
     def choose(slower: bool) -> None:
         monkeypatch.setattr(config, "slower_dram", lambda index: slower)
-        ops._forward_plan.cache_clear()
+        clear_plans()
 
     yield choose
     monkeypatch.undo()
-    ops._forward_plan.cache_clear()
+    clear_plans()
 
 
 @pytest.mark.parametrize(

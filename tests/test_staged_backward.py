@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_kernels import backward_call, check_backward, compiled_on_the_cpu, make_inputs
+from test_kernels import backward_call, check_backward, compiled_on_the_cpu, dram_rules, make_inputs
 
 from normkit import reference
 from normkit.testing import compare
@@ -19,22 +19,6 @@ from normkit.triton.config import LaunchConfig
 
 KERNEL_FILE = Path(__file__).resolve().parents[1] / "normkit" / "triton" / "norm_bwd_staged.py"
 HOPPER_SHARED_MEMORY = 232448  # bytes of shared memory a program may have on an H100 or H200 (227 KB)
-
-
-@contextlib.contextmanager
-def slower_dram_rules():
-    """The rules of a GPU whose DRAM is slower than the H200's (an H100's, ``config.slower_dram``) on any GPU, the
-    backward's plans worked out afresh on the way in and out."""
-    from normkit.triton import ops
-
-    real = config.slower_dram
-    config.slower_dram = lambda index: True
-    ops._backward_plan.cache_clear()
-    try:
-        yield
-    finally:
-        config.slower_dram = real
-        ops._backward_plan.cache_clear()
 
 
 def _staged(m, n, **flags):
@@ -253,7 +237,7 @@ def test_staged_plan_by_the_gpus_dram():
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     for n, has_dbias in ((10752, False), (9728, True)):
         assert not _plan(4096, n, has_dbias=has_dbias).cfg.staged, n
-        with slower_dram_rules():
+        with dram_rules(slower=True):
             assert config.slower_dram(-1)
             assert _plan(4096, n, has_dbias=has_dbias).cfg.staged, n
             other_form = _plan(4096, n, has_dbias=not has_dbias).cfg.staged
@@ -656,7 +640,7 @@ def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
     staged launch."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     slower = n in config.STAGED_RMS_SLOWER_DRAM_N[False]
-    with slower_dram_rules() if slower else contextlib.nullcontext():
+    with dram_rules(slower=True) if slower else contextlib.nullcontext():
         _check(m, n, dtype, dtype, int(not (n == 10240 and dtype == torch.float16)), zero_centered_gamma)
 
 
@@ -1253,7 +1237,7 @@ def test_staged_rms_backward_with_db_on_the_gpu(m, n, dtype):
     with dB only (round 118: 8 compute warps, 3 stages, dB in the compute warps; 9728 by the rules of slower DRAM,
     which alone take it there; not 6656-7680, x0.746 at 4096 x 7680 fp16 in 4 warps, GPU run 832)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
-    with slower_dram_rules() if n in config.STAGED_RMS_SLOWER_DRAM_N[True] else contextlib.nullcontext():
+    with dram_rules(slower=True) if n in config.STAGED_RMS_SLOWER_DRAM_N[True] else contextlib.nullcontext():
         _check(m, n, dtype, dtype, 1, dtype == torch.bfloat16, has_dbias=True)
 
 
