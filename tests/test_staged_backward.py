@@ -48,7 +48,7 @@ def test_staged_rule():
         assert _staged(4096, n, has_dbias=True) == (db_only and n != 9728), n  # 9728 on slower DRAM only
     for n in config.STAGED_RMS_DB_ONLY_BWD_N:  # with dB only (round 118), 8 compute warps and 3 stages
         slower = n == 9728  # not on an H200 (x0.978 there, GPU run 842)
-        assert config.STAGED_RMS_SLOWER_DRAM_N[True] == (9728,)
+        assert config.STAGED_RMS_SLOWER_DRAM_N[True] == (5632, 9728)
         db = dict(has_dbias=True, slower_dram=True)
         assert _staged(2048, n, **db) and _staged(32768, n, **db, x_fp16=False), n
         assert _staged(2048, n, has_dbias=True) == _staged(32768, n, has_dbias=True) == (not slower), n
@@ -84,7 +84,8 @@ def test_staged_rule():
 def test_staged_rule_at_short_rows():
     """RMSNorm's backward at its short rows, 5632-7680 (``STAGED_RMS_SHORT_BWD_N``), from 2560 rows at 5632-6656 and
     from 4096 at 7168-7680: 4 compute warps and 3 stages where the long rows take 8 and 2; with the same conditions as
-    the long rows otherwise. With dB (a bias) at 5632 and 6144 only, from 8192 rows, at 8 warps (round 118)."""
+    the long rows otherwise. With dB (a bias) at 5632 and 6144 only, at 8 warps (round 118), from 4096 rows (round
+    119), 5632 on slower DRAM only (x0.93-0.95 on an H200, GPU runs 843-844)."""
     assert config.STAGED_RMS_SHORT_BWD_N == tuple(range(5632, 7681, 512))
     for n in config.STAGED_RMS_SHORT_BWD_N:
         fewest = 2560 if n <= 6656 else 4096
@@ -93,14 +94,17 @@ def test_staged_rule_at_short_rows():
             assert got.staged and got.num_warps == 4 and got.block_n == n, (m, n)
         assert config.staged_stages(n, True, False) == 3, n
         assert not _staged(fewest - 1, n) and not _staged(2048, n), n
-        assert not _staged(4096, n, staged=False) and not _staged(4096, n, has_dbias=True), n  # dB: x0.75 (round 114)
-        with_db = config.bwd_config(8192, n, True, is_rms=True, tma=True, staged=True, x_fp16=n == 6144)
+        assert not _staged(4096, n, staged=False) and not _staged(2048, n, has_dbias=True), n  # dB: x0.75 (round 114)
+        slower = dict(slower_dram=True)
+        with_db = config.bwd_config(4096, n, True, is_rms=True, tma=True, staged=True, x_fp16=n == 6144, **slower)
         assert with_db.staged == (n in config.STAGED_RMS_SHORT_DB_BWD_N), n  # x0.94-0.99 at 6656-7680 (round 118)
+        on_h200 = config.bwd_config(32768, n, True, is_rms=True, tma=True, staged=True, x_fp16=False)
+        assert on_h200.staged == (n == 6144), n  # 5632 on slower DRAM only (round 119)
         if with_db.staged:
             assert with_db.num_warps == 8 and config.staged_stages(n, True, True) == 3, n
-            assert _staged(32768, n, has_dbias=True) and not _staged(8191, n, has_dbias=True), n
-            assert not _staged(8192, n, has_dbias=True, w_bytes=4), n
-            assert not _staged(8192, n, has_dbias=True, staged=False), n
+            assert _staged(32768, n, has_dbias=True, **slower) and not _staged(4095, n, has_dbias=True, **slower), n
+            assert not _staged(4096, n, has_dbias=True, w_bytes=4, **slower), n
+            assert not _staged(4096, n, has_dbias=True, staged=False, **slower), n
         assert not _staged(4096, n, has_mask=True) and not _staged(4096, n, w_bytes=4), n
     for n in config.STAGED_BWD_N:
         assert config.bwd_config(4096, n, False, is_rms=True, tma=True, staged=True).num_warps == 8, n
@@ -112,8 +116,8 @@ def test_staged_rule_at_short_rows():
     with config.limits(rms_bwd_staged_7168_min_m=3072):
         assert _staged(3072, 7168) and _staged(3072, 7680) and not _staged(3071, 7680)
         assert _staged(2560, 6656) and not _staged(2559, 5632)
-    with config.limits(rms_bias_bwd_staged_short_min_m=4096):
-        assert _staged(4096, 5632, has_dbias=True) and not _staged(4095, 6144, has_dbias=True)
+    with config.limits(rms_bias_bwd_staged_short_min_m=8192):
+        assert _staged(8192, 6144, has_dbias=True) and not _staged(8191, 6144, has_dbias=True)
         assert _staged(2560, 5632) and not _staged(2559, 5632)  # without dB: its own limit
 
 
@@ -231,17 +235,17 @@ def _plan(m, n, zero_centered_gamma=False, staged=True, is_rms=True, has_dbias=N
 
 
 def test_staged_plan_by_the_gpus_dram():
-    """RMSNorm's backward at 10752 without dB and at 9728 with dB takes the staged kernel where the GPU's DRAM is slower
-    than the H200's only (``config.STAGED_RMS_SLOWER_DRAM_N``, round 118): the plan asks ``config.slower_dram`` of
-    x's device, and a plan worked out under one answer is not kept under the other."""
+    """RMSNorm's backward at 10752 without dB and at 5632 and 9728 with dB takes the staged kernel where the GPU's DRAM
+    is slower than the H200's only (``config.STAGED_RMS_SLOWER_DRAM_N``, rounds 118-119): the plan asks
+    ``config.slower_dram`` of x's device, and a plan worked out under one answer is not kept under the other."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
-    for n, has_dbias in ((10752, False), (9728, True)):
+    for n, has_dbias in ((10752, False), (5632, True), (9728, True)):
         assert not _plan(4096, n, has_dbias=has_dbias).cfg.staged, n
         with dram_rules(slower=True):
             assert config.slower_dram(-1)
             assert _plan(4096, n, has_dbias=has_dbias).cfg.staged, n
             other_form = _plan(4096, n, has_dbias=not has_dbias).cfg.staged
-            assert other_form == (n == 10752), n  # 10752 with dB staged on any GPU, 9728 without dB on none
+            assert other_form == (n != 9728), n  # 10752 with dB, 5632 without: on any GPU; 9728 without: on none
         assert not config.slower_dram(-1) and not _plan(4096, n, has_dbias=has_dbias).cfg.staged, n
     assert _plan(4096, 11264).cfg.staged and _plan(4096, 9216, has_dbias=True).cfg.staged  # on any GPU
 
@@ -269,9 +273,11 @@ def test_staged_plan():
         no_db = {"IS_RMS": True, "HAS_DBIAS": False, "DB_WARPS": 0, "DB_REGISTERS": 0, "DB_SHARED": 0,
                  "PAIR_SCRATCH": False}  # fmt: skip
         assert values(got) | no_db == values(got)
-        if n not in config.STAGED_BWD_N:  # with dB at the short rows from 8192 rows at 5632 and 6144 (round 118)
-            assert not _plan(4096, n, has_dbias=True, dtype=dtype).cfg.staged, n
-            short_db = _plan(8192, n, has_dbias=True, dtype=dtype)
+        if n not in config.STAGED_BWD_N:  # with dB at the short rows 5632 and 6144 from 4096 rows (rounds 118-119)
+            assert not _plan(4095, n, has_dbias=True, dtype=dtype).cfg.staged, n
+            with dram_rules(slower=True):  # 5632 on slower DRAM only (round 119)
+                short_db = _plan(4096, n, has_dbias=True, dtype=dtype)
+            assert _plan(4096, n, has_dbias=True, dtype=dtype).cfg.staged == (n == 6144), n
             assert short_db.cfg.staged == (n in config.STAGED_RMS_SHORT_DB_BWD_N), n
             if short_db.cfg.staged:  # LayerNorm's short-row form: 8 warps, 3 stages, dB in the compute warps
                 assert short_db.cfg.num_warps == 8 and values(short_db)["LA"] == ops.STAGED.layout(16, 8), n
@@ -1226,16 +1232,17 @@ def test_split_staged_kernel_compiles_for_hopper():
 @pytest.mark.parametrize(
     "m, n",
     [(4097, 13312), (2049, 15872), (4097, 12800), (2049, 14336), (4097, 10240), (2048, 12288), (4097, 10752),
-     (2048, 11264), (4097, 11776), (8193, 5632), (8192, 6144), (2049, 8704), (4097, 9216), (2048, 9728)],
+     (2048, 11264), (4097, 11776), (4097, 5632), (4096, 6144), (2049, 8704), (4097, 9216), (2048, 9728)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_staged_rms_backward_with_db_on_the_gpu(m, n, dtype):
     """RMSNorm's backward with dB (a bias) by the rules' staged launch (round 114; 10752-11776 since round 117, dB in
     warps of their own), against the reference: padded rows (15872, 14336, 11776), the last parts' dB in shared memory
     (13312, 12800, 14336, 15872), two parts (10240 fp16 x too: with dB the staged kernel; 12288 from its fewest rows);
-    zero-centered gamma at bf16; the short rows 5632 / 6144 from their fewest rows, 8192, and 8704-9728 (9728 padded)
-    with dB only (round 118: 8 compute warps, 3 stages, dB in the compute warps; 9728 by the rules of slower DRAM,
-    which alone take it there; not 6656-7680, x0.746 at 4096 x 7680 fp16 in 4 warps, GPU run 832)."""
+    zero-centered gamma at bf16; the short rows 5632 / 6144 from their fewest rows, 4096 (round 119), and 8704-9728
+    (9728 padded) with dB only (round 118: 8 compute warps, 3 stages, dB in the compute warps; 5632 and 9728 by the
+    rules of slower DRAM, which alone take them there; not 6656-7680, x0.746 at 4096 x 7680 fp16 in 4 warps, GPU run
+    832)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     with dram_rules(slower=True) if n in config.STAGED_RMS_SLOWER_DRAM_N[True] else contextlib.nullcontext():
         _check(m, n, dtype, dtype, 1, dtype == torch.bfloat16, has_dbias=True)

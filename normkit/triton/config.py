@@ -47,7 +47,7 @@ LIMITS = {
     "ln_masked_bwd_staged_min_m": 3072,
     "rms_bwd_staged_short_min_m": 2560,
     "rms_bwd_staged_7168_min_m": 4096,
-    "rms_bias_bwd_staged_short_min_m": 8192,
+    "rms_bias_bwd_staged_short_min_m": 4096,
     "split_staged_min_m": 4096,
     "ln_dbias_split_staged_16384_min_m": 8192,
     "split_staged_fwd_min_m": 4096,
@@ -1146,17 +1146,19 @@ STAGED_SHORT_N = STAGED_RMS_SHORT_BWD_N[-1]  # rows of at most this many columns
 # 5632 / 6656 had run x0.984 / x0.961 (run 606)
 STAGED_FEWER_ROWS_N = 6656
 # RMSNorm's backward with dB (a bias) staged at these of its short rows, in LayerNorm's short-row form (8 compute warps,
-# ``staged_warps``; 3 rows in flight; dB summed by the compute warps), from 8192 rows
-# (``LIMITS["rms_bias_bwd_staged_short_min_m"]``; round 118, ``_staged_bwd``)
+# ``staged_warps``; 3 rows in flight; dB summed by the compute warps), from 4096 rows
+# (``LIMITS["rms_bias_bwd_staged_short_min_m"]``; round 118 from 8192, round 119 from 4096; ``_staged_bwd``); 5632 on
+# slower DRAM only (``STAGED_RMS_SLOWER_DRAM_N``)
 STAGED_RMS_SHORT_DB_BWD_N = (5632, 6144)
 # RMSNorm's backward staged at these widths with dB (a bias) only, 8 compute warps and 3 rows in flight (LayerNorm's
 # short-row form there, ``staged_stages``), from ``LIMITS["rms_bwd_staged_min_m"]`` rows (round 118, ``_staged_bwd``);
 # without dB the TMA's head and tail tiles (the staged kernel x0.985 at 4096 x 9728 fp16, round 73)
 STAGED_RMS_DB_ONLY_BWD_N = (8704, 9216, 9728)
-# of those and ``STAGED_RMS_MID_BWD_N``, the widths RMSNorm's backward takes the staged kernel at on slower DRAM only
-# (``slower_dram``, an H100's), by dB (a bias) or not: on an H200 they ran slower than the rule before in turns (GPU
-# run 842: without dB x0.942 at 4096 x 10752 fp16, H100 x1.036-1.040; with dB x0.978 at 4096 x 9728, H100 x1.025)
-STAGED_RMS_SLOWER_DRAM_N = {False: (10752,), True: (9728,)}
+# of those, ``STAGED_RMS_SHORT_DB_BWD_N`` and ``STAGED_RMS_MID_BWD_N``, the widths RMSNorm's backward takes the staged
+# kernel at on slower DRAM only (``slower_dram``, an H100's), by dB (a bias) or not: on an H200 they ran slower than
+# the rule before in turns (GPU run 842: without dB x0.942 at 4096 x 10752 fp16, H100 x1.036-1.040; with dB x0.978 at
+# 4096 x 9728, H100 x1.025; runs 843-844: with dB x0.932-0.954 at 8192-32768 x 5632, H100 x1.046-1.066)
+STAGED_RMS_SLOWER_DRAM_N = {False: (10752,), True: (5632, 9728)}
 STAGED_SHORT_WARPS = 4
 STAGED_STAGES = 2  # 3 ran level or slower at the long rows (x0.98-1.01, run 547; with the load warp, run 582)
 STAGED_SHORT_STAGES = 3
@@ -1282,9 +1284,9 @@ def _staged_bwd(
     (5632-7680) in calls of at least ``LIMITS["rms_bwd_staged_short_min_m"]`` rows at 5632-6656 (2560;
     ``STAGED_FEWER_ROWS_N``), ``LIMITS["rms_bwd_staged_7168_min_m"]`` at 7168-7680 (4096), with dB at 5632 and 6144
     (``STAGED_RMS_SHORT_DB_BWD_N``, 8 compute warps) in calls of at least
-    ``LIMITS["rms_bias_bwd_staged_short_min_m"]`` rows (8192), and with dB only at 8704-9728
-    (``STAGED_RMS_DB_ONLY_BWD_N``, 3 stages), but for ``STAGED_RMS_SLOWER_DRAM_N``'s widths (10752 without dB, 9728
-    with) where the DRAM is not slower than the H200's (``slower_dram``); LayerNorm's with dB at
+    ``LIMITS["rms_bias_bwd_staged_short_min_m"]`` rows (4096), and with dB only at 8704-9728
+    (``STAGED_RMS_DB_ONLY_BWD_N``, 3 stages), but for ``STAGED_RMS_SLOWER_DRAM_N``'s widths (10752 without dB, 5632
+    and 9728 with) where the DRAM is not slower than the H200's (``slower_dram``); LayerNorm's with dB at
     ``STAGED_LN_BWD_N`` and without dB (no bias) at
     ``STAGED_LN_NO_DB_BWD_N`` (every multiple of 512 from 10240 to
     15872), and at its short rows ``STAGED_LN_SHORT_BWD_N`` (4608-10240) with dB or without (with dB at 4608-5120 in
@@ -1424,19 +1426,27 @@ def _staged_bwd(
     with dB x1.106 / x1.027 / x0.978 at 4096 x 8704 / 9216 / 9728 fp16; without dB at 10752-11776 (round 117's, timed on
     the H100 only till then) x0.942 / x1.008 / x1.018. So 9728 with dB and 10752 without take the staged kernel on
     slower DRAM only (``STAGED_RMS_SLOWER_DRAM_N``).
+
+    Round 119 (H200, GPU runs 843-845, in turns, ``rms_bias_bwd``): round 118's short rows with dB, fitted on an H100,
+    against the rule before them: 5632 x0.940 / 0.932 at 8192 / 16384 rows fp16, x0.953 / 0.954 at 8192 / 32768 bf16
+    (the staged kernel 326 us at 32768 bf16, cuDNN's graph 439, the tiles faster still); 6144
+    x1.093 / 1.109 fp16, x1.127 at 32768 bf16 (97% of the copy). So 5632 with dB joins the slower-DRAM widths. Forced
+    from 2048 rows against the rule (probe p1): 6144 x1.037 at 4096 fp16 (the H100 x0.995 there, run 836), x0.947 at
+    2048, so 6144 (and 5632 on slower DRAM, x1.006 at 4096 on the H100) from 4096 rows; 6656 / 7168 / 7680 x0.979 /
+    0.987 / 0.985 at 4096 fp16, x1.012 / 1.024 / 1.035 at 32768 bf16 (the H100 x0.94-0.99), not taken.
     """
     if x_bytes != 2 or w_bytes != 2:
         return False
     if has_mask:  # LayerNorm + clamped ReLU's (RMSNorm has no mask)
         return not is_rms and _staged_masked_bwd(m, n)
     if is_rms:  # with dB (a bias) or without (round 114); with dB at the short rows 5632 / 6144 only (round 118)
+        if n in STAGED_RMS_SLOWER_DRAM_N[has_dbias] and not slower_dram:  # rounds 118-119
+            return False
         if n in STAGED_RMS_SHORT_BWD_N:
             if has_dbias:  # round 118
                 return n in STAGED_RMS_SHORT_DB_BWD_N and m >= LIMITS["rms_bias_bwd_staged_short_min_m"]
             fewer = n <= STAGED_FEWER_ROWS_N
             return m >= LIMITS["rms_bwd_staged_short_min_m" if fewer else "rms_bwd_staged_7168_min_m"]
-        if n in STAGED_RMS_SLOWER_DRAM_N[has_dbias] and not slower_dram:  # round 118
-            return False
         if has_dbias and n in STAGED_RMS_DB_ONLY_BWD_N:  # round 118
             return m >= LIMITS["rms_bwd_staged_min_m"]
         return n in STAGED_BWD_N + STAGED_RMS_MID_BWD_N and m >= LIMITS["rms_bwd_staged_min_m"]
