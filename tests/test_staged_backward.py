@@ -26,6 +26,13 @@ def _staged(m, n, **flags):
     return config.bwd_config(m, n, args.pop("has_dbias"), **args).staged
 
 
+def _rules_that_stage(n, has_dbias):
+    """The DRAM rules under which RMSNorm's backward at n columns takes the staged kernel on any GPU: slower DRAM's at
+    ``config.STAGED_RMS_SLOWER_DRAM_N``'s widths (``test_kernels.dram_rules``), elsewhere the GPU's own."""
+    slower = n in config.STAGED_RMS_SLOWER_DRAM_N[has_dbias]
+    return dram_rules(slower=True) if slower else contextlib.nullcontext()
+
+
 def test_staged_rule():
     """RMSNorm's backward, 16-bit x and weights, at 10240 and 12288-15872 columns (``STAGED_BWD_N``) from 2048 rows,
     where the staged kernel can run (``staged``), with dB (a bias) too since round 114, and at 10752-11776
@@ -46,9 +53,9 @@ def test_staged_rule():
         db_only = n in config.STAGED_RMS_DB_ONLY_BWD_N
         assert _staged(4096, n, has_dbias=True, slower_dram=True) == db_only, n
         assert _staged(4096, n, has_dbias=True) == (db_only and n != 9728), n  # 9728 on slower DRAM only
+    assert config.STAGED_RMS_SLOWER_DRAM_N[True] == (5632, 9728)
     for n in config.STAGED_RMS_DB_ONLY_BWD_N:  # with dB only (round 118), 8 compute warps and 3 stages
         slower = n == 9728  # not on an H200 (x0.978 there, GPU run 842)
-        assert config.STAGED_RMS_SLOWER_DRAM_N[True] == (5632, 9728)
         db = dict(has_dbias=True, slower_dram=True)
         assert _staged(2048, n, **db) and _staged(32768, n, **db, x_fp16=False), n
         assert _staged(2048, n, has_dbias=True) == _staged(32768, n, has_dbias=True) == (not slower), n
@@ -645,8 +652,7 @@ def test_staged_backward_on_the_gpu(m, n, dtype, zero_centered_gamma):
     of slower DRAM, which alone take it there, round 118). At 10240 fp16 x takes the pointer kernel (round 84): no
     staged launch."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
-    slower = n in config.STAGED_RMS_SLOWER_DRAM_N[False]
-    with dram_rules(slower=True) if slower else contextlib.nullcontext():
+    with _rules_that_stage(n, has_dbias=False):
         _check(m, n, dtype, dtype, int(not (n == 10240 and dtype == torch.float16)), zero_centered_gamma)
 
 
@@ -1244,7 +1250,7 @@ def test_staged_rms_backward_with_db_on_the_gpu(m, n, dtype):
     rules of slower DRAM, which alone take them there; not 6656-7680, x0.746 at 4096 x 7680 fp16 in 4 warps, GPU run
     832)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
-    with dram_rules(slower=True) if n in config.STAGED_RMS_SLOWER_DRAM_N[True] else contextlib.nullcontext():
+    with _rules_that_stage(n, has_dbias=True):
         _check(m, n, dtype, dtype, 1, dtype == torch.bfloat16, has_dbias=True)
 
 
