@@ -2381,6 +2381,60 @@ def test_masked_backward_without_dbias_launches_as_with_dbias():
         assert config.bwd_config(m, n, False, has_mask=True, tma=True, w_bytes=4).tma, (m, n)
 
 
+def test_slower_dram_backward_of_2048_columns():
+    """On slower DRAM (an H100, ``slower_dram``) the backward of rows of 2048 columns of 16-bit x without the mask, in
+    calls the TMA's launch takes on an H200, takes the pointer kernel's: two rows of 8 warps, 4 programs a SM
+    (RMSNorm with dB or without, LayerNorm without dB), LayerNorm's with dB one row of 4 warps, 8 a SM
+    (``config._slower_dram_bwd_2048``, round 120). Nowhere else: not the masked backward, not float32 x, not calls too
+    small for the TMA or where it cannot load the rows, not rows of 1024 or 4096, and nothing on an H200's DRAM."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    def bwd(m, n, has_dbias=True, is_rms=False, slower=True, tma=True, **kwargs):
+        return config.bwd_config(m, n, has_dbias, is_rms=is_rms, tma=tma, slower_dram=slower, **kwargs)
+
+    two_rows, one_row = LaunchConfig(2, 2048, 1, 8, 4), LaunchConfig(1, 2048, 1, 4, 8)
+    by_tma = LaunchConfig(1, 2048, 1, 4, 4, tma=True, tma_store=True)
+    for m in (16385, 32768, 65536):
+        for w_bytes in (2, 4):
+            assert bwd(m, 2048, is_rms=True, w_bytes=w_bytes) == bwd(m, 2048, False, True, w_bytes=w_bytes) == two_rows
+            assert bwd(m, 2048, False, w_bytes=w_bytes) == two_rows and bwd(m, 2048, w_bytes=w_bytes) == one_row
+            for has_dbias in (False, True):
+                for is_rms in (False, True):
+                    assert bwd(m, 2048, has_dbias, is_rms, slower=False, w_bytes=w_bytes) == by_tma, (m, has_dbias)
+                    fp32 = bwd(m, 2048, has_dbias, is_rms, x_bytes=4)
+                    assert fp32 == bwd(m, 2048, has_dbias, is_rms, False, x_bytes=4), (m, has_dbias)
+                    assert bwd(m, 2048, has_dbias, is_rms, tma=False) not in (two_rows, one_row), (m, has_dbias)
+                masked = bwd(m, 2048, has_dbias, has_mask=True)
+                assert masked.tma and masked == bwd(m, 2048, has_dbias, has_mask=True, slower=False), (m, has_dbias)
+    assert bwd(16384, 2048) == one_row and bwd(16384, 2048, is_rms=True) != two_rows  # RMSNorm's TMA from 2**25 + 1
+    assert bwd(16383, 2048) == bwd(16383, 2048, slower=False) and not bwd(16383, 2048).tma
+    for n in (1024, 2040, 4096):
+        m = config.TMA_MIN_ELEMENTS // n + 1
+        for is_rms in (False, True):
+            assert bwd(m, n, is_rms=is_rms) == bwd(m, n, is_rms=is_rms, slower=False), (n, is_rms)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("slower", [False, True])
+def test_slower_dram_backward_of_2048_columns_on_the_gpu(dram, slower):
+    """Rows of 2048 of 16-bit x in TMA-sized calls, each DRAM's launch (``config._slower_dram_bwd_2048`` on slower
+    DRAM, the TMA's on an H200's) against the reference, on whichever GPU: LayerNorm and RMSNorm with dB and without,
+    fp16 and bf16 x float32 weights; the masked backward keeps the TMA on both."""
+    from normkit.triton import config
+
+    dram(slower)
+    m = config.TMA_MIN_ELEMENTS // 2048 + 16
+    for dtypes in (DTYPES[1], DTYPES[3]):
+        for op in FORWARDS:
+            for has_dbias in (False, True):
+                x, w, b = make_inputs(m, 2048, *dtypes, bias=has_dbias)
+                with tma_launches() as launches:
+                    check_backward("triton", op, x, w, b, has_dbias=has_dbias)
+                on_tma = op == "layer_norm_clamped_relu" or not slower
+                assert launches.call_count == on_tma, (op, has_dbias, dtypes)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("op", list(FORWARDS))
 def test_tma_backward_on_the_gpu(op):
@@ -2388,7 +2442,8 @@ def test_tma_backward_on_the_gpu(op):
     compiled as launched, against the reference: each op takes it at the shapes whose set names it, and
     ``norm_bwd_kernel`` elsewhere (a width no rule names, 12296, and calls below ``TMA_MIN_ELEMENTS`` among them).
     A shape whose rule takes the staged kernel where it can run (``config.bwd_config``'s ``staged``: LayerNorm's with
-    16-bit weights at its short rows, ``config.STAGED_LN_SHORT_BWD_N``, since round 101) takes neither."""
+    16-bit weights at its short rows, ``config.STAGED_LN_SHORT_BWD_N``, since round 101) takes neither, nor do rows of
+    2048 but the masked backward's on slower DRAM (``config._slower_dram_bwd_2048``, round 120)."""
     from normkit.triton import config, ops
 
     ln, masked, rms = "layer_norm", "layer_norm_clamped_relu", "rms_norm"
@@ -2405,9 +2460,10 @@ def test_tma_backward_on_the_gpu(op):
                 m, n, has_dbias=op != rms, has_mask=op == masked, is_rms=op == rms, tma=True,
                 x_bytes=x.element_size(), w_bytes=w.element_size(), staged=capable, x_fp16=fp16,
             ).staged  # fmt: skip
+            off_the_tma = n == 2048 and op != masked and config.slower_dram(x.get_device())  # round 120
             with tma_launches() as launches:
                 check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
-            assert launches.call_count == (op in taken and not staged), (m, n, dtypes)
+            assert launches.call_count == (op in taken and not staged and not off_the_tma), (m, n, dtypes)
     if op == ln:  # without dB: by the TMA from 16385 rows of 4096 and 5121-8192 columns (round 58); at 4097-5120 and
         # 8193-10240 wherever LayerNorm's with dB are (round 103: 4100 x 5120 is below ``TMA_MIN_ELEMENTS_LAYER_NORM``)
         without_dbias = [(16400, 4096, True), (16400, 6144, True), (16384, 4096, False), (8200, 4608, True)]

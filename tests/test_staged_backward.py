@@ -28,9 +28,13 @@ def _staged(m, n, **flags):
 
 def _rules_that_stage(n, has_dbias):
     """The DRAM rules under which RMSNorm's backward at n columns takes the staged kernel on any GPU: slower DRAM's at
-    ``config.STAGED_RMS_SLOWER_DRAM_N``'s widths (``test_kernels.dram_rules``), elsewhere the GPU's own."""
-    slower = n in config.STAGED_RMS_SLOWER_DRAM_N[has_dbias]
-    return dram_rules(slower=True) if slower else contextlib.nullcontext()
+    ``config.STAGED_RMS_SLOWER_DRAM_N``'s widths (``test_kernels.dram_rules``), an H200's at
+    ``config.STAGED_RMS_LONG_CALL_DB_BWD_N``'s with dB, elsewhere the GPU's own."""
+    if n in config.STAGED_RMS_SLOWER_DRAM_N[has_dbias]:
+        return dram_rules(slower=True)
+    if has_dbias and n in config.STAGED_RMS_LONG_CALL_DB_BWD_N:
+        return dram_rules(slower=False)
+    return contextlib.nullcontext()
 
 
 def test_staged_rule():
@@ -92,7 +96,8 @@ def test_staged_rule_at_short_rows():
     """RMSNorm's backward at its short rows, 5632-7680 (``STAGED_RMS_SHORT_BWD_N``), from 2560 rows at 5632-6656 and
     from 4096 at 7168-7680: 4 compute warps and 3 stages where the long rows take 8 and 2; with the same conditions as
     the long rows otherwise. With dB (a bias) at 5632 and 6144 only, at 8 warps (round 118), from 4096 rows (round
-    119), 5632 on slower DRAM only (x0.93-0.95 on an H200, GPU runs 843-844)."""
+    119), 5632 on slower DRAM only (x0.93-0.95 on an H200, GPU runs 843-844); at 7168 / 7680 too from 24576 rows on an
+    H200's DRAM only (round 120: x1.015-1.043 there, the H100 x0.94-0.99 at 4096 rows)."""
     assert config.STAGED_RMS_SHORT_BWD_N == tuple(range(5632, 7681, 512))
     for n in config.STAGED_RMS_SHORT_BWD_N:
         fewest = 2560 if n <= 6656 else 4096
@@ -106,7 +111,13 @@ def test_staged_rule_at_short_rows():
         with_db = config.bwd_config(4096, n, True, is_rms=True, tma=True, staged=True, x_fp16=n == 6144, **slower)
         assert with_db.staged == (n in config.STAGED_RMS_SHORT_DB_BWD_N), n  # x0.94-0.99 at 6656-7680 (round 118)
         on_h200 = config.bwd_config(32768, n, True, is_rms=True, tma=True, staged=True, x_fp16=False)
-        assert on_h200.staged == (n == 6144), n  # 5632 on slower DRAM only (round 119)
+        assert on_h200.staged == (n in (6144, 7168, 7680)), n  # 5632 on slower DRAM only (round 119)
+        if n in config.STAGED_RMS_LONG_CALL_DB_BWD_N:  # round 120: from 24576 rows, not on slower DRAM
+            assert _staged(24576, n, has_dbias=True) and not _staged(24575, n, has_dbias=True), n
+            assert not _staged(65536, n, has_dbias=True, **slower), n
+            assert on_h200.num_warps == 8 and config.staged_stages(n, True, True) == 3, n
+        elif n == 6656:
+            assert not _staged(65536, n, has_dbias=True) and not _staged(65536, n, has_dbias=True, **slower)
         if with_db.staged:
             assert with_db.num_warps == 8 and config.staged_stages(n, True, True) == 3, n
             assert _staged(32768, n, has_dbias=True, **slower) and not _staged(4095, n, has_dbias=True, **slower), n
@@ -126,6 +137,10 @@ def test_staged_rule_at_short_rows():
     with config.limits(rms_bias_bwd_staged_short_min_m=8192):
         assert _staged(8192, 6144, has_dbias=True) and not _staged(8191, 6144, has_dbias=True)
         assert _staged(2560, 5632) and not _staged(2559, 5632)  # without dB: its own limit
+        assert not _staged(8192, 7168, has_dbias=True)  # 7168 / 7680's own limit
+    with config.limits(rms_bias_bwd_staged_7168_min_m=4096):
+        assert _staged(4096, 7168, has_dbias=True) and _staged(4096, 7680, has_dbias=True)
+        assert not _staged(4095, 7680, has_dbias=True) and not _staged(4096, 6656, has_dbias=True)
 
 
 def test_staged_rule_for_layer_norm():
@@ -1238,7 +1253,8 @@ def test_split_staged_kernel_compiles_for_hopper():
 @pytest.mark.parametrize(
     "m, n",
     [(4097, 13312), (2049, 15872), (4097, 12800), (2049, 14336), (4097, 10240), (2048, 12288), (4097, 10752),
-     (2048, 11264), (4097, 11776), (4097, 5632), (4096, 6144), (2049, 8704), (4097, 9216), (2048, 9728)],
+     (2048, 11264), (4097, 11776), (4097, 5632), (4096, 6144), (2049, 8704), (4097, 9216), (2048, 9728),
+     (24577, 7168), (24576, 7680)],
 )  # fmt: skip
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=["fp16", "bf16"])
 def test_staged_rms_backward_with_db_on_the_gpu(m, n, dtype):
@@ -1247,8 +1263,8 @@ def test_staged_rms_backward_with_db_on_the_gpu(m, n, dtype):
     (13312, 12800, 14336, 15872), two parts (10240 fp16 x too: with dB the staged kernel; 12288 from its fewest rows);
     zero-centered gamma at bf16; the short rows 5632 / 6144 from their fewest rows, 4096 (round 119), and 8704-9728
     (9728 padded) with dB only (round 118: 8 compute warps, 3 stages, dB in the compute warps; 5632 and 9728 by the
-    rules of slower DRAM, which alone take them there; not 6656-7680, x0.746 at 4096 x 7680 fp16 in 4 warps, GPU run
-    832)."""
+    rules of slower DRAM, which alone take them there; not 6656, x0.746 at 4096 x 7680 fp16 in 4 warps, GPU run
+    832); 7168 / 7680 from 24576 rows by an H200's rules, which alone take them (round 120)."""
     pytest.importorskip("normkit.triton.norm_bwd_staged", reason="the staged kernel needs Triton 3.6")
     with _rules_that_stage(n, has_dbias=True):
         _check(m, n, dtype, dtype, 1, dtype == torch.bfloat16, has_dbias=True)

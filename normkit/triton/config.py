@@ -30,7 +30,8 @@ import torch
 # rms_bwd_staged_min_m / ln_bwd_staged_min_m: the fewest rows whose RMSNorm / LayerNorm backward takes the staged
 # Gluon kernel (``_staged_bwd``); rms_bwd_staged_short_min_m: RMSNorm's at its short rows (``STAGED_RMS_SHORT_BWD_N``)
 # of at most ``STAGED_FEWER_ROWS_N`` columns, rms_bwd_staged_7168_min_m at the longer ones (7168 and 7680);
-# rms_bias_bwd_staged_short_min_m: RMSNorm's with dB (a bias) at its short rows ``STAGED_RMS_SHORT_DB_BWD_N``;
+# rms_bias_bwd_staged_short_min_m: RMSNorm's with dB (a bias) at its short rows ``STAGED_RMS_SHORT_DB_BWD_N``,
+# rms_bias_bwd_staged_7168_min_m at 7168 and 7680 (``STAGED_RMS_LONG_CALL_DB_BWD_N``, an H200's DRAM only);
 # ln_masked_bwd_staged_min_m: LayerNorm + clamped ReLU's (``STAGED_MASKED_BWD_N``).
 # tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32 weights over 16-bit x hold their
 # tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
@@ -48,6 +49,7 @@ LIMITS = {
     "rms_bwd_staged_short_min_m": 2560,
     "rms_bwd_staged_7168_min_m": 4096,
     "rms_bias_bwd_staged_short_min_m": 4096,
+    "rms_bias_bwd_staged_7168_min_m": 24576,
     "split_staged_min_m": 4096,
     "ln_dbias_split_staged_16384_min_m": 8192,
     "split_staged_fwd_min_m": 4096,
@@ -279,7 +281,8 @@ def bwd_config(
     (``x_fp16``: x is float16), which take neither it nor the TMA; there too ``_split_staged_bwd``'s long rows
     (RMSNorm's of 16384-65536 columns, LayerNorm's of 16384-32768 and without dB 65536, from 4096 rows, masked or
     not) take its split form, ahead of the chunks and split rows above. ``slower_dram``: the GPU's DRAM is slower than
-    the H200's the rules were fitted on (``slower_dram``, an H100's): ``_staged_bwd``'s ``STAGED_RMS_SLOWER_DRAM_N``.
+    the H200's the rules were fitted on (``slower_dram``, an H100's): ``_staged_bwd``'s ``STAGED_RMS_SLOWER_DRAM_N``,
+    and rows of 2048 of 16-bit x off the TMA (``_slower_dram_bwd_2048``).
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
@@ -292,8 +295,27 @@ def bwd_config(
     few_waves_tma = _few_waves_tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
     tma_rows = _tma_call_large_enough(m, n, is_rms) or few_waves_tma
     tma = tma and not pointer_only and tma_rows
+    if tma and slower_dram and n == 2048 and x_bytes == 2 and not has_mask:
+        return _slower_dram_bwd_2048(has_dbias, is_rms)
     limits = tuple(LIMITS.values())
     return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, w_bytes, limits)
+
+
+def _slower_dram_bwd_2048(has_dbias: bool, is_rms: bool) -> LaunchConfig:
+    """The backward of rows of 2048 columns of 16-bit x (no mask) on slower DRAM (an H100), in calls the TMA's launch
+    takes on an H200 (``_tma_bwd``, round 58: one row of 4 warps a program, 4 programs a SM): the pointer kernel's
+    two rows of 8 warps, 4 programs a SM (16 elements a thread); LayerNorm's with dB one row of 4 warps, 8 a SM.
+
+    Round 120 (GPU runs 846-847, H100; both DRAMs' launches against the reference on an H200, run 848): the tuner
+    (``bench.tune``, 32768 x 2048 bf16) timed the TMA's launch at 2671 / 2738 / 2741 / 2750 GB/s (RMSNorm with dB /
+    without, LayerNorm with dB / without) and these at 2780 / 2815 / 2790 / 2810. In turns against the TMA's
+    (``bench.ab``, GB/s, run 847): RMSNorm with dB x1.035 / x1.033 / x1.031 at 32768 rows bf16 / fp16 / bf16 x float32,
+    x1.029 at 65536 bf16, x1.040 at 16400 (32768 x 2048 bf16 143.3 us, cuDNN's 143.0, 0.954 of it before); without dB
+    x1.025-1.029 (65536 and 16400 too). LayerNorm's are taken on the tuner's figures (x1.018 / 1.022), not yet timed
+    in turns."""
+    if has_dbias and not is_rms:
+        return LaunchConfig(1, 2048, 1, 4, 8)
+    return LaunchConfig(2, 2048, 1, 8, 4)
 
 
 def infer_config(
@@ -1150,6 +1172,9 @@ STAGED_FEWER_ROWS_N = 6656
 # (``LIMITS["rms_bias_bwd_staged_short_min_m"]``; round 118 from 8192, round 119 from 4096; ``_staged_bwd``); 5632 on
 # slower DRAM only (``STAGED_RMS_SLOWER_DRAM_N``)
 STAGED_RMS_SHORT_DB_BWD_N = (5632, 6144)
+# and at 7168 / 7680 in calls of at least ``LIMITS["rms_bias_bwd_staged_7168_min_m"]`` rows where the DRAM is an H200's
+# (not ``slower_dram``; round 120)
+STAGED_RMS_LONG_CALL_DB_BWD_N = (7168, 7680)
 # RMSNorm's backward staged at these widths with dB (a bias) only, 8 compute warps and 3 rows in flight (LayerNorm's
 # short-row form there, ``staged_stages``), from ``LIMITS["rms_bwd_staged_min_m"]`` rows (round 118, ``_staged_bwd``);
 # without dB the TMA's head and tail tiles (the staged kernel x0.985 at 4096 x 9728 fp16, round 73)
@@ -1434,6 +1459,12 @@ def _staged_bwd(
     from 2048 rows against the rule (probe p1): 6144 x1.037 at 4096 fp16 (the H100 x0.995 there, run 836), x0.947 at
     2048, so 6144 (and 5632 on slower DRAM, x1.006 at 4096 on the H100) from 4096 rows; 6656 / 7168 / 7680 x0.979 /
     0.987 / 0.985 at 4096 fp16, x1.012 / 1.024 / 1.035 at 32768 bf16 (the H100 x0.94-0.99), not taken.
+
+    Round 120 (H200, GPU runs 848-849, probe p2: 6656-7680 with dB staged from 16384 rows where the DRAM is not slower,
+    in turns against the rule before): 16384 rows fp16 x0.992 / x1.001 / x1.007 at 6656 / 7168 / 7680, 32768 fp16
+    x1.008 / x1.017 / x1.026, 24576 bf16 x1.015 / x1.021 at 7168 / 7680, 65536 bf16 x1.031 / x1.043 (100% of the copy
+    at 7680). So 7168 / 7680 with dB (``STAGED_RMS_LONG_CALL_DB_BWD_N``) from 24576 rows
+    (``LIMITS["rms_bias_bwd_staged_7168_min_m"]``) on an H200's DRAM; 6656 not.
     """
     if x_bytes != 2 or w_bytes != 2:
         return False
@@ -1443,6 +1474,8 @@ def _staged_bwd(
         if n in STAGED_RMS_SLOWER_DRAM_N[has_dbias] and not slower_dram:  # rounds 118-119
             return False
         if n in STAGED_RMS_SHORT_BWD_N:
+            if has_dbias and n in STAGED_RMS_LONG_CALL_DB_BWD_N:  # round 120
+                return not slower_dram and m >= LIMITS["rms_bias_bwd_staged_7168_min_m"]
             if has_dbias:  # round 118
                 return n in STAGED_RMS_SHORT_DB_BWD_N and m >= LIMITS["rms_bias_bwd_staged_short_min_m"]
             fewer = n <= STAGED_FEWER_ROWS_N
