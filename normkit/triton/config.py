@@ -1310,7 +1310,9 @@ def _staged_bwd(
     (5632-7680) in calls of at least ``LIMITS["rms_bwd_staged_short_min_m"]`` rows at 5632-6656 (2560;
     ``STAGED_FEWER_ROWS_N``), ``LIMITS["rms_bwd_staged_7168_min_m"]`` at 7168-7680 (4096), with dB at 5632 and 6144
     (``STAGED_RMS_SHORT_DB_BWD_N``, 8 compute warps) in calls of at least
-    ``LIMITS["rms_bias_bwd_staged_short_min_m"]`` rows (4096), and with dB only at 8704-9728
+    ``LIMITS["rms_bias_bwd_staged_short_min_m"]`` rows (4096) and at 7168 / 7680
+    (``STAGED_RMS_LONG_CALL_DB_BWD_N``) in calls of at least ``LIMITS["rms_bias_bwd_staged_7168_min_m"]`` (24576) where
+    the DRAM is an H200's, and with dB only at 8704-9728
     (``STAGED_RMS_DB_ONLY_BWD_N``, 3 stages), but for ``STAGED_RMS_SLOWER_DRAM_N``'s widths (10752 without dB, 5632
     and 9728 with) where the DRAM is not slower than the H200's (``slower_dram``); LayerNorm's with dB at
     ``STAGED_LN_BWD_N`` and without dB (no bias) at
@@ -1471,13 +1473,14 @@ def _staged_bwd(
         return False
     if has_mask:  # LayerNorm + clamped ReLU's (RMSNorm has no mask)
         return not is_rms and _staged_masked_bwd(m, n)
-    if is_rms:  # with dB (a bias) or without (round 114); with dB at the short rows 5632 / 6144 only (round 118)
+    if is_rms:  # with dB (a bias) or without (round 114); with dB at the short rows 5632 / 6144 (round 118) and
+        # 7168 / 7680 in long calls (round 120)
         if n in STAGED_RMS_SLOWER_DRAM_N[has_dbias] and not slower_dram:  # rounds 118-119
             return False
         if n in STAGED_RMS_SHORT_BWD_N:
-            if has_dbias and n in STAGED_RMS_LONG_CALL_DB_BWD_N:  # round 120
-                return not slower_dram and m >= LIMITS["rms_bias_bwd_staged_7168_min_m"]
             if has_dbias:  # round 118
+                if n in STAGED_RMS_LONG_CALL_DB_BWD_N:  # round 120
+                    return not slower_dram and m >= LIMITS["rms_bias_bwd_staged_7168_min_m"]
                 return n in STAGED_RMS_SHORT_DB_BWD_N and m >= LIMITS["rms_bias_bwd_staged_short_min_m"]
             fewer = n <= STAGED_FEWER_ROWS_N
             return m >= LIMITS["rms_bwd_staged_short_min_m" if fewer else "rms_bwd_staged_7168_min_m"]
