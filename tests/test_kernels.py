@@ -2385,8 +2385,10 @@ def test_slower_dram_backward_of_2048_columns():
     """On slower DRAM (an H100, ``slower_dram``) the backward of rows of 2048 columns of 16-bit x without the mask, in
     calls the TMA's launch takes on an H200, takes the pointer kernel's: two rows of 8 warps, 4 programs a SM
     (RMSNorm with dB or without, LayerNorm without dB), LayerNorm's with dB one row of 4 warps, 8 a SM
-    (``config._slower_dram_bwd_2048``, round 120). Nowhere else: not the masked backward, not float32 x, not calls too
-    small for the TMA or where it cannot load the rows, not rows of 1024 or 4096, and nothing on an H200's DRAM."""
+    (``config._slower_dram_bwd``, round 120); the masked backward's two rows of 4 warps, 2 a SM, from
+    ``LIMITS["slower_dram_pointer_bwd_min_m"]`` rows (round 121). Nowhere else: not float32 x, not calls too small for
+    the TMA or where it cannot load the rows, not rows of 1024 or 4096 (but LayerNorm's, the next test), and nothing
+    on an H200's DRAM."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -2394,8 +2396,10 @@ def test_slower_dram_backward_of_2048_columns():
         return config.bwd_config(m, n, has_dbias, is_rms=is_rms, tma=tma, slower_dram=slower, **kwargs)
 
     two_rows, one_row = LaunchConfig(2, 2048, 1, 8, 4), LaunchConfig(1, 2048, 1, 4, 8)
+    masked_rows = LaunchConfig(2, 2048, 1, 4, 2)
     by_tma = LaunchConfig(1, 2048, 1, 4, 4, tma=True, tma_store=True)
-    for m in (16385, 32768, 65536):
+    floor = config.LIMITS["slower_dram_pointer_bwd_min_m"]
+    for m in (16385, floor - 1, floor, 65536):
         for w_bytes in (2, 4):
             assert bwd(m, 2048, is_rms=True, w_bytes=w_bytes) == bwd(m, 2048, False, True, w_bytes=w_bytes) == two_rows
             assert bwd(m, 2048, False, w_bytes=w_bytes) == two_rows and bwd(m, 2048, w_bytes=w_bytes) == one_row
@@ -2406,21 +2410,55 @@ def test_slower_dram_backward_of_2048_columns():
                     assert fp32 == bwd(m, 2048, has_dbias, is_rms, False, x_bytes=4), (m, has_dbias)
                     assert bwd(m, 2048, has_dbias, is_rms, tma=False) not in (two_rows, one_row), (m, has_dbias)
                 masked = bwd(m, 2048, has_dbias, has_mask=True)
-                assert masked.tma and masked == bwd(m, 2048, has_dbias, has_mask=True, slower=False), (m, has_dbias)
+                on_h200 = bwd(m, 2048, has_dbias, has_mask=True, slower=False)
+                assert on_h200.tma and masked == (masked_rows if m >= floor else on_h200), (m, has_dbias)
+                assert bwd(m, 2048, has_dbias, has_mask=True, x_bytes=4).tma == on_h200.tma, (m, has_dbias)
+                assert not bwd(m, 2048, has_dbias, has_mask=True, tma=False).tma, (m, has_dbias)
     assert bwd(16384, 2048) == one_row and bwd(16384, 2048, is_rms=True) != two_rows  # RMSNorm's TMA from 2**25 + 1
     assert bwd(16383, 2048) == bwd(16383, 2048, slower=False) and not bwd(16383, 2048).tma
     for n in (1024, 2040, 4096):
         m = config.TMA_MIN_ELEMENTS // n + 1
         for is_rms in (False, True):
             assert bwd(m, n, is_rms=is_rms) == bwd(m, n, is_rms=is_rms, slower=False), (n, is_rms)
+    assert floor == 32768  # round 121: x0.993 at 16400 rows, x1.013-1.019 at 32768
+
+
+def test_slower_dram_backward_of_4096_columns():
+    """On slower DRAM LayerNorm's backward of rows of 4096 of 16-bit x (no mask, with dB or without) leaves the TMA's
+    one row of 8 warps, 2 programs a SM, for the pointer kernel's one row of 8 warps, 4 a SM, from
+    ``LIMITS["slower_dram_pointer_bwd_min_m"]`` rows (``config._slower_dram_bwd``, round 121; at 8200 rows it ran
+    x0.892). Not RMSNorm's, not the masked backward's, not float32 x, not fewer rows, not an H200's DRAM."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    def bwd(m, has_dbias=True, is_rms=False, slower=True, **kwargs):
+        return config.bwd_config(m, 4096, has_dbias, is_rms=is_rms, tma=True, slower_dram=slower, **kwargs)
+
+    pointer = LaunchConfig(1, 4096, 1, 8, 4)
+    floor = config.LIMITS["slower_dram_pointer_bwd_min_m"]
+    for m in (floor, 65536):
+        for w_bytes in (2, 4):
+            for has_dbias in (False, True):
+                assert bwd(m, has_dbias, w_bytes=w_bytes) == pointer, (m, w_bytes, has_dbias)
+                assert bwd(m, has_dbias, slower=False, w_bytes=w_bytes).tma, (m, w_bytes, has_dbias)
+                for kwargs in ({"is_rms": True}, {"has_mask": True}, {"x_bytes": 4}, {"slower": False}):
+                    assert bwd(m, has_dbias, w_bytes=w_bytes, **kwargs) != pointer, (m, kwargs)
+    for m in (8200, floor - 1):
+        for has_dbias in (False, True):
+            assert bwd(m, has_dbias) == bwd(m, has_dbias, slower=False), (m, has_dbias)
+            assert bwd(m, has_dbias).tma == (has_dbias or m > 16384), (m, has_dbias)  # without dB from 16385 rows
+    with config.limits(slower_dram_pointer_bwd_min_m=8192):
+        assert bwd(8200) == pointer
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("slower", [False, True])
 def test_slower_dram_backward_of_2048_columns_on_the_gpu(dram, slower):
-    """Rows of 2048 of 16-bit x in TMA-sized calls, each DRAM's launch (``config._slower_dram_bwd_2048`` on slower
-    DRAM, the TMA's on an H200's) against the reference, on whichever GPU: LayerNorm and RMSNorm with dB and without,
-    fp16 and bf16 x float32 weights; the masked backward keeps the TMA on both."""
+    """Rows of 2048 of 16-bit x in TMA-sized calls, each DRAM's launch (``config._slower_dram_bwd`` on slower DRAM,
+    the TMA's on an H200's) against the reference, on whichever GPU: LayerNorm and RMSNorm with dB and without, fp16
+    and bf16 x float32 weights; the masked backward keeps the TMA on both below
+    ``LIMITS["slower_dram_pointer_bwd_min_m"]`` rows, and from there leaves it on slower DRAM, as LayerNorm's rows of
+    4096 do (round 121)."""
     from normkit.triton import config
 
     dram(slower)
@@ -2433,6 +2471,16 @@ def test_slower_dram_backward_of_2048_columns_on_the_gpu(dram, slower):
                     check_backward("triton", op, x, w, b, has_dbias=has_dbias)
                 on_tma = op == "layer_norm_clamped_relu" or not slower
                 assert launches.call_count == on_tma, (op, has_dbias, dtypes)
+    # from LIMITS["slower_dram_pointer_bwd_min_m"] rows the masked backward of 2048 and LayerNorm's of 4096 leave the
+    # TMA on slower DRAM too (round 121)
+    m = config.LIMITS["slower_dram_pointer_bwd_min_m"]
+    for op, n in (("layer_norm_clamped_relu", 2048), ("layer_norm", 4096)):
+        for dtypes in (DTYPES[1], DTYPES[3]):
+            for has_dbias in (False, True):
+                x, w, b = make_inputs(m, n, *dtypes, bias=has_dbias)
+                with tma_launches() as launches:
+                    check_backward("triton", op, x, w, b, has_dbias=has_dbias)
+                assert launches.call_count == (not slower), (op, n, has_dbias, dtypes)
 
 
 @pytest.mark.gpu
@@ -2443,7 +2491,7 @@ def test_tma_backward_on_the_gpu(op):
     ``norm_bwd_kernel`` elsewhere (a width no rule names, 12296, and calls below ``TMA_MIN_ELEMENTS`` among them).
     A shape whose rule takes the staged kernel where it can run (``config.bwd_config``'s ``staged``: LayerNorm's with
     16-bit weights at its short rows, ``config.STAGED_LN_SHORT_BWD_N``, since round 101) takes neither, nor do rows of
-    2048 but the masked backward's on slower DRAM (``config._slower_dram_bwd_2048``, round 120)."""
+    2048 but the masked backward's on slower DRAM (``config._slower_dram_bwd``, round 120)."""
     from normkit.triton import config, ops
 
     ln, masked, rms = "layer_norm", "layer_norm_clamped_relu", "rms_norm"

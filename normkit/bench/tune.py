@@ -129,7 +129,7 @@ def heuristic_config(case: Case, slower_dram: bool | None = None, as_launched: b
         return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask, **rule_inputs)
     if not (as_launched and torch.cuda.is_available()):
         # the pointer kernel's launch: the DRAM's speed picks only among the staged and the TMA's launches
-        # (``config._staged_bwd``, ``config._slower_dram_bwd_2048``), neither asked for here
+        # (``config._staged_bwd``, ``config._slower_dram_bwd``), neither asked for here
         return config.bwd_config(
             case.m, case.n, case.has_bias, has_mask, is_rms, x_bytes=x_bytes, w_bytes=w_bytes, x_fp16=x_fp16
         )

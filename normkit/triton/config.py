@@ -33,6 +33,8 @@ import torch
 # rms_bias_bwd_staged_short_min_m: RMSNorm's with dB (a bias) at its short rows ``STAGED_RMS_SHORT_DB_BWD_N``,
 # rms_bias_bwd_staged_7168_min_m at 7168 and 7680 (``STAGED_RMS_LONG_CALL_DB_BWD_N``, an H200's DRAM only);
 # ln_masked_bwd_staged_min_m: LayerNorm + clamped ReLU's (``STAGED_MASKED_BWD_N``).
+# slower_dram_pointer_bwd_min_m: on slower DRAM (an H100), the fewest rows whose masked backward of 2048 columns and
+# LayerNorm's of 4096 (no mask) leave the TMA for the pointer kernel (``_slower_dram_bwd``, round 121).
 # tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32 weights over 16-bit x hold their
 # tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
 LIMITS = {
@@ -53,6 +55,7 @@ LIMITS = {
     "split_staged_min_m": 4096,
     "ln_dbias_split_staged_16384_min_m": 8192,
     "split_staged_fwd_min_m": 4096,
+    "slower_dram_pointer_bwd_min_m": 32768,
 }
 
 
@@ -282,7 +285,7 @@ def bwd_config(
     (RMSNorm's of 16384-65536 columns, LayerNorm's of 16384-32768 and without dB 65536, from 4096 rows, masked or
     not) take its split form, ahead of the chunks and split rows above. ``slower_dram``: the GPU's DRAM is slower than
     the H200's the rules were fitted on (``slower_dram``, an H100's): ``_staged_bwd``'s ``STAGED_RMS_SLOWER_DRAM_N``,
-    and rows of 2048 of 16-bit x off the TMA (``_slower_dram_bwd_2048``).
+    and 16-bit x's rows of 2048, and LayerNorm's of 4096, off the TMA (``_slower_dram_bwd``).
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
@@ -295,27 +298,48 @@ def bwd_config(
     few_waves_tma = _few_waves_tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
     tma_rows = _tma_call_large_enough(m, n, is_rms) or few_waves_tma
     tma = tma and not pointer_only and tma_rows
-    if tma and slower_dram and n == 2048 and x_bytes == 2 and not has_mask:
-        return _slower_dram_bwd_2048(has_dbias, is_rms)
+    if tma and slower_dram and x_bytes == 2:
+        pointer = _slower_dram_bwd(m, n, has_dbias, has_mask, is_rms)
+        if pointer is not None:
+            return pointer
     limits = tuple(LIMITS.values())
     return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, w_bytes, limits)
 
 
-def _slower_dram_bwd_2048(has_dbias: bool, is_rms: bool) -> LaunchConfig:
-    """The backward of rows of 2048 columns of 16-bit x (no mask) on slower DRAM (an H100), in calls the TMA's launch
-    takes on an H200 (``_tma_bwd``, round 58: one row of 4 warps a program, 4 programs a SM): the pointer kernel's
-    two rows of 8 warps, 4 programs a SM (16 elements a thread); LayerNorm's with dB one row of 4 warps, 8 a SM.
+def _slower_dram_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> LaunchConfig | None:
+    """On slower DRAM (an H100), the pointer kernel's launch for a backward of 16-bit x that the TMA's would run on an
+    H200 (``_tma_bwd``), where the H100 timed it faster; None elsewhere. Rows of 2048 columns (round 58's TMA launch:
+    one row of 4 warps a program, 4 programs a SM): RMSNorm's (with dB or without) and LayerNorm's without dB two rows
+    of 8 warps, 4 programs a SM (16 elements a thread), LayerNorm's with dB one row of 4 warps, 8 a SM, in every call
+    the TMA takes; the masked backward's (with dB or without) two rows of 4 warps, 2 a SM, from
+    ``LIMITS["slower_dram_pointer_bwd_min_m"]`` rows. LayerNorm's rows of 4096 (no mask; with dB or without) one row of
+    8 warps, 4 a SM, from that many rows too.
 
     Round 120 (GPU runs 846-847, H100; both DRAMs' launches against the reference on an H200, run 848): the tuner
     (``bench.tune``, 32768 x 2048 bf16) timed the TMA's launch at 2671 / 2738 / 2741 / 2750 GB/s (RMSNorm with dB /
     without, LayerNorm with dB / without) and these at 2780 / 2815 / 2790 / 2810. In turns against the TMA's
     (``bench.ab``, GB/s, run 847): RMSNorm with dB x1.035 / x1.033 / x1.031 at 32768 rows bf16 / fp16 / bf16 x float32,
     x1.029 at 65536 bf16, x1.040 at 16400 (32768 x 2048 bf16 143.3 us, cuDNN's 143.0, 0.954 of it before); without dB
-    x1.025-1.029 (65536 and 16400 too). LayerNorm's are taken on the tuner's figures (x1.018 / 1.022), not yet timed
-    in turns."""
-    if has_dbias and not is_rms:
-        return LaunchConfig(1, 2048, 1, 4, 8)
-    return LaunchConfig(2, 2048, 1, 8, 4)
+    x1.025-1.029 (65536 and 16400 too). LayerNorm's (run 850): x1.026 / 1.019 with dB and x1.025 / 1.024 without at
+    32768 bf16 / fp16; at 16400 bf16 x float32 x0.995 with dB, x1.028 without.
+
+    Round 121 (GPU runs 850-851, H100): the tuner at 32768 x 2048 bf16 timed the masked backward's TMA launch at 2680
+    GB/s and two rows of 4 warps, 2 a SM, at 2761; LayerNorm's with dB at 32768 x 4096 bf16 2808 (the TMA's one row of
+    8 warps, 2 a SM) against 2913 (the pointer kernel's, 4 a SM). In turns against the TMA's (run 851): the masked
+    backward x1.019 / 1.018 with dB and x1.013 / 1.014 without at 32768 bf16 / fp16, but x0.993 / 1.001 at 16400 bf16
+    x float32; LayerNorm at 4096 x1.025 / 1.028 with dB and x1.017 / 1.018 without at 32768 bf16 / fp16, but **x0.892**
+    / 1.000 at 8200 bf16 x float32 (a few waves of one-row programs). Hence the rows' floor for those two."""
+    if n == 2048 and not has_mask:
+        if has_dbias and not is_rms:
+            return LaunchConfig(1, 2048, 1, 4, 8)
+        return LaunchConfig(2, 2048, 1, 8, 4)
+    if m < LIMITS["slower_dram_pointer_bwd_min_m"]:
+        return None
+    if n == 2048 and has_mask:
+        return LaunchConfig(2, 2048, 1, 4, 2)
+    if n == 4096 and not has_mask and not is_rms:
+        return LaunchConfig(1, 4096, 1, 8, 4)
+    return None
 
 
 def infer_config(
@@ -959,7 +983,7 @@ def _tma_bwd(
     or without dB and the masked backward's of a multiple of 128 columns: two rows a program of 4 warps, 4 programs a
     SM, dx stored by the TMA (round 57, below). Rows of 2048 of
     16-bit x without the mask, RMSNorm's and LayerNorm's without dB too: LayerNorm's launch (round 58; on slower DRAM
-    the pointer kernel's instead, ``_slower_dram_bwd_2048``, round 120). LayerNorm's
+    the pointer kernel's instead, ``_slower_dram_bwd``, round 120). LayerNorm's
     without dB of 16-bit x, more than 16384 rows (``m`` as ``_rows_key`` rounds it), of 4096 and 5121-8192 columns:
     LayerNorm's launches with dB (round 58); of 4097-5120 and 8193-10240 columns wherever those with dB are taken
     (round 103: calls of at least ``TMA_MIN_ELEMENTS_LAYER_NORM``, and more than 4096 rows at 4097-5120). The masked
