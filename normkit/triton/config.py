@@ -983,7 +983,8 @@ def _tma_bwd(
     or without dB and the masked backward's of a multiple of 128 columns: two rows a program of 4 warps, 4 programs a
     SM, dx stored by the TMA (round 57, below). Rows of 2048 of
     16-bit x without the mask, RMSNorm's and LayerNorm's without dB too: LayerNorm's launch (round 58; on slower DRAM
-    the pointer kernel's instead, ``_slower_dram_bwd``, round 120). LayerNorm's
+    the pointer kernel's instead, ``_slower_dram_bwd``, round 120; from 32768 rows the masked backward's too, and
+    LayerNorm's of 4096, round 121). LayerNorm's
     without dB of 16-bit x, more than 16384 rows (``m`` as ``_rows_key`` rounds it), of 4096 and 5121-8192 columns:
     LayerNorm's launches with dB (round 58); of 4097-5120 and 8193-10240 columns wherever those with dB are taken
     (round 103: calls of at least ``TMA_MIN_ELEMENTS_LAYER_NORM``, and more than 4096 rows at 4097-5120). The masked
