@@ -2462,25 +2462,18 @@ def test_slower_dram_backward_of_2048_columns_on_the_gpu(dram, slower):
     from normkit.triton import config
 
     dram(slower)
-    m = config.TMA_MIN_ELEMENTS // 2048 + 16
-    for dtypes in (DTYPES[1], DTYPES[3]):
-        for op in FORWARDS:
-            for has_dbias in (False, True):
-                x, w, b = make_inputs(m, 2048, *dtypes, bias=has_dbias)
-                with tma_launches() as launches:
-                    check_backward("triton", op, x, w, b, has_dbias=has_dbias)
-                on_tma = op == "layer_norm_clamped_relu" or not slower
-                assert launches.call_count == on_tma, (op, has_dbias, dtypes)
-    # from LIMITS["slower_dram_pointer_bwd_min_m"] rows the masked backward of 2048 and LayerNorm's of 4096 leave the
-    # TMA on slower DRAM too (round 121)
-    m = config.LIMITS["slower_dram_pointer_bwd_min_m"]
-    for op, n in (("layer_norm_clamped_relu", 2048), ("layer_norm", 4096)):
+    # (rows, columns, op, by the TMA): below the floor the masked backward keeps the TMA on both DRAMs; from
+    # LIMITS["slower_dram_pointer_bwd_min_m"] rows it and LayerNorm's of 4096 leave it on slower DRAM too (round 121)
+    floor, masked = config.LIMITS["slower_dram_pointer_bwd_min_m"], "layer_norm_clamped_relu"
+    cases = [(config.TMA_MIN_ELEMENTS // 2048 + 16, 2048, op, op == masked or not slower) for op in FORWARDS]
+    cases += [(floor, 2048, masked, not slower), (floor, 4096, "layer_norm", not slower)]
+    for rows, n, op, on_tma in cases:
         for dtypes in (DTYPES[1], DTYPES[3]):
             for has_dbias in (False, True):
-                x, w, b = make_inputs(m, n, *dtypes, bias=has_dbias)
+                x, w, b = make_inputs(rows, n, *dtypes, bias=has_dbias)
                 with tma_launches() as launches:
                     check_backward("triton", op, x, w, b, has_dbias=has_dbias)
-                assert launches.call_count == (not slower), (op, n, has_dbias, dtypes)
+                assert launches.call_count == on_tma, (rows, n, op, has_dbias, dtypes)
 
 
 @pytest.mark.gpu
@@ -2508,7 +2501,9 @@ def test_tma_backward_on_the_gpu(op):
                 m, n, has_dbias=op != rms, has_mask=op == masked, is_rms=op == rms, tma=True,
                 x_bytes=x.element_size(), w_bytes=w.element_size(), staged=capable, x_fp16=fp16,
             ).staged  # fmt: skip
-            off_the_tma = n == 2048 and op != masked and config.slower_dram(x.get_device())  # round 120
+            off_the_tma = config.slower_dram(x.get_device()) and (  # rounds 120-121
+                config._slower_dram_bwd(m, n, op != rms, op == masked, op == rms) is not None
+            )
             with tma_launches() as launches:
                 check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
             assert launches.call_count == (op in taken and not staged and not off_the_tma), (m, n, dtypes)
