@@ -2385,10 +2385,10 @@ def test_slower_dram_backward_of_2048_columns():
     """On slower DRAM (an H100, ``slower_dram``) the backward of rows of 2048 columns of 16-bit x without the mask, in
     calls the TMA's launch takes on an H200, takes the pointer kernel's: two rows of 8 warps, 4 programs a SM
     (RMSNorm with dB or without, LayerNorm without dB), LayerNorm's with dB one row of 4 warps, 8 a SM
-    (``config._slower_dram_bwd``, round 120); the masked backward's two rows of 4 warps, 2 a SM, from
-    ``LIMITS["slower_dram_pointer_bwd_min_m"]`` rows (round 121). Nowhere else: not float32 x, not calls too small for
-    the TMA or where it cannot load the rows, not rows of 1024 or 4096 (but LayerNorm's, the next test), and nothing
-    on an H200's DRAM."""
+    (``config._slower_dram_bwd``, round 120); the masked backward's of 16-bit weights two rows of 4 warps, 2 a SM
+    (rounds 121-122). Nowhere else: not float32 x, not the masked backward's of float32 weights, not calls too small
+    for the TMA or where it cannot load the rows, not rows of 1024 or 4096 (but LayerNorm's, the next test), and
+    nothing on an H200's DRAM."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -2398,8 +2398,7 @@ def test_slower_dram_backward_of_2048_columns():
     two_rows, one_row = LaunchConfig(2, 2048, 1, 8, 4), LaunchConfig(1, 2048, 1, 4, 8)
     masked_rows = LaunchConfig(2, 2048, 1, 4, 2)
     by_tma = LaunchConfig(1, 2048, 1, 4, 4, tma=True, tma_store=True)
-    floor = config.LIMITS["slower_dram_pointer_bwd_min_m"]
-    for m in (16385, floor - 1, floor, 65536):
+    for m in (16385, 16400, 24576, 32767, 65536):
         for w_bytes in (2, 4):
             assert bwd(m, 2048, is_rms=True, w_bytes=w_bytes) == bwd(m, 2048, False, True, w_bytes=w_bytes) == two_rows
             assert bwd(m, 2048, False, w_bytes=w_bytes) == two_rows and bwd(m, 2048, w_bytes=w_bytes) == one_row
@@ -2409,25 +2408,28 @@ def test_slower_dram_backward_of_2048_columns():
                     fp32 = bwd(m, 2048, has_dbias, is_rms, x_bytes=4)
                     assert fp32 == bwd(m, 2048, has_dbias, is_rms, False, x_bytes=4), (m, has_dbias)
                     assert bwd(m, 2048, has_dbias, is_rms, tma=False) not in (two_rows, one_row), (m, has_dbias)
-                masked = bwd(m, 2048, has_dbias, has_mask=True)
-                on_h200 = bwd(m, 2048, has_dbias, has_mask=True, slower=False)
-                assert on_h200.tma and masked == (masked_rows if m >= floor else on_h200), (m, has_dbias)
+                masked = bwd(m, 2048, has_dbias, has_mask=True, w_bytes=w_bytes)
+                on_h200 = bwd(m, 2048, has_dbias, has_mask=True, slower=False, w_bytes=w_bytes)
+                # float32 weights keep the TMA (round 122: x0.980 / 0.994 off it at 32768 bf16 x float32)
+                assert on_h200.tma and masked == (masked_rows if w_bytes == 2 else on_h200), (m, w_bytes, has_dbias)
                 assert bwd(m, 2048, has_dbias, has_mask=True, x_bytes=4).tma == on_h200.tma, (m, has_dbias)
                 assert not bwd(m, 2048, has_dbias, has_mask=True, tma=False).tma, (m, has_dbias)
     assert bwd(16384, 2048) == one_row and bwd(16384, 2048, is_rms=True) != two_rows  # RMSNorm's TMA from 2**25 + 1
+    assert bwd(16384, 2048, has_mask=True) == masked_rows  # the masked backward's TMA from 2**25, as LayerNorm's
     assert bwd(16383, 2048) == bwd(16383, 2048, slower=False) and not bwd(16383, 2048).tma
-    for n in (1024, 2040, 4096):
+    assert bwd(16383, 2048, has_mask=True) == bwd(16383, 2048, has_mask=True, slower=False)
+    for n in (1024, 2040, 4096):  # LayerNorm's rows of 4096: the next test
         m = config.TMA_MIN_ELEMENTS // n + 1
-        for is_rms in (False, True):
-            assert bwd(m, n, is_rms=is_rms) == bwd(m, n, is_rms=is_rms, slower=False), (n, is_rms)
-    assert floor == 32768  # round 121: x0.993 at 16400 rows, x1.013-1.019 at 32768
+        assert bwd(m, n, is_rms=True) == bwd(m, n, is_rms=True, slower=False), n
+        assert n == 4096 or bwd(m, n) == bwd(m, n, slower=False), n
 
 
 def test_slower_dram_backward_of_4096_columns():
-    """On slower DRAM LayerNorm's backward of rows of 4096 of 16-bit x (no mask, with dB or without) leaves the TMA's
-    one row of 8 warps, 2 programs a SM, for the pointer kernel's one row of 8 warps, 4 a SM, from
-    ``LIMITS["slower_dram_pointer_bwd_min_m"]`` rows (``config._slower_dram_bwd``, round 121; at 8200 rows it ran
-    x0.892). Not RMSNorm's, not the masked backward's, not float32 x, not fewer rows, not an H200's DRAM."""
+    """On slower DRAM LayerNorm's backward of rows of 4096 of 16-bit x (no mask), in calls the TMA takes, leaves its
+    one row of 8 warps, 2 programs a SM, for the pointer kernel's one row of 8 warps, 4 a SM: with 16-bit weights, and
+    with float32 weights without dB (``config._slower_dram_bwd``, rounds 121-122; with float32 weights and dB it ran
+    x0.865 at 32768 rows, x0.892 at 8200). Not RMSNorm's, not the masked backward's, not float32 x, not calls too
+    small for the TMA, not an H200's DRAM."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -2435,57 +2437,55 @@ def test_slower_dram_backward_of_4096_columns():
         return config.bwd_config(m, 4096, has_dbias, is_rms=is_rms, tma=True, slower_dram=slower, **kwargs)
 
     pointer = LaunchConfig(1, 4096, 1, 8, 4)
-    floor = config.LIMITS["slower_dram_pointer_bwd_min_m"]
-    for m in (floor, 65536):
+    for m in (8192, 8200, 12300, 16384, 16385, 32768, 65536):
         for w_bytes in (2, 4):
             for has_dbias in (False, True):
-                assert bwd(m, has_dbias, w_bytes=w_bytes) == pointer, (m, w_bytes, has_dbias)
-                assert bwd(m, has_dbias, slower=False, w_bytes=w_bytes).tma, (m, w_bytes, has_dbias)
-                for kwargs in ({"is_rms": True}, {"has_mask": True}, {"x_bytes": 4}, {"slower": False}):
+                on_h200 = bwd(m, has_dbias, slower=False, w_bytes=w_bytes)
+                assert on_h200.tma == (has_dbias or m > 16384), (m, has_dbias)  # without dB from 16385 rows
+                off_the_tma = on_h200.tma and (w_bytes == 2 or not has_dbias)
+                assert bwd(m, has_dbias, w_bytes=w_bytes) == (pointer if off_the_tma else on_h200), (m, w_bytes)
+                for kwargs in ({"is_rms": True}, {"has_mask": True}, {"x_bytes": 4}):
                     assert bwd(m, has_dbias, w_bytes=w_bytes, **kwargs) != pointer, (m, kwargs)
-    for m in (8200, floor - 1):
-        for has_dbias in (False, True):
-            assert bwd(m, has_dbias) == bwd(m, has_dbias, slower=False), (m, has_dbias)
-            assert bwd(m, has_dbias).tma == (has_dbias or m > 16384), (m, has_dbias)  # without dB from 16385 rows
-    with config.limits(slower_dram_pointer_bwd_min_m=8192):
-        assert bwd(8200) == pointer
+    for has_dbias in (False, True):
+        assert bwd(8191, has_dbias) == bwd(8191, has_dbias, slower=False), has_dbias  # below 2**25 elements
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("slower", [False, True])
 def test_slower_dram_backward_of_2048_columns_on_the_gpu(dram, slower):
     """Rows of 2048 of 16-bit x in TMA-sized calls, each DRAM's launch (``config._slower_dram_bwd`` on slower DRAM,
-    the TMA's on an H200's) against the reference, on whichever GPU: LayerNorm and RMSNorm with dB and without, fp16
-    and bf16 x float32 weights; the masked backward keeps the TMA on both below
-    ``LIMITS["slower_dram_pointer_bwd_min_m"]`` rows, and from there leaves it on slower DRAM, as LayerNorm's rows of
-    4096 do (round 121)."""
+    the TMA's on an H200's) against the reference, on whichever GPU: LayerNorm, RMSNorm and the masked backward with
+    dB and without, fp16 and bf16 x float32 weights, and LayerNorm's rows of 4096 (rounds 121-122). On slower DRAM
+    float32 weights keep the TMA in the masked backward and in LayerNorm's of 4096 with dB (round 122)."""
     from normkit.triton import config
 
     dram(slower)
-    # (rows, columns, op, by the TMA): below the floor the masked backward keeps the TMA on both DRAMs; from
-    # LIMITS["slower_dram_pointer_bwd_min_m"] rows it and LayerNorm's of 4096 leave it on slower DRAM too (round 121)
-    floor, masked = config.LIMITS["slower_dram_pointer_bwd_min_m"], "layer_norm_clamped_relu"
-    cases = [(config.TMA_MIN_ELEMENTS // 2048 + 16, 2048, op, op == masked or not slower) for op in FORWARDS]
-    cases += [(floor, 2048, masked, not slower), (floor, 4096, "layer_norm", not slower)]
-    for rows, n, op, on_tma in cases:
+    masked, ln = "layer_norm_clamped_relu", "layer_norm"
+    # rows of 4096 by the TMA without dB from 16385 rows (round 58)
+    cases = [(config.TMA_MIN_ELEMENTS // 2048 + 16, 2048, op) for op in FORWARDS] + [(16400, 4096, ln)]
+    for rows, n, op in cases:
         for dtypes in (DTYPES[1], DTYPES[3]):
             for has_dbias in (False, True):
                 x, w, b = make_inputs(rows, n, *dtypes, bias=has_dbias)
+                kept = w.dtype == torch.float32 and (op == masked or (n == 4096 and has_dbias))
                 with tma_launches() as launches:
                     check_backward("triton", op, x, w, b, has_dbias=has_dbias)
-                assert launches.call_count == on_tma, (rows, n, op, has_dbias, dtypes)
+                assert launches.call_count == (not slower or kept), (rows, n, op, has_dbias, dtypes)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("op", list(FORWARDS))
-def test_tma_backward_on_the_gpu(op):
+def test_tma_backward_on_the_gpu(dram, op):
     """The TMA backward's shapes (``config._tma_bwd``; RMSNorm's head + tail tiles, ``config._rms_head_tail_bwd``),
     compiled as launched, against the reference: each op takes it at the shapes whose set names it, and
     ``norm_bwd_kernel`` elsewhere (a width no rule names, 12296, and calls below ``TMA_MIN_ELEMENTS`` among them).
     A shape whose rule takes the staged kernel where it can run (``config.bwd_config``'s ``staged``: LayerNorm's with
-    16-bit weights at its short rows, ``config.STAGED_LN_SHORT_BWD_N``, since round 101) takes neither, nor do rows of
-    2048 but the masked backward's on slower DRAM (``config._slower_dram_bwd``, round 120)."""
+    16-bit weights at its short rows, ``config.STAGED_LN_SHORT_BWD_N``, since round 101) takes neither. Under an
+    H200's DRAM rules on any GPU (``dram``): slower DRAM's move some of these shapes off the TMA
+    (``config._slower_dram_bwd``, rounds 120-122; ``test_slower_dram_backward_of_2048_columns_on_the_gpu``)."""
     from normkit.triton import config, ops
+
+    dram(False)
 
     ln, masked, rms = "layer_norm", "layer_norm_clamped_relu", "rms_norm"
     shapes = [(16400, 2048, {ln, masked, rms}), (8200, 4096, {ln, masked}), (4100, 8192, {ln, masked})]
@@ -2501,12 +2501,9 @@ def test_tma_backward_on_the_gpu(op):
                 m, n, has_dbias=op != rms, has_mask=op == masked, is_rms=op == rms, tma=True,
                 x_bytes=x.element_size(), w_bytes=w.element_size(), staged=capable, x_fp16=fp16,
             ).staged  # fmt: skip
-            off_the_tma = config.slower_dram(x.get_device()) and (  # rounds 120-121
-                config._slower_dram_bwd(m, n, op != rms, op == masked, op == rms) is not None
-            )
             with tma_launches() as launches:
                 check_backward("triton", op, x, w, b, has_dbias=op != "rms_norm")
-            assert launches.call_count == (op in taken and not staged and not off_the_tma), (m, n, dtypes)
+            assert launches.call_count == (op in taken and not staged), (m, n, dtypes)
     if op == ln:  # without dB: by the TMA from 16385 rows of 4096 and 5121-8192 columns (round 58); at 4097-5120 and
         # 8193-10240 wherever LayerNorm's with dB are (round 103: 4100 x 5120 is below ``TMA_MIN_ELEMENTS_LAYER_NORM``)
         without_dbias = [(16400, 4096, True), (16400, 6144, True), (16384, 4096, False), (8200, 4608, True)]

@@ -33,8 +33,6 @@ import torch
 # rms_bias_bwd_staged_short_min_m: RMSNorm's with dB (a bias) at its short rows ``STAGED_RMS_SHORT_DB_BWD_N``,
 # rms_bias_bwd_staged_7168_min_m at 7168 and 7680 (``STAGED_RMS_LONG_CALL_DB_BWD_N``, an H200's DRAM only);
 # ln_masked_bwd_staged_min_m: LayerNorm + clamped ReLU's (``STAGED_MASKED_BWD_N``).
-# slower_dram_pointer_bwd_min_m: on slower DRAM (an H100), the fewest rows whose masked backward of 2048 columns and
-# LayerNorm's of 4096 (no mask) leave the TMA for the pointer kernel (``_slower_dram_bwd``, round 121).
 # tile_3d_min_n: from this tile width on, the forward's one-tile rows with float32 weights over 16-bit x hold their
 # tile as [rows, N / 8, 8] (``TILE_3D`` in norm_fwd.py, ``ops._tiles_3d``).
 LIMITS = {
@@ -55,7 +53,6 @@ LIMITS = {
     "split_staged_min_m": 4096,
     "ln_dbias_split_staged_16384_min_m": 8192,
     "split_staged_fwd_min_m": 4096,
-    "slower_dram_pointer_bwd_min_m": 32768,
 }
 
 
@@ -298,22 +295,21 @@ def bwd_config(
     few_waves_tma = _few_waves_tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
     tma_rows = _tma_call_large_enough(m, n, is_rms) or few_waves_tma
     tma = tma and not pointer_only and tma_rows
-    if tma and slower_dram and x_bytes == 2:
-        pointer = _slower_dram_bwd(m, n, has_dbias, has_mask, is_rms)
-        if pointer is not None:
-            return pointer
     limits = tuple(LIMITS.values())
-    return _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, w_bytes, limits)
+    launch = _bwd_heuristic(_rows_key(m), n, has_dbias, has_mask, is_rms, tma, x_bytes, w_bytes, limits)
+    if launch.tma and slower_dram and x_bytes == 2:
+        return _slower_dram_bwd(n, has_dbias, has_mask, is_rms, w_bytes) or launch
+    return launch
 
 
-def _slower_dram_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool) -> LaunchConfig | None:
+def _slower_dram_bwd(n: int, has_dbias: bool, has_mask: bool, is_rms: bool, w_bytes: int = 2) -> LaunchConfig | None:
     """On slower DRAM (an H100), the pointer kernel's launch for a backward of 16-bit x that the TMA's would run on an
-    H200 (``_tma_bwd``), where the H100 timed it faster; None elsewhere. Rows of 2048 columns (round 58's TMA launch:
-    one row of 4 warps a program, 4 programs a SM): RMSNorm's (with dB or without) and LayerNorm's without dB two rows
-    of 8 warps, 4 programs a SM (16 elements a thread), LayerNorm's with dB one row of 4 warps, 8 a SM, in every call
-    the TMA takes; the masked backward's (with dB or without) two rows of 4 warps, 2 a SM, from
-    ``LIMITS["slower_dram_pointer_bwd_min_m"]`` rows. LayerNorm's rows of 4096 (no mask; with dB or without) one row of
-    8 warps, 4 a SM, from that many rows too.
+    H200 (``_tma_bwd``), where the H100 timed it faster; None elsewhere. ``bwd_config`` asks where its rules launch
+    the TMA, whatever the rows. Rows of 2048 columns (round 58's TMA launch: one row of 4 warps a program, 4 programs
+    a SM): RMSNorm's (with dB or without) and LayerNorm's without dB two rows of 8 warps, 4 programs a SM (16 elements a
+    thread), LayerNorm's with dB one row of 4 warps, 8 a SM; the masked backward's (with dB or without) of 16-bit
+    weights (``w_bytes`` 2) two rows of 4 warps, 2 a SM. LayerNorm's rows of 4096 (no mask) one row of 8 warps, 4 a
+    SM, with 16-bit weights, and with float32 weights without dB.
 
     Round 120 (GPU runs 846-847, H100; both DRAMs' launches against the reference on an H200, run 848): the tuner
     (``bench.tune``, 32768 x 2048 bf16) timed the TMA's launch at 2671 / 2738 / 2741 / 2750 GB/s (RMSNorm with dB /
@@ -326,19 +322,24 @@ def _slower_dram_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bo
     Round 121 (GPU runs 850-851, H100): the tuner at 32768 x 2048 bf16 timed the masked backward's TMA launch at 2680
     GB/s and two rows of 4 warps, 2 a SM, at 2761; LayerNorm's with dB at 32768 x 4096 bf16 2808 (the TMA's one row of
     8 warps, 2 a SM) against 2913 (the pointer kernel's, 4 a SM). In turns against the TMA's (run 851): the masked
-    backward x1.019 / 1.018 with dB and x1.013 / 1.014 without at 32768 bf16 / fp16, but x0.993 / 1.001 at 16400 bf16
-    x float32; LayerNorm at 4096 x1.025 / 1.028 with dB and x1.017 / 1.018 without at 32768 bf16 / fp16, but **x0.892**
-    with dB at 8200 bf16 x float32 (without dB 8200 rows are not a TMA call: unchanged). Hence the rows' floor for
-    those two (rows between 16400 and 32768 not timed)."""
+    backward x1.019 / 1.018 with dB and x1.013 / 1.014 without at 32768 bf16 / fp16; LayerNorm's at 4096 x1.025 /
+    1.028 with dB and x1.017 / 1.018 without at 32768 bf16 / fp16. Its losses, x0.993 / 1.001 (the masked backward at
+    16400 rows) and x0.892 (LayerNorm's with dB at 8200), were at bf16 x float32 weights; round 121 read them as fewer
+    rows' and took these launches from 32768 rows only.
+
+    Round 122 (GPU runs 852-853, H100, in turns against the TMA's): float32 weights, not fewer rows, lose. At 32768 bf16
+    x float32 the masked backward ran x0.980 / 0.994 (with dB / without), LayerNorm's at 4096 x0.865 with dB and x1.020
+    without. With 16-bit weights every TMA-sized call gains: the masked backward x1.019 / 1.012 at 24576 bf16 and
+    x1.030 / 1.020 at 16400 bf16 and fp16; LayerNorm's at 4096 x1.020 / 1.012 at 24576 bf16, x1.020 / 1.011 at 16400
+    bf16, x1.028 with dB at 12300 fp16 and x1.035 at 8200 bf16 (without dB below 16385 rows is not a TMA call).
+    LayerNorm's without dB with float32 weights was timed at 32768 rows only."""
     if n == 2048 and not has_mask:
         if has_dbias and not is_rms:
             return LaunchConfig(1, 2048, 1, 4, 8)
         return LaunchConfig(2, 2048, 1, 8, 4)
-    if m < LIMITS["slower_dram_pointer_bwd_min_m"]:
-        return None
-    if n == 2048 and has_mask:
+    if n == 2048 and has_mask and w_bytes == 2:
         return LaunchConfig(2, 2048, 1, 4, 2)
-    if n == 4096 and not has_mask and not is_rms:
+    if n == 4096 and not has_mask and not is_rms and (w_bytes == 2 or not has_dbias):
         return LaunchConfig(1, 4096, 1, 8, 4)
     return None
 
@@ -984,8 +985,8 @@ def _tma_bwd(
     or without dB and the masked backward's of a multiple of 128 columns: two rows a program of 4 warps, 4 programs a
     SM, dx stored by the TMA (round 57, below). Rows of 2048 of
     16-bit x without the mask, RMSNorm's and LayerNorm's without dB too: LayerNorm's launch (round 58; on slower DRAM
-    the pointer kernel's instead, ``_slower_dram_bwd``, round 120; from 32768 rows the masked backward's too, and
-    LayerNorm's of 4096, round 121). LayerNorm's
+    the pointer kernel's instead, ``_slower_dram_bwd``, round 120; the masked backward's too, and LayerNorm's of
+    4096, rounds 121-122). LayerNorm's
     without dB of 16-bit x, more than 16384 rows (``m`` as ``_rows_key`` rounds it), of 4096 and 5121-8192 columns:
     LayerNorm's launches with dB (round 58); of 4097-5120 and 8193-10240 columns wherever those with dB are taken
     (round 103: calls of at least ``TMA_MIN_ELEMENTS_LAYER_NORM``, and more than 4096 rows at 4097-5120). The masked
