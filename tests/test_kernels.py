@@ -2910,6 +2910,25 @@ def test_tuner_grid_contains_the_heuristics_choice():
                 assert chosen in candidates(case), (op, m, n, slower_dram, chosen)
 
 
+def test_tuner_whole_rows_grid():
+    """``python -m normkit.bench.tune --whole-rows`` times the grid's launches of one program a row block only: no
+    chunks, no split rows; every such launch of the full grid, the heuristic's pointer launch among them where it is
+    one, and far fewer kernels to compile at 8192 columns (round 122: the full grid's compiles outlasted a GPU call)."""
+    from normkit.bench.cases import Case
+    from normkit.bench.tune import _compile_key, candidates, heuristic_config, main
+
+    for op, n in (("ln_bwd", 4096), ("ln_bwd", 8192), ("rms_bias_bwd", 8192), ("ln_relu_bwd", 2048), ("ln_fwd", 8192)):
+        case = Case(op, 32768, n, "bf16", "bf16")
+        full, whole = candidates(case), candidates(case, whole_rows=True)
+        assert whole == [cfg for cfg in full if cfg.num_chunks == 1 and cfg.parts == 1], (op, n)
+        chosen = heuristic_config(case, slower_dram=False, as_launched=False)
+        assert (chosen in whole) == (chosen.num_chunks == 1 and chosen.parts == 1), (op, n, chosen)
+        if n == 8192:
+            assert len({_compile_key(c) for c in whole}) < len({_compile_key(c) for c in full}) // 2, (op, n)
+    with pytest.raises(SystemExit, match="--M needs --N"):
+        main(["--M", "4096", "--ops", "ln_bwd", "--whole-rows"])  # the flag parses; the shape's check comes first
+
+
 def compiled_on_the_cpu(script: str, path, cases: list, timeout: int) -> list:
     """The JSON lines a compile script (``python -c script path cases``) printed, run with Triton's interpreter off
     (which cannot compile for a GPU: ``triton.compile`` for sm_90 needs no GPU); its stderr where it failed."""

@@ -34,7 +34,7 @@ def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
     return sorted({min(32, max(1, config.next_power_of_2(max(1, elements // (32 * p))))) for p in per_thread})
 
 
-def candidates(case: Case) -> list[LaunchConfig]:
+def candidates(case: Case, whole_rows: bool = False) -> list[LaunchConfig]:
     """The grid: whole-row tiles up to 8192 elements (from 256 in the forward, from 1024 in the backward; in the forward
     a row that is a power of two and at most half of one again also as a head and a tail tile (in the forward also with
     the tail in a tile of twice its width, up to half the head's; from a head of 4096 longer rows too, as two heads),
@@ -45,7 +45,10 @@ def candidates(case: Case) -> list[LaunchConfig]:
     row's dW/dB partials in registers, up to ``config.chunked_max_n`` columns; the forward's chunks with and without
     ``ahead``); warps for 4-32 elements a thread in the forward's whole rows (Inductor's persistent reductions hold
     4-8), 8-32 in the backward's, 4-32 in forward chunks, 4-16 in backward chunks; backward also 1-8 programs per SM.
-    Rows longer than half the widest tile also get the split-row backward's grid (``_split_candidates``)."""
+    Rows longer than half the widest tile also get the split-row backward's grid (``_split_candidates``).
+    ``whole_rows``: only the launches of one program a row block, no chunks and no split rows (at 32768 x 8192
+    LayerNorm's backward 12 launches of 3 kernels, against 62 of 24): a grid that compiles in a GPU call's few minutes,
+    where the full one at 8192 columns did not (round 122)."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction != "bwd"
@@ -98,6 +101,8 @@ def candidates(case: Case) -> list[LaunchConfig]:
     if not fwd:  # programs per SM is a launch argument only: no extra compile
         per_sm = {cfg: (1, 2, 4, 8) if cfg.num_chunks == 1 else (1, 2, 4) for cfg in out}
         out = [dataclasses.replace(cfg, programs_per_sm=k) for cfg in out for k in per_sm[cfg]]
+    if whole_rows:
+        return [cfg for cfg in out if cfg.num_chunks == 1]
     return out + split
 
 
@@ -185,11 +190,11 @@ def _compile_and_check(case: Case, cfgs: list[LaunchConfig]) -> list[tuple[Launc
     return results
 
 
-def _compile_all(cases, workers: int) -> dict:
+def _compile_all(cases, workers: int, whole_rows: bool = False) -> dict:
     """(case, cfg) -> "ok" or the reason it failed; one task per (case, compile-distinct configs)."""
     tasks = {}
     for case in cases:
-        distinct = list(dict.fromkeys(_compile_key(c) for c in candidates(case)))
+        distinct = list(dict.fromkeys(_compile_key(c) for c in candidates(case, whole_rows)))
         tasks[case] = distinct
     status = {}
     ctx = multiprocessing.get_context("spawn")
@@ -204,20 +209,22 @@ def _compile_all(cases, workers: int) -> dict:
     return status
 
 
-def tune(cases, *, workers: int, rep: int, out_csv: str, timer: str = "backlog") -> list[dict]:
+def tune(
+    cases, *, workers: int, rep: int, out_csv: str, timer: str = "backlog", whole_rows: bool = False
+) -> list[dict]:
     from triton.testing import do_bench
 
     time_ms = timing.timer(timer)
     copy = copy_bandwidth_gbs(do_bench)
     print(f"{torch.cuda.get_device_name()}: copy {copy:.0f} GB/s; compiling on {workers} workers", flush=True)
-    status = _compile_all(cases, workers)
+    status = _compile_all(cases, workers, whole_rows)
     rows = []
     for case in cases:
         inputs = make_inputs(case)
         nbytes = bytes_moved(case)
         timed = []
         heuristic = heuristic_config(case)
-        for cfg in [None] + candidates(case):  # None: the heuristic's own choice
+        for cfg in [None] + candidates(case, whole_rows):  # None: the heuristic's own choice
             if cfg is not None and status.get((case, _compile_key(cfg))) != "ok":
                 continue
             try:
@@ -287,12 +294,17 @@ def main(argv=None) -> None:
     parser.add_argument("--workers", type=int, default=min(16, os.cpu_count() or 1))
     parser.add_argument("--rep", type=int, default=15, help="ms of repetitions per timing")
     parser.add_argument("--out", default="benchmarks/tuning")
+    parser.add_argument(
+        "--whole-rows", action="store_true", help="time only launches of one program a row block (no chunks, no split "
+        "rows): a grid that compiles in minutes where the full one does not (8192 columns)"
+    )  # fmt: skip
     add_timer_argument(parser)
     args = parser.parse_args(argv)
     cases = tune_cases(args)
     require_gpu("normkit.bench.tune")
     os.makedirs(args.out, exist_ok=True)
-    tune(cases, workers=args.workers, rep=args.rep, out_csv=os.path.join(args.out, "tune.csv"), timer=args.timer)
+    out_csv = os.path.join(args.out, "tune.csv")
+    tune(cases, workers=args.workers, rep=args.rep, out_csv=out_csv, timer=args.timer, whole_rows=args.whole_rows)
 
 
 if __name__ == "__main__":
