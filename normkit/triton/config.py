@@ -302,7 +302,7 @@ def bwd_config(
     return launch
 
 
-def _slower_dram_bwd(n: int, has_dbias: bool, has_mask: bool, is_rms: bool, w_bytes: int = 2) -> LaunchConfig | None:
+def _slower_dram_bwd(n: int, has_dbias: bool, has_mask: bool, is_rms: bool, w_bytes: int) -> LaunchConfig | None:
     """On slower DRAM (an H100), the pointer kernel's launch for a backward of 16-bit x that the TMA's would run on an
     H200 (``_tma_bwd``), where the H100 timed it faster; None elsewhere. ``bwd_config`` asks where its rules launch
     the TMA, whatever the rows. Rows of 2048 columns (round 58's TMA launch: one row of 4 warps a program, 4 programs
