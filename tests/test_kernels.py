@@ -2917,7 +2917,8 @@ def test_tuner_whole_rows_grid():
     from normkit.bench.cases import Case
     from normkit.bench.tune import _compile_key, candidates, heuristic_config, main
 
-    for op, n in (("ln_bwd", 4096), ("ln_bwd", 8192), ("rms_bias_bwd", 8192), ("ln_relu_bwd", 2048), ("ln_fwd", 8192)):
+    shapes = (("ln_bwd", 4096), ("ln_bwd", 8192), ("rms_bias_bwd", 8192), ("ln_relu_bwd", 2048), ("ln_fwd", 8192))
+    for op, n in shapes + (("ln_bwd", 32768),):  # 32768: split rows only, so no whole-row launch
         case = Case(op, 32768, n, "bf16", "bf16")
         full, whole = candidates(case), candidates(case, whole_rows=True)
         assert whole == [cfg for cfg in full if cfg.num_chunks == 1 and cfg.parts == 1], (op, n)
@@ -2925,6 +2926,8 @@ def test_tuner_whole_rows_grid():
         assert (chosen in whole) == (chosen.num_chunks == 1 and chosen.parts == 1), (op, n, chosen)
         if n == 8192:
             assert len({_compile_key(c) for c in whole}) < len({_compile_key(c) for c in full}) // 2, (op, n)
+        if n == 32768:
+            assert full and not whole, (op, n)
     with pytest.raises(SystemExit, match="--M needs --N"):
         main(["--M", "4096", "--ops", "ln_bwd", "--whole-rows"])  # the flag parses; the shape's check comes first
 

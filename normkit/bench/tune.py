@@ -35,6 +35,17 @@ def _warp_options(elements: int, per_thread=(4, 8, 16, 32)) -> list[int]:
 
 
 def candidates(case: Case, whole_rows: bool = False) -> list[LaunchConfig]:
+    """The launches the tuner times beside the heuristic's: ``_grid``'s, or with ``whole_rows`` only those of one
+    program a row block, no chunks and no split rows (at 32768 x 8192 LayerNorm's backward 12 launches of 3 kernels,
+    against 62 of 24; none for rows with no one-program launch): a grid that compiles in a GPU call's few minutes,
+    where the full one at 8192 columns did not (round 122)."""
+    grid = _grid(case)
+    if whole_rows:
+        return [cfg for cfg in grid if cfg.num_chunks == 1 and cfg.parts == 1]
+    return grid
+
+
+def _grid(case: Case) -> list[LaunchConfig]:
     """The grid: whole-row tiles up to 8192 elements (from 256 in the forward, from 1024 in the backward; in the forward
     a row that is a power of two and at most half of one again also as a head and a tail tile (in the forward also with
     the tail in a tile of twice its width, up to half the head's; from a head of 4096 longer rows too, as two heads),
@@ -45,10 +56,7 @@ def candidates(case: Case, whole_rows: bool = False) -> list[LaunchConfig]:
     row's dW/dB partials in registers, up to ``config.chunked_max_n`` columns; the forward's chunks with and without
     ``ahead``); warps for 4-32 elements a thread in the forward's whole rows (Inductor's persistent reductions hold
     4-8), 8-32 in the backward's, 4-32 in forward chunks, 4-16 in backward chunks; backward also 1-8 programs per SM.
-    Rows longer than half the widest tile also get the split-row backward's grid (``_split_candidates``).
-    ``whole_rows``: only the launches of one program a row block, no chunks and no split rows (at 32768 x 8192
-    LayerNorm's backward 12 launches of 3 kernels, against 62 of 24): a grid that compiles in a GPU call's few minutes,
-    where the full one at 8192 columns did not (round 122)."""
+    Rows longer than half the widest tile also get the split-row backward's grid (``_split_candidates``)."""
     n = case.n
     full = config.row_block_n(n)
     fwd = case.direction != "bwd"
@@ -101,8 +109,6 @@ def candidates(case: Case, whole_rows: bool = False) -> list[LaunchConfig]:
     if not fwd:  # programs per SM is a launch argument only: no extra compile
         per_sm = {cfg: (1, 2, 4, 8) if cfg.num_chunks == 1 else (1, 2, 4) for cfg in out}
         out = [dataclasses.replace(cfg, programs_per_sm=k) for cfg in out for k in per_sm[cfg]]
-    if whole_rows:
-        return [cfg for cfg in out if cfg.num_chunks == 1]
     return out + split
 
 
