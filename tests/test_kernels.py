@@ -2420,7 +2420,8 @@ def test_slower_dram_backward_of_2048_columns():
     assert bwd(16383, 2048, has_mask=True) == bwd(16383, 2048, has_mask=True, slower=False)
     for n in (1024, 2040, 4096):  # LayerNorm's rows of 4096: the next test
         m = config.TMA_MIN_ELEMENTS // n + 1
-        assert bwd(m, n, is_rms=True) == bwd(m, n, is_rms=True, slower=False), n
+        assert bwd(m, n, False, is_rms=True) == bwd(m, n, False, is_rms=True, slower=False), n
+        assert n == 4096 or bwd(m, n, is_rms=True) == bwd(m, n, is_rms=True, slower=False), n  # 4096: round 123's
         assert n == 4096 or bwd(m, n) == bwd(m, n, slower=False), n
 
 
@@ -2448,6 +2449,85 @@ def test_slower_dram_backward_of_4096_columns():
                     assert bwd(m, has_dbias, w_bytes=w_bytes, **kwargs) != pointer, (m, kwargs)
     for has_dbias in (False, True):
         assert bwd(8191, has_dbias) == bwd(8191, has_dbias, slower=False), has_dbias  # below 2**25 elements
+
+
+def test_slower_dram_rms_launches_of_round_123():
+    """On slower DRAM (an H100) RMSNorm's forward of more than 16384 rows of 256 of fp16 x and 16-bit weights without a
+    bias takes sixteen rows a tile of 4 warps, 16 programs a SM, and RMSNorm's backward with dB of at least 2048 rows
+    of 4096 of 16-bit x two rows a tile of 16 warps, one program a SM (round 123; on either DRAM the launch of
+    2049-4096 rows, a few waves). Not bf16 x, float32 weights, a bias
+    or a mask in the forward, nor LayerNorm, nor 16384 rows; not the backward without dB, of float32 x, of the mask,
+    of LayerNorm, of other widths or of 2047 rows; nothing on an H200's DRAM."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    def fwd(m, is_rms=True, slower=True, x_fp16=True, w_bytes=2, **kwargs):
+        return config.fwd_config(m, 256, is_rms, x_fp16=x_fp16, w_bytes=w_bytes, slower_dram=slower, **kwargs)
+
+    sixteen_rows, eight_rows = LaunchConfig(16, 256, 1, 4, 16), LaunchConfig(8, 256, 1, 2, 8)
+    for m in (16385, 16400, 32768, 40000, 131072):
+        assert fwd(m) == sixteen_rows and fwd(m, slower=False) == eight_rows, m
+        for kwargs in ({"is_rms": False}, {"x_fp16": False}, {"w_bytes": 4}, {"has_bias": True}, {"has_mask": True}):
+            assert fwd(m, **kwargs) != sixteen_rows, (m, kwargs)
+    assert fwd(16384) == eight_rows
+
+    def bwd(m, n=4096, has_dbias=True, is_rms=True, slower=True, **kwargs):
+        return config.bwd_config(m, n, has_dbias, is_rms=is_rms, slower_dram=slower, **kwargs)
+
+    two_rows = LaunchConfig(2, 4096, 1, 16, 1)
+    for m in (2048, 4096, 8200, 16400, 32768, 65536):
+        few_waves = 2048 < m <= 4096  # the launch of a few waves of rows on either DRAM
+        for w_bytes in (2, 4):
+            for tma in (False, True):
+                assert bwd(m, w_bytes=w_bytes, tma=tma) == two_rows, (m, w_bytes, tma)
+                assert (bwd(m, w_bytes=w_bytes, tma=tma, slower=False) == two_rows) is few_waves, (m, w_bytes, tma)
+        for kwargs in ({"has_dbias": False}, {"x_bytes": 4}):  # no rule of slower DRAM's there
+            assert bwd(m, tma=True, **kwargs) == bwd(m, tma=True, slower=False, **kwargs), (m, kwargs)
+        for kwargs in ({"is_rms": False}, {"is_rms": False, "has_mask": True}, {"n": 2048}):
+            got = bwd(m, tma=True, **kwargs)
+            assert few_waves or (got.block_m, got.num_warps, got.programs_per_sm) != (2, 16, 1), (m, kwargs)
+    assert bwd(2047, tma=True) == bwd(2047, tma=True, slower=False)
+
+
+@pytest.mark.parametrize("slower", [False, True])
+def test_slower_dram_rms_launches_as_the_ops_ask(dram, slower):
+    """``ops`` asks the rules of round 123 with the call's dtypes and bias: under slower DRAM's rules the launches
+    recorded are the new ones (RMSNorm's forward of 16400 x 256 fp16 without a bias in tiles of 16 rows at 4 warps;
+    its backward with dB of 2048 x 4096 bf16 x float32 weights in tiles of 2 rows at 16 warps); with a bias, bf16 x or
+    an H200's DRAM the forward keeps eight rows of 2 warps. Nothing runs (the launches are recorded), so on the CPU
+    too."""
+    from normkit.triton import ops
+
+    dram(slower)
+    x, w, b = make_inputs(16400, 256, torch.float16, torch.float16)
+    calls = [(x, w, None), (x, w, b), (x.bfloat16(), w.bfloat16(), None)]
+    with pytest.MonkeyPatch.context() as recording:
+        launched = _record_launches(recording, "NORM_FWD")
+        for args in calls:
+            ops.rms_norm_fwd(*args, 1e-5)
+    tiles = [(launch["BLOCK_M"], launch["num_warps"]) for launch in launched]
+    assert tiles == [(16, 4) if slower else (8, 2), (8, 2), (8, 2)]
+    x, w, b = make_inputs(2048, 4096, torch.bfloat16, torch.float32)
+    with pytest.MonkeyPatch.context() as recording:
+        launched = _record_launches(recording, "NORM_BWD", "NORM_BWD_TMA")
+        fn, args = backward_call("rms_norm", x, w, b, False, 1e-5)
+        getattr(ops, fn)(*args, False, True)
+    assert ((launched[0]["BLOCK_M"], launched[0]["num_warps"]) == (2, 16)) is slower, launched[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("slower", [False, True])
+def test_slower_dram_rms_launches_on_the_gpu(dram, slower):
+    """Round 123's RMSNorm launches under each DRAM's rules against the reference, on whichever GPU: the forward of
+    16400 x 256 fp16 (with a bias, which keeps the launch before, too) and the backward with dB at 2048-16400 rows
+    of 4096 (fp16, bf16 and bf16 x float32 weights)."""
+    dram(slower)
+    for bias in (False, True):
+        x, w, b = make_inputs(16400, 256, torch.float16, torch.float16, bias=bias)
+        check_forward("triton", "rms_norm", x, w, b)
+    for m, dtypes in ((2048, DTYPES[2]), (8200, DTYPES[3]), (16400, DTYPES[1])):
+        x, w, b = make_inputs(m, 4096, *dtypes)
+        check_backward("triton", "rms_norm", x, w, b, has_dbias=True)
 
 
 @pytest.mark.gpu

@@ -230,8 +230,10 @@ def fwd_config(
     with float32 ones. ``x_fp16``: x is float16 (``_few_waves_fwd``'s rows of 12289-14336 columns). ``slower_dram``: the
     GPU's DRAM is slower than the H200's that the rules were fitted on (``slower_dram``, an H100's): RMSNorm's 1025-2048
     rows of 8193-12288 columns (513-1024 rows of 8449-8704) then take a head tile and a tail tile (at 16 warps at
-    9217-10240 too), LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, and the clamped ReLU's
-    forward of many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps).
+    9217-10240 too), LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, the clamped ReLU's
+    forward of many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps), and
+    RMSNorm's of more than 16384 rows of 256 of fp16 x and weights without a bias sixteen rows a tile of 4 warps, 16
+    programs a SM.
     ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program.
     ``zero_centered``: the weights are zero-centered (``1 + gamma``), which keep LayerNorm's few waves of 8193-9216
     columns of fp16 x in chunks, off the head + tail launch (``_few_waves_fwd``). ``staged``: the split staged Gluon
@@ -282,7 +284,8 @@ def bwd_config(
     (RMSNorm's of 16384-65536 columns, LayerNorm's of 16384-32768 and without dB 65536, from 4096 rows, masked or
     not) take its split form, ahead of the chunks and split rows above. ``slower_dram``: the GPU's DRAM is slower than
     the H200's the rules were fitted on (``slower_dram``, an H100's): ``_staged_bwd``'s ``STAGED_RMS_SLOWER_DRAM_N``,
-    and 16-bit x's rows of 2048, and LayerNorm's of 4096, off the TMA (``_slower_dram_bwd``).
+    and 16-bit x's rows of 2048, and LayerNorm's of 4096, off the TMA (``_slower_dram_bwd``); RMSNorm's rows of 4096
+    with dB two rows a tile of 16 warps, one program a SM (``_slower_dram_rms_dbias_bwd``).
     """
     if "bwd" in _FORCED:
         return _FORCED["bwd"]
@@ -292,6 +295,8 @@ def bwd_config(
     if staged and _split_staged_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes):
         slice_n = split_staged_slice(n, has_dbias)
         return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_SLICES[slice_n][0], 1, parts=n // slice_n, staged=True)
+    if slower_dram and _slower_dram_rms_dbias_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes):
+        return LaunchConfig(2, n, 1, 16, 1)
     few_waves_tma = _few_waves_tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
     tma_rows = _tma_call_large_enough(m, n, is_rms) or few_waves_tma
     tma = tma and not pointer_only and tma_rows
@@ -300,6 +305,17 @@ def bwd_config(
     if launch.tma and slower_dram and x_bytes == 2:
         return _slower_dram_bwd(n, has_dbias, has_mask, is_rms, w_bytes) or launch
     return launch
+
+
+def _slower_dram_rms_dbias_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:
+    """RMSNorm's backward with dB (a bias) of at least 2048 rows of 4096 columns of 16-bit x on slower DRAM (an H100)
+    takes two rows a tile of 16 warps, one program a SM (the launch of a few waves of rows, 2049-4096, on either DRAM),
+    not the pointer kernel's one row of 4 warps, 2 a SM (round 123). The tuner (``bench.tune --whole-rows``, GPU run
+    856) timed it at 2882 GB/s at 32768 x 4096 bf16 against 2859; in turns against the rules before it (``bench.ab``,
+    runs 857-858) x1.008 at 32768 bf16, x1.007 at 65536 bf16, x1.014 at 16400 fp16 and at 8200 bf16 x float32 weights,
+    x1.061 at 2048 bf16, x1.000 at 4096 fp16. RMSNorm's backward without dB took none of the tuner's launches by more
+    than 0.3%, nor one row of 8 or 4 warps, 4 programs a SM (run 854: x1.000 / 0.993 at 32768 bf16)."""
+    return is_rms and has_dbias and not has_mask and n == 4096 and x_bytes == 2 and m >= 2048
 
 
 def _slower_dram_bwd(n: int, has_dbias: bool, has_mask: bool, is_rms: bool, w_bytes: int) -> LaunchConfig | None:
@@ -647,6 +663,14 @@ def _fwd_heuristic(
         # 1024 columns persistent grids ran 0.85-0.99x the rule. Against it in turns (``bench.ab``, run 184): 32768
         # rows x1.035 / x1.044, 16384 x1.151 / x1.000, 8200 x1.000 / x0.982; rows of 200 LayerNorm x0.92-0.96
         # (RMSNorm x1.04-1.11), so only 256. The fused forward and 4097-8192 rows since round 39 (GPU runs 331-334).
+        if m > 16384 and is_rms and slower_dram and x_fp16 and w_bytes == 2 and not has_bias and not has_mask:
+            # RMSNorm's forward of more than 16384 rows of 256 of fp16 x and weights, no bias, on slower DRAM (an
+            # H100): sixteen rows a tile of 4 warps, 16 programs a SM (round 123; the tuner's best at 32768 x 256 bf16
+            # x float32, GPU run 856). In turns against the rule below (``bench.ab``, H100, runs 857-859): fp16 x1.162
+            # / 1.117 / 1.091 / 1.118 / 1.078 / 1.071 at 16400 / 24576 / 32768 / 40000 / 65536 / 131072 rows; but bf16
+            # x0.970-1.020, fp16 x float32 weights x0.989, with a bias x0.982-1.033 and LayerNorm's x0.945-1.106, so
+            # none of those. Not timed on an H200
+            return LaunchConfig(16, 256, 1, 4, 16)
         return LaunchConfig(8, 256, 1, 2, 8 if m > 8192 else 0)
     if has_mask and m > 4096 and 512 <= block_n <= 4096:
         # the fused forward of many rows: two rows a tile, one of 4096 (the tuner, GPU run 170; against tiles of
