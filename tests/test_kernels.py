@@ -2515,6 +2515,25 @@ def test_slower_dram_rms_launches_as_the_ops_ask(dram, slower):
     assert ((launched[0]["BLOCK_M"], launched[0]["num_warps"]) == (2, 16)) is slower, launched[0]
 
 
+@pytest.mark.parametrize("zero_centered", [False, True])
+def test_slower_dram_rms_launches_forced_on_odd_rows(zero_centered):
+    """Round 123's two launches forced on few rows, which the interpreter runs: the forward's 16 rows of 256 on a
+    persistent grid at 100 strided rows (a last block of 4 rows; fp16 and bf16 x float32 weights, with a bias too), the
+    backward's two rows of 4096 with dB on one program a SM at 7 rows (a last block of one), zero-centered weights and
+    not, against the reference."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    with config.forced(fwd=LaunchConfig(16, 256, 1, 4, 16)):
+        for dtypes, bias in ((DTYPES[1], False), (DTYPES[3], True)):
+            x, w, b = make_inputs(100, 256, *dtypes, bias=bias, row_pad=8)
+            check_forward("triton", "rms_norm", x, w, b, zero_centered_gamma=zero_centered)
+    with config.forced(bwd=LaunchConfig(2, 4096, 1, 16, 1)):
+        for dtypes in (DTYPES[1], DTYPES[3]):
+            x, w, b = make_inputs(7, 4096, *dtypes)
+            check_backward("triton", "rms_norm", x, w, b, zero_centered_gamma=zero_centered, has_dbias=True)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("slower", [False, True])
 def test_slower_dram_rms_launches_on_the_gpu(dram, slower):
