@@ -2451,7 +2451,7 @@ def test_slower_dram_backward_of_4096_columns():
         assert bwd(8191, has_dbias) == bwd(8191, has_dbias, slower=False), has_dbias  # below 2**25 elements
 
 
-def test_slower_dram_rms_launches_of_round_123():
+def test_slower_dram_rms_forward_of_256_and_backward_of_4096():
     """On slower DRAM (an H100) RMSNorm's forward of more than 16384 rows of 256 of fp16 x and 16-bit weights without a
     bias takes sixteen rows a tile of 4 warps, 16 programs a SM, and RMSNorm's backward with dB of at least 2048 rows
     of 4096 of 16-bit x two rows a tile of 16 warps, one program a SM (round 123; on either DRAM the launch of
