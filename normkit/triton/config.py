@@ -296,7 +296,7 @@ def bwd_config(
         slice_n = split_staged_slice(n, has_dbias)
         return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_SLICES[slice_n][0], 1, parts=n // slice_n, staged=True)
     if slower_dram and _slower_dram_rms_dbias_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes):
-        return LaunchConfig(2, n, 1, 16, 1)
+        return _few_waves_bwd(n, is_rms)
     few_waves_tma = _few_waves_tma_bwd(m, n, has_dbias, has_mask, is_rms, x_bytes)
     tma_rows = _tma_call_large_enough(m, n, is_rms) or few_waves_tma
     tma = tma and not pointer_only and tma_rows
@@ -309,12 +309,13 @@ def bwd_config(
 
 def _slower_dram_rms_dbias_bwd(m: int, n: int, has_dbias: bool, has_mask: bool, is_rms: bool, x_bytes: int) -> bool:
     """RMSNorm's backward with dB (a bias) of at least 2048 rows of 4096 columns of 16-bit x on slower DRAM (an H100)
-    takes two rows a tile of 16 warps, one program a SM (the launch of a few waves of rows, 2049-4096, on either DRAM),
-    not the pointer kernel's one row of 4 warps, 2 a SM (round 123). The tuner (``bench.tune --whole-rows``, GPU run
-    856) timed it at 2882 GB/s at 32768 x 4096 bf16 against 2859; in turns against the rules before it (``bench.ab``,
-    runs 857-858) x1.008 at 32768 bf16, x1.007 at 65536 bf16, x1.014 at 16400 fp16 and at 8200 bf16 x float32 weights,
-    x1.061 at 2048 bf16, x1.000 at 4096 fp16. RMSNorm's backward without dB took none of the tuner's launches by more
-    than 0.3%, nor one row of 8 or 4 warps, 4 programs a SM (run 854: x1.000 / 0.993 at 32768 bf16)."""
+    takes two rows a tile of 16 warps, one program a SM, the launch of a few waves of rows (2049-4096, on either DRAM:
+    ``_few_waves_bwd``), not the pointer kernel's one row of 4 warps, 2 a SM (round 123). The tuner (``bench.tune
+    --whole-rows``, GPU run 856) timed it at 2882 GB/s at 32768 x 4096 bf16 against 2859; in turns against the rules
+    before it (``bench.ab``, runs 857-858) x1.008 at 32768 bf16, x1.007 at 65536 bf16, x1.014 at 16400 fp16 and at 8200
+    bf16 x float32 weights, x1.061 at 2048 bf16, x1.000 at 4096 fp16. RMSNorm's backward without dB took none of the
+    tuner's launches by more than 0.3%, nor one row of 8 or 4 warps, 4 programs a SM (run 854: x1.000 / 0.993 at 32768
+    bf16)."""
     return is_rms and has_dbias and not has_mask and n == 4096 and x_bytes == 2 and m >= 2048
 
 
