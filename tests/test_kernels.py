@@ -2453,11 +2453,12 @@ def test_slower_dram_backward_of_4096_columns():
 
 def test_slower_dram_rms_forward_of_256_and_backward_of_4096():
     """On slower DRAM (an H100) RMSNorm's forward of more than 16384 rows of 256 of fp16 x and 16-bit weights without a
-    bias takes sixteen rows a tile of 4 warps, 16 programs a SM, and RMSNorm's backward with dB of at least 2048 rows
-    of 4096 of 16-bit x two rows a tile of 16 warps, one program a SM (round 123; on either DRAM the launch of
-    2049-4096 rows, a few waves). Not bf16 x, float32 weights, a bias
-    or a mask in the forward, nor LayerNorm, nor 16384 rows; not the backward without dB, of float32 x, of the mask,
-    of LayerNorm, of other widths or of 2047 rows; nothing on an H200's DRAM."""
+    bias takes sixteen rows a tile of 4 warps, 16 programs a SM, and so do 16385-32768 rows of bf16 x with float32
+    weights (round 124); RMSNorm's backward with dB of at least 2048 rows of 4096 of 16-bit x two rows a tile of 16
+    warps, one program a SM (round 123; on either DRAM the launch of 2049-4096 rows, a few waves). Not bf16 x with bf16
+    weights, fp16 x or float32 x with float32 weights, bf16 x with float32 weights above 32768 rows, a bias or a mask in
+    the forward, nor LayerNorm, nor 16384 rows; not the backward without dB, of float32 x, of the mask, of LayerNorm, of
+    other widths or of 2047 rows; nothing on an H200's DRAM."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -2465,11 +2466,17 @@ def test_slower_dram_rms_forward_of_256_and_backward_of_4096():
         return config.fwd_config(m, 256, is_rms, x_fp16=x_fp16, w_bytes=w_bytes, slower_dram=slower, **kwargs)
 
     sixteen_rows, eight_rows = LaunchConfig(16, 256, 1, 4, 16), LaunchConfig(8, 256, 1, 2, 8)
-    for m in (16385, 16400, 32768, 40000, 131072):
+    bf16_fp32 = {"x_fp16": False, "w_bytes": 4}
+    for m in (16385, 16400, 24576, 32768, 32769, 40000, 131072):
         assert fwd(m) == sixteen_rows and fwd(m, slower=False) == eight_rows, m
-        for kwargs in ({"is_rms": False}, {"x_fp16": False}, {"w_bytes": 4}, {"has_bias": True}, {"has_mask": True}):
+        assert (fwd(m, **bf16_fp32) == sixteen_rows) is (m <= 32768), m
+        assert fwd(m, slower=False, **bf16_fp32) == eight_rows, m
+        others = [{"x_fp16": False}, {"w_bytes": 4}, {**bf16_fp32, "x_bytes": 4}]
+        for kwargs in others + [{"is_rms": False}, {"has_bias": True}, {"has_mask": True}]:
             assert fwd(m, **kwargs) != sixteen_rows, (m, kwargs)
-    assert fwd(16384) == eight_rows
+        for kwargs in ({"is_rms": False}, {"has_bias": True}, {"has_mask": True}):
+            assert fwd(m, **bf16_fp32, **kwargs) != sixteen_rows, (m, kwargs)
+    assert fwd(16384) == eight_rows and fwd(16384, **bf16_fp32) == eight_rows
 
     def bwd(m, n=4096, has_dbias=True, is_rms=True, slower=True, **kwargs):
         return config.bwd_config(m, n, has_dbias, is_rms=is_rms, slower_dram=slower, **kwargs)
@@ -2489,24 +2496,76 @@ def test_slower_dram_rms_forward_of_256_and_backward_of_4096():
     assert bwd(2047, tma=True) == bwd(2047, tma=True, slower=False)
 
 
+def test_slower_dram_layer_norm_forward_of_256():
+    """On slower DRAM (an H100) LayerNorm's forward of 20480-32768 rows of 256 with a bias and 16-bit weights takes
+    eight rows a tile of 2 warps on 16 programs a SM (round 124), the rows as the call has them: 16400 rows (whose
+    rounded key is 32768's) and 32769 keep 8 a SM. Not float32 weights, no bias, the mask, RMSNorm, other widths, nor
+    an H200's DRAM."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    def fwd(m, n=256, is_rms=False, slower=True, w_bytes=2, has_bias=True, **kwargs):
+        rules = dict(w_bytes=w_bytes, slower_dram=slower, has_bias=has_bias)
+        return config.fwd_config(m, n, is_rms, **rules, **kwargs)
+
+    sixteen_a_sm = LaunchConfig(8, 256, 1, 2, 16)
+    for m in (16400, 20479, 20480, 24576, 32768, 32769, 65536):
+        taken = 20480 <= m <= 32768
+        for x_fp16 in (False, True):
+            assert (fwd(m, x_fp16=x_fp16) == sixteen_a_sm) is taken, (m, x_fp16)
+            assert fwd(m, x_fp16=x_fp16, slower=False) == LaunchConfig(8, 256, 1, 2, 8), (m, x_fp16)
+        for kwargs in ({"w_bytes": 4}, {"has_bias": False}, {"has_mask": True}, {"is_rms": True}, {"n": 200}):
+            assert fwd(m, **kwargs).programs_per_sm != 16 or kwargs == {"is_rms": True}, (m, kwargs)
+            assert fwd(m, **kwargs) != sixteen_a_sm, (m, kwargs)
+
+
+@pytest.mark.parametrize("slower", [False, True])
+def test_slower_dram_layer_norm_forward_of_256_as_ops_asks(dram, slower):
+    """``ops`` asks the rule with the call's rows and weights: under slower DRAM's rules LayerNorm's forward of 24576 x
+    256 fp16 with a bias is planned on a persistent grid of 16 programs a SM (an H200's rules 8), 16400 rows and
+    float32 weights on 8 (on a GPU as many as fit of those, ``ops._fitted_grid``: 12 on an H100, GPU run 869). Nothing
+    runs (the launches are recorded, and the launch config each call is given), so on the CPU too."""
+    from normkit.triton import config, ops
+
+    dram(slower)
+    calls = [make_inputs(24576, 256, *DTYPES[1]), make_inputs(16400, 256, *DTYPES[1])]
+    calls.append(make_inputs(24576, 256, *DTYPES[3]))
+    asked = []
+    fwd_config = config.fwd_config
+
+    def record(*args, **kwargs):
+        launch = fwd_config(*args, **kwargs)
+        asked.append(launch.programs_per_sm)
+        return launch
+
+    with pytest.MonkeyPatch.context() as recording:
+        launched = _record_launches(recording, "NORM_FWD")
+        recording.setattr(config, "fwd_config", record)
+        for x, w, b in calls:
+            ops.layer_norm_fwd(x, w, b, 1e-5)
+    assert [(launch["BLOCK_M"], launch["num_warps"]) for launch in launched] == [(8, 2)] * 3
+    assert asked == [16 if slower else 8, 8, 8]
+
+
 @pytest.mark.parametrize("slower", [False, True])
 def test_slower_dram_rms_launches_as_the_ops_ask(dram, slower):
-    """``ops`` asks the rules of round 123 with the call's dtypes and bias: under slower DRAM's rules the launches
-    recorded are the new ones (RMSNorm's forward of 16400 x 256 fp16 without a bias in tiles of 16 rows at 4 warps;
-    its backward with dB of 2048 x 4096 bf16 x float32 weights in tiles of 2 rows at 16 warps); with a bias, bf16 x or
-    an H200's DRAM the forward keeps eight rows of 2 warps. Nothing runs (the launches are recorded), so on the CPU
-    too."""
+    """``ops`` asks the rules of rounds 123-124 with the call's dtypes and bias: under slower DRAM's rules the launches
+    recorded are the new ones (RMSNorm's forward of 16400 x 256 without a bias, fp16 or bf16 x float32 weights, in
+    tiles of 16 rows at 4 warps; its backward with dB of 2048 x 4096 bf16 x float32 weights in tiles of 2 rows at 16
+    warps); with a bias, bf16 x with bf16 weights, float32 x, 40000 rows of bf16 x float32 weights or an H200's DRAM
+    the forward keeps eight rows of 2 warps. Nothing runs (the launches are recorded), so on the CPU too."""
     from normkit.triton import ops
 
     dram(slower)
     x, w, b = make_inputs(16400, 256, torch.float16, torch.float16)
-    calls = [(x, w, None), (x, w, b), (x.bfloat16(), w.bfloat16(), None)]
+    calls = [(x, w, None), (x.bfloat16(), w.float(), None), (x, w, b), (x.bfloat16(), w.bfloat16(), None)]
+    calls += [(x.float(), w.float(), None), (make_inputs(40000, 256, *DTYPES[3])[0], w.float(), None)]
     with pytest.MonkeyPatch.context() as recording:
         launched = _record_launches(recording, "NORM_FWD")
         for args in calls:
             ops.rms_norm_fwd(*args, 1e-5)
     tiles = [(launch["BLOCK_M"], launch["num_warps"]) for launch in launched]
-    assert tiles == [(16, 4) if slower else (8, 2), (8, 2), (8, 2)]
+    assert tiles == [(16, 4) if slower else (8, 2)] * 2 + [(8, 2)] * 4
     x, w, b = make_inputs(2048, 4096, torch.bfloat16, torch.float32)
     with pytest.MonkeyPatch.context() as recording:
         launched = _record_launches(recording, "NORM_BWD", "NORM_BWD_TMA")
@@ -2525,7 +2584,7 @@ def test_slower_dram_rms_launches_forced_on_odd_rows(zero_centered):
     from normkit.triton.config import LaunchConfig
 
     with config.forced(fwd=LaunchConfig(16, 256, 1, 4, 16)):
-        for dtypes, bias in ((DTYPES[1], False), (DTYPES[3], True)):
+        for dtypes, bias in ((DTYPES[1], False), (DTYPES[3], False), (DTYPES[3], True)):
             x, w, b = make_inputs(100, 256, *dtypes, bias=bias, row_pad=8)
             check_forward("triton", "rms_norm", x, w, b, zero_centered_gamma=zero_centered)
     with config.forced(bwd=LaunchConfig(2, 4096, 1, 16, 1)):
@@ -2537,13 +2596,16 @@ def test_slower_dram_rms_launches_forced_on_odd_rows(zero_centered):
 @pytest.mark.gpu
 @pytest.mark.parametrize("slower", [False, True])
 def test_slower_dram_rms_launches_on_the_gpu(dram, slower):
-    """Round 123's RMSNorm launches under each DRAM's rules against the reference, on whichever GPU: the forward of
-    16400 x 256 fp16 (with a bias, which keeps the launch before, too) and the backward with dB at 2048-16400 rows
-    of 4096 (fp16, bf16 and bf16 x float32 weights)."""
+    """Rounds 123-124's RMSNorm launches under each DRAM's rules against the reference, on whichever GPU: the forward
+    of 16400 x 256 fp16 and bf16 x float32 weights (with a bias, which keeps the launch before, too) and the backward
+    with dB at 2048-16400 rows of 4096 (fp16, bf16 and bf16 x float32 weights)."""
     dram(slower)
-    for bias in (False, True):
-        x, w, b = make_inputs(16400, 256, torch.float16, torch.float16, bias=bias)
-        check_forward("triton", "rms_norm", x, w, b)
+    for dtypes in (DTYPES[1], DTYPES[3]):
+        for bias in (False, True):
+            x, w, b = make_inputs(16400, 256, *dtypes, bias=bias)
+            check_forward("triton", "rms_norm", x, w, b)
+    for dtypes in (DTYPES[1], DTYPES[2]):  # LayerNorm's 16 programs a SM (round 124)
+        check_forward("triton", "layer_norm", *make_inputs(24576, 256, *dtypes))
     for m, dtypes in ((2048, DTYPES[2]), (8200, DTYPES[3]), (16400, DTYPES[1])):
         x, w, b = make_inputs(m, 4096, *dtypes)
         check_backward("triton", "rms_norm", x, w, b, has_dbias=True)

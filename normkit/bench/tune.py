@@ -135,9 +135,9 @@ def heuristic_config(case: Case, slower_dram: bool | None = None, as_launched: b
         zero_centered=case.zero_centered_gamma,
     )
     if case.direction == "infer":
-        return config.infer_config(case.m, case.n, is_rms, **rule_inputs)
+        return config.infer_config(case.m, case.n, is_rms, x_bytes=x_bytes, **rule_inputs)
     if case.direction != "bwd":
-        return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask, **rule_inputs)
+        return config.fwd_config(case.m, case.n, is_rms, has_mask=has_mask, x_bytes=x_bytes, **rule_inputs)
     if not (as_launched and torch.cuda.is_available()):
         # the pointer kernel's launch: the DRAM's speed picks only among the staged and the TMA's launches
         # (``config._staged_bwd``, ``config._slower_dram_bwd``), neither asked for here

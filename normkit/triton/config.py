@@ -232,8 +232,9 @@ def fwd_config(
     rows of 8193-12288 columns (513-1024 rows of 8449-8704) then take a head tile and a tail tile (at 16 warps at
     9217-10240 too), LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, the clamped ReLU's
     forward of many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps), and
-    RMSNorm's of more than 16384 rows of 256 of fp16 x and weights without a bias sixteen rows a tile of 4 warps, 16
-    programs a SM.
+    RMSNorm's of more than 16384 rows of 256 of fp16 x and weights (16385-32768 rows of bf16 x and float32 weights)
+    without a bias sixteen rows a tile of 4 warps, 16 programs a SM, LayerNorm's of 20480-32768 rows of 256 with a bias
+    and 16-bit weights its eight rows a tile on 16 programs a SM (``_slower_dram_ln_rows_of_256``).
     ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program.
     ``zero_centered``: the weights are zero-centered (``1 + gamma``), which keep LayerNorm's few waves of 8193-9216
     columns of fp16 x in chunks, off the head + tail launch (``_few_waves_fwd``). ``staged``: the split staged Gluon
@@ -244,9 +245,23 @@ def fwd_config(
         return _FORCED["fwd"]
     if staged and _split_staged_fwd(m, n, is_rms, x_bytes, w_bytes, has_bias):
         return _split_staged_fwd_config(n)
+    if slower_dram and _slower_dram_ln_rows_of_256(m, n, is_rms, has_mask, w_bytes, has_bias):
+        return LaunchConfig(8, 256, 1, 2, 16)
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
-    return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, *rules, limits)
+    return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, *rules, limits, x_bytes)
+
+
+def _slower_dram_ln_rows_of_256(m: int, n: int, is_rms: bool, has_mask: bool, w_bytes: int, has_bias: bool) -> bool:
+    """Whether LayerNorm's forward of 20480-32768 rows of 256 with a bias and 16-bit weights, on slower DRAM (an
+    H100), takes eight rows a tile of 2 warps on a persistent grid of 16 programs a SM, not 8 (round 124; the tuner's
+    best at 24576 x 256 fp16, GPU run 866: 1785 -> 1992 GB/s). In turns against 8 a SM (``bench.ab``, H100, runs
+    867-868): fp16 x1.075 / 1.113 / 1.082 / 1.040 at 20480 / 24576 / 28672 / 32768 rows, bf16 x1.101 / 1.041 at 24576
+    / 32768; but x0.912 at 16400 and x0.990 at 65536 fp16, and bf16 x float32 weights x0.982-0.993, so none of those.
+    ``m``: the call's rows, not as ``_rows_key`` rounds them (16400 and 32768 share a key). On an H100 12 of the 16
+    fit on a SM, so 12 run (``ops._fitted_grid``; GPU run 869), in these timings too. Not timed without a bias, with
+    the mask, or on an H200."""
+    return not is_rms and not has_mask and has_bias and w_bytes == 2 and n == 256 and 20480 <= m <= 32768
 
 
 def bwd_config(
@@ -445,7 +460,7 @@ def _rms_head_and_tail(m: int, tail_n: int, widest: int, w_bytes: int, has_bias:
 @functools.lru_cache(maxsize=4096)
 def _fwd_heuristic(
     m: int, n: int, is_rms: bool, has_mask: bool, w_bytes: int, x_fp16: bool, slower_dram: bool, has_bias: bool,
-    zero_centered: bool, _limits: tuple,
+    zero_centered: bool, _limits: tuple, x_bytes: int = 2,
 ) -> LaunchConfig:  # fmt: skip
     widest, one_tile = LIMITS["fwd_max_block_n"], LIMITS["fwd_one_tile_max_n"]
     if 2048 < m <= 4096 and not has_mask:
@@ -664,13 +679,19 @@ def _fwd_heuristic(
         # 1024 columns persistent grids ran 0.85-0.99x the rule. Against it in turns (``bench.ab``, run 184): 32768
         # rows x1.035 / x1.044, 16384 x1.151 / x1.000, 8200 x1.000 / x0.982; rows of 200 LayerNorm x0.92-0.96
         # (RMSNorm x1.04-1.11), so only 256. The fused forward and 4097-8192 rows since round 39 (GPU runs 331-334).
-        if m > 16384 and is_rms and slower_dram and x_fp16 and w_bytes == 2 and not has_bias and not has_mask:
+        fp16_rows = x_fp16 and w_bytes == 2
+        bf16_fp32_rows = m == 32768 and not x_fp16 and x_bytes == 2 and w_bytes == 4
+        if m > 16384 and is_rms and slower_dram and (fp16_rows or bf16_fp32_rows) and not has_bias and not has_mask:
             # RMSNorm's forward of more than 16384 rows of 256 of fp16 x and weights, no bias, on slower DRAM (an
             # H100): sixteen rows a tile of 4 warps, 16 programs a SM (round 123; the tuner's best at 32768 x 256 bf16
-            # x float32, GPU run 856). In turns against the rule below (``bench.ab``, H100, runs 857-859): fp16 x1.162
-            # / 1.117 / 1.091 / 1.118 / 1.078 / 1.071 at 16400 / 24576 / 32768 / 40000 / 65536 / 131072 rows; but bf16
-            # x0.970-1.020, fp16 x float32 weights x0.989, with a bias x0.982-1.033 and LayerNorm's x0.945-1.106, so
-            # none of those. Not timed on an H200
+            # x float32, GPU runs 856 and 862). In turns against the rule below (``bench.ab``, H100, runs 857-859): fp16
+            # x1.162 / 1.117 / 1.091 / 1.118 / 1.078 / 1.071 at 16400 / 24576 / 32768 / 40000 / 65536 / 131072 rows;
+            # but fp16 x float32 weights x0.989, with a bias x0.982-1.033 and LayerNorm's x0.945-1.106 (x0.922 / 1.021
+            # / 0.995 at 16400 / 32768 / 65536 fp16, run 863), so none of those. bf16 x with float32 weights (genai's
+            # dtypes) at 16385-32768 rows (round 124, ``m`` as ``_rows_key`` rounds it; runs 857-863): x1.000 / 1.052
+            # / 1.019-1.020 at 16400 / 24576 / 32768, but x0.995-0.997 at 40000, x0.997-0.998 at 65536, x1.002 at
+            # 131072 (with a bias x0.986-1.030); bf16 weights x0.970 at 16400 (x1.051 / 1.016 at 24576 / 32768), so
+            # not those. Not timed on an H200
             return LaunchConfig(16, 256, 1, 4, 16)
         return LaunchConfig(8, 256, 1, 2, 8 if m > 8192 else 0)
     if has_mask and m > 4096 and 512 <= block_n <= 4096:
