@@ -402,7 +402,7 @@ def infer_config(
         return _split_staged_fwd_config(n)
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
-    return _infer_heuristic(_rows_key(m), n, is_rms, *rules, limits)
+    return _infer_heuristic(_rows_key(m), n, is_rms, *rules, limits, x_bytes)
 
 
 # The launchers ask on every call; a few microseconds of Python each time is worth caching for small calls.
@@ -410,7 +410,7 @@ def infer_config(
 @functools.lru_cache(maxsize=1024)
 def _infer_heuristic(
     m: int, n: int, is_rms: bool, w_bytes: int, x_fp16: bool, slower_dram: bool, has_bias: bool, zero_centered: bool,
-    _limits: tuple,
+    _limits: tuple, x_bytes: int,
 ) -> LaunchConfig:  # fmt: skip
     block_n = row_block_n(n)
     if m > 8192 and block_n == 256:
@@ -428,7 +428,9 @@ def _infer_heuristic(
     widest = LIMITS["fwd_max_block_n"]
     bias_rule = has_bias and (not is_rms or n > widest * 9 // 8 or _rms_one_tile_n(n, widest))
     if is_rms and has_bias and m == 1024 and not slower_dram and widest + widest // 16 < n <= widest * 9 // 8:
-        trained = _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, True, zero_centered, _limits)
+        trained = _fwd_heuristic(
+            m, n, is_rms, False, w_bytes, x_fp16, slower_dram, True, zero_centered, _limits, x_bytes
+        )
         return trained if trained.num_chunks > 1 else replace(trained, num_warps=16)
     if not is_rms and block_n == 128 and _few_short_rows(m, block_n):
         # LayerNorm's inference call of at most 4096 rows of 65-128 columns keeps tiles of 2048 elements (16 rows at 2
@@ -436,7 +438,7 @@ def _infer_heuristic(
         # 128 x0.969 with float32 weights, x0.994-1.006 at 2048-4096 rows of 16-bit weights (run 521 at 96 columns:
         # x0.989-1.018)
         return _row_tiles(_rows_per_tile(m, block_n, 2048), block_n)
-    return _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, bias_rule, zero_centered, _limits)
+    return _fwd_heuristic(m, n, is_rms, False, w_bytes, x_fp16, slower_dram, bias_rule, zero_centered, _limits, x_bytes)
 
 
 def _rows_key(m: int) -> int:
@@ -460,7 +462,7 @@ def _rms_head_and_tail(m: int, tail_n: int, widest: int, w_bytes: int, has_bias:
 @functools.lru_cache(maxsize=4096)
 def _fwd_heuristic(
     m: int, n: int, is_rms: bool, has_mask: bool, w_bytes: int, x_fp16: bool, slower_dram: bool, has_bias: bool,
-    zero_centered: bool, _limits: tuple, x_bytes: int = 2,
+    zero_centered: bool, _limits: tuple, x_bytes: int,
 ) -> LaunchConfig:  # fmt: skip
     widest, one_tile = LIMITS["fwd_max_block_n"], LIMITS["fwd_one_tile_max_n"]
     if 2048 < m <= 4096 and not has_mask:
