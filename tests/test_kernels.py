@@ -2496,12 +2496,12 @@ def test_slower_dram_rms_forward_of_256_and_backward_of_4096():
     assert bwd(2047, tma=True) == bwd(2047, tma=True, slower=False)
 
 
-def test_slower_dram_biased_forward_of_256():
-    """On slower DRAM (an H100) the forward of 16897-32768 rows of 256 with a bias and 16-bit weights, LayerNorm's of
-    fp16 or bf16 x and RMSNorm's of bf16 x, takes eight rows a tile of 2 warps on 12 programs a SM (rounds 124-125),
-    the rows as the call has them: 16400 and 16896 rows (whose rounded key is 32768's), two passes of 8 a SM on an
-    H100, and 32769 keep 8 a SM. Not RMSNorm's fp16 x, float32 weights, no bias, the mask, other widths, nor an H200's
-    DRAM."""
+def test_slower_dram_forward_of_256_on_twelve_a_sm():
+    """On slower DRAM (an H100) the forward of 16897-32768 rows of 256 of 16-bit x and weights, LayerNorm's of fp16 or
+    bf16 x with a bias and RMSNorm's of bf16 x with a bias or without, takes eight rows a tile of 2 warps on 12
+    programs a SM (rounds 124-125), the rows as the call has them: 16400 and 16896 rows (whose rounded key is
+    32768's), two passes of 8 a SM on an H100, and 32769 keep 8 a SM. Not RMSNorm's fp16 x, float32 x or weights,
+    LayerNorm's without a bias, the mask, other widths, nor an H200's DRAM."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -2510,30 +2510,33 @@ def test_slower_dram_biased_forward_of_256():
         return config.fwd_config(m, n, is_rms, **rules, **kwargs)
 
     twelve_a_sm = LaunchConfig(8, 256, 1, 2, 12)
+    taken_by = [{"x_fp16": False}, {"x_fp16": True}, {"is_rms": True}, {"is_rms": True, "has_bias": False}]
     for m in (16400, 16896, 16897, 20480, 24576, 32768, 32769, 65536):
         taken = 16896 < m <= 32768
-        for is_rms, x_fp16 in ((False, False), (False, True), (True, False)):
-            assert (fwd(m, is_rms=is_rms, x_fp16=x_fp16) == twelve_a_sm) is taken, (m, is_rms, x_fp16)
-            assert fwd(m, is_rms=is_rms, x_fp16=x_fp16, slower=False) == LaunchConfig(8, 256, 1, 2, 8), (m, is_rms)
-        others = ({"w_bytes": 4}, {"has_bias": False}, {"has_mask": True}, {"n": 200})
-        others += ({"x_bytes": 4}, {"is_rms": True, "x_fp16": True}, {"is_rms": True, "x_bytes": 4})
+        for kwargs in taken_by:
+            assert (fwd(m, **kwargs) == twelve_a_sm) is taken, (m, kwargs)
+            assert fwd(m, slower=False, **kwargs) == LaunchConfig(8, 256, 1, 2, 8), (m, kwargs)
+        others = ({"w_bytes": 4}, {"has_bias": False}, {"has_mask": True}, {"n": 200}, {"x_bytes": 4})
+        for rms in ({"is_rms": True}, {"is_rms": True, "has_bias": False}):
+            others += ({**rms, "x_fp16": True}, {**rms, "x_bytes": 4}, {**rms, "w_bytes": 4}, {**rms, "has_mask": True})
         for kwargs in others:
             assert fwd(m, **kwargs).programs_per_sm != 12, (m, kwargs)
 
 
 @pytest.mark.parametrize("slower", [False, True])
-def test_slower_dram_biased_forward_of_256_as_ops_asks(dram, slower):
+def test_slower_dram_forward_of_256_on_twelve_a_sm_as_ops_asks(dram, slower):
     """``ops`` asks the rule with the call's rows, dtypes and bias: under slower DRAM's rules LayerNorm's forward of
-    24576 x 256 fp16 with a bias and RMSNorm's of bf16 are planned on a persistent grid of 12 programs a SM (an H200's
-    rules 8); 16400 rows, float32 weights and RMSNorm's fp16 x on 8 (on a GPU as many as fit of those,
-    ``ops._fitted_grid``). Nothing runs (the launches are recorded, and the launch config each call is given), so on
-    the CPU too."""
+    24576 x 256 fp16 with a bias and RMSNorm's of bf16 (with a bias and without) are planned on a persistent grid of 12
+    programs a SM (an H200's rules 8); LayerNorm's 16400 rows and float32 weights and RMSNorm's fp16 x with a bias on 8
+    (on a GPU as many as fit of those, ``ops._fitted_grid``). Nothing runs (the launches are recorded, and the launch
+    config each call is given), so on the CPU too."""
     from normkit.triton import config, ops
 
     dram(slower)
     layer_norm = [make_inputs(24576, 256, *DTYPES[1]), make_inputs(16400, 256, *DTYPES[1])]
     layer_norm.append(make_inputs(24576, 256, *DTYPES[3]))
-    rms_norm = [make_inputs(24576, 256, *DTYPES[2]), make_inputs(24576, 256, *DTYPES[1])]
+    x, w, b = make_inputs(24576, 256, *DTYPES[2])
+    rms_norm = [(x, w, b), (x, w, None), make_inputs(24576, 256, *DTYPES[1])]
     asked = []
     fwd_config = config.fwd_config
 
@@ -2549,8 +2552,9 @@ def test_slower_dram_biased_forward_of_256_as_ops_asks(dram, slower):
             ops.layer_norm_fwd(x, w, b, 1e-5)
         for x, w, b in rms_norm:
             ops.rms_norm_fwd(x, w, b, 1e-5)
-    assert [(launch["BLOCK_M"], launch["num_warps"]) for launch in launched] == [(8, 2)] * 5
-    assert asked == [12 if slower else 8, 8, 8, 12 if slower else 8, 8]
+    assert [(launch["BLOCK_M"], launch["num_warps"]) for launch in launched] == [(8, 2)] * 6
+    twelve = 12 if slower else 8
+    assert asked == [twelve, 8, 8, twelve, twelve, 8]
 
 
 @pytest.mark.parametrize("slower", [False, True])
@@ -2604,17 +2608,18 @@ def test_slower_dram_rms_launches_forced_on_odd_rows(zero_centered):
 def test_slower_dram_rms_launches_on_the_gpu(dram, slower):
     """Rounds 123-124's RMSNorm launches under each DRAM's rules against the reference, on whichever GPU: the forward
     of 16400 x 256 fp16 and bf16 x float32 weights (with a bias, which keeps the launch before, too) and the backward
-    with dB at 2048-16400 rows of 4096 (fp16, bf16 and bf16 x float32 weights); the forward with a bias of 16960 and
-    24576 rows of 256 (LayerNorm's fp16 and bf16, RMSNorm's bf16)."""
+    with dB at 2048-16400 rows of 4096 (fp16, bf16 and bf16 x float32 weights); the forward of 16960 and 24576 rows of
+    256 on 12 programs a SM (LayerNorm's fp16 and bf16 with a bias, RMSNorm's bf16 with a bias and without)."""
     dram(slower)
     for dtypes in (DTYPES[1], DTYPES[3]):
         for bias in (False, True):
             x, w, b = make_inputs(16400, 256, *dtypes, bias=bias)
             check_forward("triton", "rms_norm", x, w, b)
-    for m in (16960, 24576):  # 12 programs a SM with a bias (rounds 124-125)
+    for m in (16960, 24576):  # 12 programs a SM (rounds 124-125)
         for dtypes in (DTYPES[1], DTYPES[2]):
             check_forward("triton", "layer_norm", *make_inputs(m, 256, *dtypes))
-        check_forward("triton", "rms_norm", *make_inputs(m, 256, *DTYPES[2], bias=True))
+        for bias in (False, True):
+            check_forward("triton", "rms_norm", *make_inputs(m, 256, *DTYPES[2], bias=bias))
     for m, dtypes in ((2048, DTYPES[2]), (8200, DTYPES[3]), (16400, DTYPES[1])):
         x, w, b = make_inputs(m, 4096, *dtypes)
         check_backward("triton", "rms_norm", x, w, b, has_dbias=True)

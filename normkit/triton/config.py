@@ -233,9 +233,9 @@ def fwd_config(
     9217-10240 too), LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, the clamped ReLU's
     forward of many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps), and
     RMSNorm's of more than 16384 rows of 256 of fp16 x and weights (16385-32768 rows of bf16 x and float32 weights)
-    without a bias sixteen rows a tile of 4 warps, 16 programs a SM, LayerNorm's (16-bit x) and RMSNorm's (bf16 x) of
-    16897-32768 rows of 256 with a bias and 16-bit weights their eight rows a tile on 12 programs a SM
-    (``_slower_dram_biased_rows_of_256``).
+    without a bias sixteen rows a tile of 4 warps, 16 programs a SM, LayerNorm's of 16897-32768 rows of 256 of 16-bit x
+    and weights with a bias and RMSNorm's of bf16 x and weights their eight rows a tile on 12 programs a SM
+    (``_slower_dram_fwd_256_twelve_a_sm``).
     ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program.
     ``zero_centered``: the weights are zero-centered (``1 + gamma``), which keep LayerNorm's few waves of 8193-9216
     columns of fp16 x in chunks, off the head + tail launch (``_few_waves_fwd``). ``staged``: the split staged Gluon
@@ -246,35 +246,37 @@ def fwd_config(
         return _FORCED["fwd"]
     if staged and _split_staged_fwd(m, n, is_rms, x_bytes, w_bytes, has_bias):
         return _split_staged_fwd_config(n)
-    if slower_dram and _slower_dram_biased_rows_of_256(m, n, is_rms, has_mask, w_bytes, has_bias, x_fp16, x_bytes):
+    if slower_dram and _slower_dram_fwd_256_twelve_a_sm(m, n, is_rms, has_mask, w_bytes, has_bias, x_fp16, x_bytes):
         return LaunchConfig(8, 256, 1, 2, 12)
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
     return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, *rules, limits, x_bytes)
 
 
-def _slower_dram_biased_rows_of_256(
+def _slower_dram_fwd_256_twelve_a_sm(
     m: int, n: int, is_rms: bool, has_mask: bool, w_bytes: int, has_bias: bool, x_fp16: bool, x_bytes: int
 ) -> bool:
-    """Whether a forward of 16897-32768 rows of 256 with a bias and 16-bit weights, LayerNorm's of 16-bit x or
-    RMSNorm's of bf16 x, on slower DRAM (an H100), takes eight rows a tile of 2 warps on a persistent grid of 12
-    programs a SM, not 8 (round 124; the tuner's best at LayerNorm's 24576 x 256 fp16, GPU run 866: 1785 -> 1992 GB/s,
-    asked as 16 a SM, of which 12 fit on an H100, ``ops._fitted_grid``). The gain is a pass saved: 8 programs a SM on
-    the H100's 132 SMs take 8 x 132 x 8 = 8448 rows a pass, so up to 16896 rows two passes, which 12 a SM do no faster
-    (LayerNorm x0.913 at 16896 fp16, x0.912-0.917 at 16400; RMSNorm x0.928 at 16400 bf16), and from 16897 three, which
-    12 a SM do in two up to 25344 (round 125, H100 runs 870-876). In turns against 8 a SM (``bench.ab``, runs 867-876):
+    """Whether a forward of 16897-32768 rows of 256 of 16-bit x and weights, LayerNorm's with a bias (fp16 or bf16 x)
+    or RMSNorm's of bf16 x (with a bias or without), on slower DRAM (an H100), takes eight rows a tile of 2 warps on a
+    persistent grid of 12 programs a SM, not 8 (round 124; the tuner's best at LayerNorm's 24576 x 256 fp16, GPU run
+    866: 1785 -> 1992 GB/s, asked as 16 a SM, of which 12 fit on an H100, ``ops._fitted_grid``). The gain is a pass
+    saved: 8 programs a SM on the H100's 132 SMs take 8 x 132 x 8 = 8448 rows a pass, so up to 16896 rows two passes,
+    which 12 a SM do no faster (LayerNorm x0.913 at 16896 fp16, x0.912-0.917 at 16400; RMSNorm x0.928 at 16400 bf16
+    with a bias, x1.000 without), and from 16897 three, which 12 a SM do in two up to 25344 (round 125, H100 runs
+    870-878). In turns against 8 a SM (``bench.ab``, runs 867-878):
 
     - LayerNorm fp16 x1.014 / 1.031 / 1.042 / 1.049 / 1.075 / 1.113 / 1.082 / 1.040 at 16960 / 17408 / 17920 / 18432 /
       20480 / 24576 / 28672 / 32768 rows, bf16 x1.003-1.011 / 1.101 / 1.041 at 17408-18432 / 24576 / 32768;
-    - RMSNorm bf16 x1.037 / 1.092-1.114 / 1.036 at 17408 / 24576 / 32768.
+    - RMSNorm bf16 with a bias x1.037 / 1.092-1.114 / 1.036 at 17408 / 24576 / 32768, without x1.027 / 1.039 / 1.022
+      at 16960 / 24576 / 32768.
 
     Not taken: 65536 rows (LayerNorm fp16 x0.990; six passes for eight), float32 weights (LayerNorm bf16 x fp32
-    x0.982-0.993, RMSNorm x1.000), RMSNorm's fp16 x (x0.907-0.945 at 17408-32768), the forwards without a bias
-    (LayerNorm at 16 a SM of 2 warps x0.870-0.946, of 4 warps x0.991-1.014; RMSNorm's have their own rule,
-    ``_fwd_heuristic``), the mask, an H200 (not timed). ``m``: the call's rows, not as ``_rows_key`` rounds them
-    (16400 and 32768 share a key). ``x_fp16``: x is float16; ``x_bytes``: x's element size."""
+    x0.982-0.993, RMSNorm x1.000), RMSNorm's fp16 x (with a bias x0.907-0.945 at 17408-32768; without, its own rule in
+    ``_fwd_heuristic``), LayerNorm's without a bias (at 16 a SM of 2 warps x0.870-0.946, of 4 warps x0.991-1.014), the
+    mask, an H200 (not timed). ``m``: the call's rows, not as ``_rows_key`` rounds them (16400 and 32768 share a key).
+    ``x_fp16``: x is float16; ``x_bytes``: x's element size."""
     rows = n == 256 and 16896 < m <= 32768
-    return rows and has_bias and x_bytes == w_bytes == 2 and not has_mask and not (is_rms and x_fp16)
+    return rows and (has_bias or is_rms) and x_bytes == w_bytes == 2 and not has_mask and not (is_rms and x_fp16)
 
 
 def bwd_config(
@@ -706,7 +708,8 @@ def _fwd_heuristic(
             # dtypes) at 16385-32768 rows (round 124, ``m`` as ``_rows_key`` rounds it; runs 857-863): x1.000 / 1.052
             # / 1.019-1.020 at 16400 / 24576 / 32768, but x0.995-0.997 at 40000, x0.997-0.998 at 65536, x1.002 at
             # 131072 (with a bias x0.986-1.030); bf16 weights x0.970 at 16400 (x1.051 / 1.016 at 24576 / 32768), so
-            # not those. Not timed on an H200
+            # not those (16897-32768 rows of bf16 x and weights: 12 a SM, ``_slower_dram_fwd_256_twelve_a_sm``, round
+            # 125). Not timed on an H200
             return LaunchConfig(16, 256, 1, 4, 16)
         return LaunchConfig(8, 256, 1, 2, 8 if m > 8192 else 0)
     if has_mask and m > 4096 and 512 <= block_n <= 4096:
