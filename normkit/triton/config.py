@@ -271,10 +271,10 @@ def _slower_dram_fwd_256_twelve_a_sm(
       at 16960 / 24576 / 32768.
 
     Not taken: 65536 rows (LayerNorm fp16 x0.990; six passes for eight), float32 weights (LayerNorm bf16 x fp32
-    x0.982-0.993, RMSNorm x1.000), RMSNorm's fp16 x (with a bias x0.907-0.945 at 17408-32768; without, its own rule in
-    ``_fwd_heuristic``), LayerNorm's without a bias (at 16 a SM of 2 warps x0.870-0.946, of 4 warps x0.991-1.014), the
-    mask, an H200 (not timed). ``m``: the call's rows, not as ``_rows_key`` rounds them (16400 and 32768 share a key).
-    ``x_fp16``: x is float16; ``x_bytes``: x's element size."""
+    x0.982-0.993, RMSNorm's with a bias x1.000), RMSNorm's fp16 x (with a bias x0.907-0.945 at 17408-32768; without,
+    its own rule in ``_fwd_heuristic``), LayerNorm's without a bias (at 16 a SM of 2 warps x0.870-0.946, of 4 warps
+    x0.991-1.014), the mask, an H200 (not timed). ``m``: the call's rows, not as ``_rows_key`` rounds them (16400 and
+    32768 share a key). ``x_fp16``: x is float16; ``x_bytes``: x's element size."""
     rows = n == 256 and 16896 < m <= 32768
     return rows and (has_bias or is_rms) and x_bytes == w_bytes == 2 and not has_mask and not (is_rms and x_fp16)
 
