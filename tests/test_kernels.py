@@ -842,6 +842,7 @@ def test_persistent_forward_grid_fits_the_sm(monkeypatch):
     the GPU: LayerNorm's 3000 x 1536 with float32 weights (1-warp programs, 16 a SM asked, 12 fit) launches the grid
     that fits from its first call, and matches the reference."""
     from normkit.triton import config, ops
+    from normkit.triton.launch import _dtypes
 
     plan_args = (3000, 1536, torch.bfloat16, torch.float32, True, False, False, None, True)
     asked = []
@@ -874,10 +875,11 @@ def test_persistent_forward_grid_fits_the_sm(monkeypatch):
         ops._forward_plan.cache_clear()
     if HAS_GPU:
         x, w, b = make_inputs(3000, 1536, torch.bfloat16, torch.float32)
-        launches, launch = [], ops.NORM_FWD.launch
+        launches, dtypes, launch = [], set(), ops.NORM_FWD.launch
 
         def recorded(grid, args, num_warps, values, head=0):
             launches.append((grid, args[-2:]))
+            dtypes.add(_dtypes(args))
             return launch(grid, args, num_warps, values, head)
 
         with pytest.MonkeyPatch.context() as recording:
@@ -885,7 +887,8 @@ def test_persistent_forward_grid_fits_the_sm(monkeypatch):
             for _ in range(2):
                 check_forward("triton", "layer_norm", x, w, b)
         plan = ops._forward_plan(*plan_args, x.get_device(), config.generation, 1)
-        fit = ops.NORM_FWD.programs_that_fit(plan.values, plan.num_warps, x.get_device())
+        (launched_dtypes,) = dtypes
+        fit = ops.NORM_FWD.programs_that_fit(plan.values, plan.num_warps, x.get_device(), launched_dtypes)
         assert fit is not None and plan.programs_per_sm > 0
         sms = config.multiprocessor_count(x.get_device())
         programs = min(plan.programs, min(fit, plan.programs_per_sm) * sms)
@@ -902,6 +905,7 @@ def test_persistent_backward_grid_fits_the_sm(monkeypatch):
     first call, matches the reference, and gives the same bits on its first call and its second."""
     from normkit.triton import config, ops
     from normkit.triton.config import LaunchConfig
+    from normkit.triton.launch import _dtypes
 
     class Fits:  # a launcher that answers ``fit`` and counts the questions
         def __init__(self, fit):
@@ -929,14 +933,22 @@ def test_persistent_backward_grid_fits_the_sm(monkeypatch):
         x, w, b = make_inputs(32768, 1024, torch.bfloat16, torch.float32)
         _, mean, rstd = reference.layer_norm_fwd(x, w, b, 1e-5)
         dy = torch.randn_like(x)
-        with config.forced(bwd=cfg):
+        dtypes, launch = set(), ops.NORM_BWD.launch
+
+        def recorded(grid, args, num_warps, values, head=0):
+            dtypes.add(_dtypes(args))
+            return launch(grid, args, num_warps, values, head)
+
+        with config.forced(bwd=cfg), pytest.MonkeyPatch.context() as recording:
+            recording.setattr(ops.NORM_BWD, "launch", recorded)
             first, second = [ops.layer_norm_bwd(dy, x, w, mean, rstd) for _ in range(2)]
             device = x.get_device()
             staged = ops._staged_capable(device)  # the plan's key as the call made it (asked of every unmasked call)
             launched = ops._backward_plan(
                 32768, 1024, x.dtype, w.dtype, True, False, False, False, device, True, config.generation, 1, staged
             )
-        fit = ops.NORM_BWD.programs_that_fit(launched.values, cfg.num_warps, device)
+        (launched_dtypes,) = dtypes
+        fit = ops.NORM_BWD.programs_that_fit(launched.values, cfg.num_warps, device, launched_dtypes)
         sms = config.multiprocessor_count(device)
         assert fit is not None and launched.fitted[0][0] == min(launched.programs, min(fit, 4) * sms), (fit, launched)
         for name, a, c, e in zip(("dx", "dw", "db"), first, second, reference.layer_norm_bwd(dy, x, w, mean, rstd)):

@@ -434,7 +434,40 @@ def test_programs_that_fit_compiled_compiles_before_the_first_launch(monkeypatch
         args, grid, warps, keywords = compiles.pop()
         assert (args, grid, warps) == (("a",), (1,), 4)
         assert keywords == dict(zip(names, values), **({"launch_pdl": True} if pdl else {}))
-        assert launcher.resources[(values, 4)] == (72, 0)
+        assert launcher.resources[(values, 4, (None,))] == (72, 0)
+
+
+def test_programs_that_fit_by_the_arguments_dtypes(monkeypatch):
+    """The same constexprs and warps compile to other registers for other dtypes (read on the CPU for sm_90, round 125:
+    RMSNorm's forward of 8 rows of 256 at 2 warps with a bias, 85 registers with fp16 x and weights and 80 with bf16;
+    of 16 rows at 4 warps, 86 with fp16 and 80 with bf16 x and float32 weights), so ``Launcher.programs_that_fit``
+    answers by the arguments' dtypes too (``launch._dtypes``: a tensor's, a descriptor's base's, None for numbers):
+    each dtype set compiles once and is answered its own fit, whichever came first (the stubbed ``warmup`` holds the
+    registers as the two kernels do). Before round 125 the first dtype's answer served both."""
+    from normkit.triton.norm_fwd import norm_fwd_kernel
+
+    launcher = launch.Launcher(norm_fwd_kernel)
+    compiles = []
+
+    class Kernel:
+        def warmup(self, *args, grid, num_warps, **keywords):
+            compiles.append(args[0].dtype)
+            registers = 85 if args[0].dtype == torch.float16 else 80
+            return type("Compiled", (), {"n_regs": registers, "metadata": None, "_init_handles": lambda self: None})()
+
+    monkeypatch.setattr(launcher, "kernel", Kernel())
+    monkeypatch.setattr(launcher, "direct", True)
+    monkeypatch.setattr(launch, "_sm_limits", lambda device: (65536, 2048, 233472))
+    values = tuple(range(len(launcher.constexpr_names)))
+    fp16, bf16 = torch.zeros(4, dtype=torch.float16), torch.zeros(4, dtype=torch.bfloat16)
+    descriptor = TensorDescriptor(torch.zeros(8, 64, dtype=torch.float16), [8, 64], [64, 1], [1, 64])
+    assert launch._dtypes((fp16, 3, 1.5, descriptor)) == (torch.float16, None, None, torch.float16)
+    for first, second in ((fp16, bf16), (bf16, fp16)):
+        launcher.resources.clear()
+        fits = {x.dtype: launcher.programs_that_fit_compiled((x, 8), 2, values, 0) for x in (first, second, first)}
+        assert fits == {torch.float16: 11, torch.bfloat16: 12}  # 88 / 80 registers a thread at 2 warps
+        assert compiles[-2:] == [first.dtype, second.dtype]
+        assert launcher.programs_that_fit(values, 2, 0, (second.dtype, None)) == fits[second.dtype]
 
 
 def test_launch_returns_its_descriptors_encoded_for_later_calls(monkeypatch):
@@ -507,14 +540,16 @@ def test_launch_returns_its_descriptors_encoded_for_later_calls(monkeypatch):
 def test_programs_that_fit_a_sm(monkeypatch, registers, shared, warps, fit):
     """``launch.programs_per_sm``: what fits one SM of an H100 or H200 (64 K registers, 2048 threads, 228 KB of shared
     memory) by a compiled kernel's registers, warps and shared memory; ``Launcher.programs_that_fit`` asks it for the
-    first kernel compiled with those constexprs and warps, None before."""
+    first kernel compiled with those constexprs, warps and arguments' dtypes, None before."""
     from normkit.triton.norm_fwd import norm_fwd_kernel
 
     limits = (65536, 2048, 233472)
     assert launch.programs_per_sm(registers, shared, warps, limits) == fit
     launcher = launch.Launcher(norm_fwd_kernel)  # never launched here: its bookkeeping alone
     values = tuple(range(len(launcher.constexpr_names)))
-    assert launcher.programs_that_fit(values, warps, 0) is None
-    launcher.resources[(values, warps)] = (registers, shared)
+    dtypes = (torch.bfloat16, None)
+    assert launcher.programs_that_fit(values, warps, 0, dtypes) is None
+    launcher.resources[(values, warps, dtypes)] = (registers, shared)
     monkeypatch.setattr(launch, "_sm_limits", lambda device: limits)
-    assert launcher.programs_that_fit(values, warps, 0) == fit
+    assert launcher.programs_that_fit(values, warps, 0, dtypes) == fit
+    assert launcher.programs_that_fit(values, warps, 0, (torch.float16, None)) is None  # another dtype's kernel
