@@ -2569,6 +2569,74 @@ def test_slower_dram_forward_of_256_on_twelve_a_sm_as_ops_asks(dram, slower):
     assert asked == [twelve, 8, 8, twelve, twelve, 8]
 
 
+def test_slower_dram_layer_norm_forward_of_1024_in_two_rows():
+    """On slower DRAM (an H100) LayerNorm's forward of more than 8192 rows of 1024 of 16-bit x (bf16 or fp16) with
+    float32 weights and a bias takes tiles of two rows at 4 warps, one program a tile (round 126); 8192 rows keep the
+    heuristic's four. Not 16-bit weights, float32 x, no bias, the mask, RMSNorm, other widths, nor an H200's DRAM."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    def fwd(m, n=1024, is_rms=False, slower=True, w_bytes=4, has_bias=True, **kwargs):
+        rules = dict(w_bytes=w_bytes, slower_dram=slower, has_bias=has_bias)
+        return config.fwd_config(m, n, is_rms, **rules, **kwargs)
+
+    two_rows = LaunchConfig(2, 1024, 1, 4, 0)
+    for m in (4096, 8192, 8193, 8200, 16400, 32768, 65536):
+        taken = m > 8192
+        for kwargs in ({"x_fp16": False}, {"x_fp16": True}, {"zero_centered": True}):
+            assert (fwd(m, **kwargs) == two_rows) is taken, (m, kwargs)
+            assert fwd(m, slower=False, **kwargs) != two_rows, (m, kwargs)
+        others = ({"w_bytes": 2}, {"x_bytes": 4}, {"has_bias": False}, {"has_mask": True}, {"is_rms": True})
+        for kwargs in others + ({"n": 1000}, {"n": 2048}):  # (RMSNorm's few rows have the tile by their own rule)
+            assert fwd(m, **kwargs) != two_rows or fwd(m, slower=False, **kwargs) == two_rows, (m, kwargs)
+
+
+@pytest.mark.parametrize("slower", [False, True])
+def test_slower_dram_layer_norm_forward_of_1024_as_ops_asks(dram, slower):
+    """``ops`` asks the rule with the call's rows, dtypes and bias: under slower DRAM's rules LayerNorm's forward of
+    8200 x 1024 bf16 and fp16 x float32 weights with a bias launches tiles of two rows (an H200's rules four); 8192
+    rows, bf16 weights and no bias keep four. Nothing runs (the launches are recorded), so on the CPU too."""
+    from normkit.triton import ops
+
+    dram(slower)
+    x, w, b = make_inputs(8200, 1024, *DTYPES[3])
+    calls = [(x, w, b), (x.half(), w, b), (x[:8192], w, b), (x, w.bfloat16(), b.bfloat16()), (x, w, None)]
+    with pytest.MonkeyPatch.context() as recording:
+        launched = _record_launches(recording, "NORM_FWD")
+        for args in calls:
+            ops.layer_norm_fwd(*args, 1e-5)
+    tiles = [(launch["BLOCK_M"], launch["BLOCK_N"], launch["num_warps"]) for launch in launched]
+    assert tiles[:2] == [(2 if slower else 4, 1024, 4)] * 2
+    assert all(tile[0] != 2 for tile in tiles[2:]), tiles
+
+
+@pytest.mark.parametrize("zero_centered", [False, True])
+def test_slower_dram_layer_norm_forward_of_1024_forced_on_odd_rows(zero_centered):
+    """Round 126's two rows of 1024 at 4 warps forced on few rows, which the interpreter runs: 7 rows (a last tile of
+    one) and 100 strided rows, bf16 and fp16 x with float32 weights and a bias, zero-centered weights and not, against
+    the reference."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    with config.forced(fwd=LaunchConfig(2, 1024, 1, 4, 0)):
+        for m, pad in ((7, 0), (100, 8)):
+            for x_dtype in (torch.bfloat16, torch.float16):
+                x, w, b = make_inputs(m, 1024, x_dtype, torch.float32, row_pad=pad)
+                check_forward("triton", "layer_norm", x, w, b, zero_centered_gamma=zero_centered)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("slower", [False, True])
+def test_slower_dram_layer_norm_forward_of_1024_on_the_gpu(dram, slower):
+    """Round 126's LayerNorm forward under each DRAM's rules against the reference, on whichever GPU: 8200 and 32768
+    rows of 1024, bf16 and fp16 x with float32 weights and a bias, zero-centered weights at 8200."""
+    dram(slower)
+    for m in (8200, 32768):
+        for x_dtype in (torch.bfloat16, torch.float16):
+            check_forward("triton", "layer_norm", *make_inputs(m, 1024, x_dtype, torch.float32))
+    check_forward("triton", "layer_norm", *make_inputs(8200, 1024, *DTYPES[3]), zero_centered_gamma=True)
+
+
 @pytest.mark.parametrize("slower", [False, True])
 def test_slower_dram_rms_launches_as_the_ops_ask(dram, slower):
     """``ops`` asks the rules of rounds 123-124 with the call's dtypes and bias: under slower DRAM's rules the launches

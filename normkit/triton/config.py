@@ -235,7 +235,8 @@ def fwd_config(
     RMSNorm's of more than 16384 rows of 256 of fp16 x and weights (16385-32768 rows of bf16 x and float32 weights)
     without a bias sixteen rows a tile of 4 warps, 16 programs a SM, LayerNorm's of 16897-32768 rows of 256 of 16-bit x
     and weights with a bias and RMSNorm's of bf16 x and weights their eight rows a tile on 12 programs a SM
-    (``_slower_dram_fwd_256_twelve_a_sm``).
+    (``_slower_dram_fwd_256_twelve_a_sm``), and LayerNorm's of more than 8192 rows of 1024 of 16-bit x with float32
+    weights and a bias tiles of two rows, not four (``_slower_dram_ln_fwd_1024_two_rows``).
     ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program.
     ``zero_centered``: the weights are zero-centered (``1 + gamma``), which keep LayerNorm's few waves of 8193-9216
     columns of fp16 x in chunks, off the head + tail launch (``_few_waves_fwd``). ``staged``: the split staged Gluon
@@ -248,6 +249,8 @@ def fwd_config(
         return _split_staged_fwd_config(n)
     if slower_dram and _slower_dram_fwd_256_twelve_a_sm(m, n, is_rms, has_mask, w_bytes, has_bias, x_fp16, x_bytes):
         return LaunchConfig(8, 256, 1, 2, 12)
+    if slower_dram and _slower_dram_ln_fwd_1024_two_rows(m, n, is_rms, has_mask, w_bytes, has_bias, x_bytes):
+        return LaunchConfig(2, 1024, 1, 4, 0)
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
     return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, *rules, limits, x_bytes)
@@ -277,6 +280,24 @@ def _slower_dram_fwd_256_twelve_a_sm(
     32768 share a key). ``x_fp16``: x is float16; ``x_bytes``: x's element size."""
     rows = n == 256 and 16896 < m <= 32768
     return rows and (has_bias or is_rms) and x_bytes == w_bytes == 2 and not has_mask and not (is_rms and x_fp16)
+
+
+def _slower_dram_ln_fwd_1024_two_rows(
+    m: int, n: int, is_rms: bool, has_mask: bool, w_bytes: int, has_bias: bool, x_bytes: int
+) -> bool:
+    """Whether LayerNorm's forward of more than 8192 rows of 1024 columns of 16-bit x with float32 weights and a bias,
+    no mask, on slower DRAM (an H100), takes tiles of two rows at 4 warps, one program a tile, not the heuristic's four
+    rows at 4 warps (round 126). The tuner on the H100 (``bench.tune``, GPU run 882, 32768 x 1024 bf16 x float32) timed
+    the heuristic's tile at 2614 GB/s and two rows at 2665, its best. In turns against four rows (``bench.ab``, runs
+    883-884, outputs checked first): bf16 x float32 x1.055 / 1.047 / 1.029 / 1.017 / 1.015 at 8200 / 12300 / 16400 /
+    32768 / 65536 rows, fp16 x float32 x1.016 at 32768.
+
+    Not taken: 16-bit weights (x0.993 bf16, x0.985 fp16 at 32768 rows), float32 x (x0.988), LayerNorm's without a bias
+    (x0.996 at 32768 bf16 x float32), an H200 (not timed). Not RMSNorm's (the tuner at 32768 x 1024 bf16 x float32 put
+    its heuristic within 0.3% of its best), nor the inference call (``infer_config``, its own rules). ``m``: the call's
+    rows; ``x_bytes``, ``w_bytes``: x's and the weights' element sizes."""
+    rows = n == 1024 and m > 8192
+    return rows and not is_rms and has_bias and not has_mask and x_bytes == 2 and w_bytes == 4
 
 
 def bwd_config(
