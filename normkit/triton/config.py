@@ -294,8 +294,9 @@ def _slower_dram_ln_fwd_1024_two_rows(
 
     Not taken: 16-bit weights (x0.993 bf16, x0.985 fp16 at 32768 rows), float32 x (x0.988), LayerNorm's without a bias
     (x0.996 at 32768 bf16 x float32), an H200 (not timed). Not RMSNorm's (the tuner at 32768 x 1024 bf16 x float32 put
-    its heuristic within 0.3% of its best), nor the inference call (``infer_config``, its own rules). ``m``: the call's
-    rows; ``x_bytes``, ``w_bytes``: x's and the weights' element sizes."""
+    its heuristic within 0.3% of its best), nor the inference call (``infer_config``, its own rules). The tile stores
+    its statistics as held (``ops._stats_as_held`` takes every tile of 2 x 1024 without the mask), as timed. ``m``:
+    the call's rows; ``x_bytes``, ``w_bytes``: x's and the weights' element sizes."""
     rows = n == 1024 and m > 8192
     return rows and not is_rms and has_bias and not has_mask and x_bytes == 2 and w_bytes == 4
 

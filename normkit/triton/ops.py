@@ -421,7 +421,8 @@ def _stats_as_held(cfg, has_mask: bool, stat_dtype: torch.dtype) -> bool:
     RMSNorm's 4 since GPU run 352; at most 4096 rows of 513-1024 columns, ``config._few_short_rows``) store mean and
     rstd as each thread holds them, not through ``tl.store``'s move to one row a thread (there a select and a warp
     shuffle; the sm_90 code as held has 6 instructions more for RMSNorm, 8 fewer for LayerNorm, so why it runs faster is
-    not read off the code). Not the fused forward.
+    not read off the code). Not the fused forward. Round 126's tile of 2 x 1024 at 4 warps on an H100
+    (``config._slower_dram_ln_fwd_1024_two_rows``) takes it too, and was timed with it.
 
     Measured on an H200 in turns (``bench.ab``, GPU runs 343-346): fp16 LayerNorm / RMSNorm at 4096 x 1024
     x1.021-1.031 / x1.018-1.029, at 2048 x 1024 x1.021 / x1.044, at 4096 x 768 x1.004 / x1.033-1.036 (2048 x 768
