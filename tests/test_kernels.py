@@ -2636,6 +2636,79 @@ def test_slower_dram_layer_norm_forward_of_1024_on_the_gpu(dram, slower):
     check_forward("triton", "layer_norm", *make_inputs(8200, 1024, *DTYPES[3]), zero_centered_gamma=True)
 
 
+def test_slower_dram_rms_forward_of_12289_to_16384_as_head_and_tail():
+    """On slower DRAM (an H100) RMSNorm's forward without a bias of more than 4096 rows of 12289-16384 columns holds
+    each row whole, a head tile of 8192 and a tail tile of 8192 at 32 warps (round 127), whatever the dtypes; 4096
+    rows, 12288 and 16385 columns keep the heuristic's launch. Not a bias, the mask, LayerNorm, nor an H200's DRAM."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    def fwd(m, n, is_rms=True, slower=True, **kwargs):
+        return config.fwd_config(m, n, is_rms, slower_dram=slower, **kwargs)
+
+    head_and_tail = LaunchConfig(1, 8192, 1, 32, 0, tail_n=8192)
+    dtypes = ({"w_bytes": 4}, {"w_bytes": 2}, {"w_bytes": 2, "x_fp16": True}, {"w_bytes": 4, "x_bytes": 4})
+    for m in (4096, 4097, 4200, 8200, 32768, 65536):
+        for n in (12288, 12289, 13000, 14336, 16384, 16385):
+            taken = m > 4096 and 12288 < n <= 16384
+            for kwargs in dtypes + ({"w_bytes": 4, "zero_centered": True},):
+                assert (fwd(m, n, **kwargs) == head_and_tail) is taken, (m, n, kwargs)
+                assert fwd(m, n, slower=False, **kwargs) != head_and_tail, (m, n, kwargs)
+            for kwargs in ({"has_bias": True}, {"has_mask": True}, {"is_rms": False}):
+                assert fwd(m, n, w_bytes=4, **kwargs) != head_and_tail, (m, n, kwargs)
+
+
+@pytest.mark.parametrize("slower", [False, True])
+def test_slower_dram_rms_forward_of_12289_to_16384_as_ops_asks(dram, slower):
+    """``ops`` asks the rule with the call's rows and bias: under slower DRAM's rules RMSNorm's forward of 4097 x
+    16384 without a bias (bf16 x with float32 or bf16 weights) launches one program of 32 warps a row, a head tile of
+    8192 and a tail of 8192 (an H200's rules chunks of 2048 at 16 warps); with a bias it keeps the chunks, and 4096
+    rows the few waves' chunks of 4096. Nothing runs (the launches are recorded), so on the CPU too."""
+    from normkit.triton import ops
+
+    dram(slower)
+    x = torch.empty(4097, 16384, dtype=torch.bfloat16, device=DEVICE)
+    w = torch.ones(16384, device=DEVICE)
+    calls = [(x, w, None), (x, w.bfloat16(), None), (x, w, torch.zeros_like(w)), (x[:4096], w, None)]
+    with pytest.MonkeyPatch.context() as recording:
+        launched = _record_launches(recording, "NORM_FWD")
+        for args in calls:
+            ops.rms_norm_fwd(*args, 1e-5)
+    tiles = [(launch["BLOCK_N"], launch["NUM_CHUNKS"], launch["TAIL_N"], launch["num_warps"]) for launch in launched]
+    head_and_tail = (8192, 1, 8192, 32) if slower else (2048, 8, 0, 16)
+    assert tiles == [head_and_tail] * 2 + [(2048, 8, 0, 16), (4096, 4, 0, 16)]  # 4096 rows: a few waves' chunks
+
+
+@pytest.mark.parametrize("zero_centered", [False, True])
+def test_slower_dram_rms_forward_of_12289_to_16384_forced_on_odd_rows(zero_centered):
+    """Round 127's head tile of 8192 and tail of 8192 at 32 warps forced on few rows, which the interpreter runs: 7
+    strided rows of 12289 columns (a tail of one column in a tile of 8192) and 3 rows of 16384, float32, fp16 and bf16
+    x with float32 weights, zero-centered weights and not, against the reference."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    with config.forced(fwd=LaunchConfig(1, 8192, 1, 32, 0, tail_n=8192)):
+        for m, n, pad in ((7, 12289, 8), (3, 16384, 0)):
+            for dtypes in (DTYPES[0], DTYPES[1], DTYPES[3]):
+                x, w, _ = make_inputs(m, n, *dtypes, bias=False, row_pad=pad)
+                check_forward("triton", "rms_norm", x, w, None, zero_centered_gamma=zero_centered)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("slower", [False, True])
+def test_slower_dram_rms_forward_of_12289_to_16384_on_the_gpu(dram, slower):
+    """Round 127's RMSNorm forward under each DRAM's rules against the reference, on whichever GPU: 4200 x 16384 and
+    8200 x 13000 without a bias, float32, fp16 and bf16 x with float32 weights, zero-centered weights at 4200 x
+    16384."""
+    dram(slower)
+    for m, n in ((4200, 16384), (8200, 13000)):
+        for dtypes in (DTYPES[0], DTYPES[1], DTYPES[3]):
+            x, w, _ = make_inputs(m, n, *dtypes, bias=False)
+            check_forward("triton", "rms_norm", x, w, None)
+    x, w, _ = make_inputs(4200, 16384, *DTYPES[3], bias=False)
+    check_forward("triton", "rms_norm", x, w, None, zero_centered_gamma=True)
+
+
 @pytest.mark.parametrize("slower", [False, True])
 def test_slower_dram_rms_launches_as_the_ops_ask(dram, slower):
     """``ops`` asks the rules of rounds 123-124 with the call's dtypes and bias: under slower DRAM's rules the launches

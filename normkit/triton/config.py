@@ -235,8 +235,10 @@ def fwd_config(
     RMSNorm's of more than 16384 rows of 256 of fp16 x and weights (16385-32768 rows of bf16 x and float32 weights)
     without a bias sixteen rows a tile of 4 warps, 16 programs a SM, LayerNorm's of 16897-32768 rows of 256 of 16-bit x
     and weights with a bias and RMSNorm's of bf16 x and weights their eight rows a tile on 12 programs a SM
-    (``_slower_dram_fwd_256_twelve_a_sm``), and LayerNorm's of more than 8192 rows of 1024 of 16-bit x with float32
-    weights and a bias tiles of two rows, not four (``_slower_dram_ln_fwd_1024_two_rows``).
+    (``_slower_dram_fwd_256_twelve_a_sm``), LayerNorm's of more than 8192 rows of 1024 of 16-bit x with float32
+    weights and a bias tiles of two rows, not four (``_slower_dram_ln_fwd_1024_two_rows``), and RMSNorm's without a
+    bias of more than 4096 rows of 12289-16384 columns a head tile of 8192 and a tail of 8192 at 32 warps, not chunks
+    (``_slower_dram_rms_fwd_head_and_tail_of_8192``).
     ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program.
     ``zero_centered``: the weights are zero-centered (``1 + gamma``), which keep LayerNorm's few waves of 8193-9216
     columns of fp16 x in chunks, off the head + tail launch (``_few_waves_fwd``). ``staged``: the split staged Gluon
@@ -251,6 +253,8 @@ def fwd_config(
         return LaunchConfig(8, 256, 1, 2, 12)
     if slower_dram and _slower_dram_ln_fwd_1024_two_rows(m, n, is_rms, has_mask, w_bytes, has_bias, x_bytes):
         return LaunchConfig(2, 1024, 1, 4, 0)
+    if slower_dram and _slower_dram_rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias):
+        return LaunchConfig(1, 8192, 1, 32, 0, tail_n=8192)
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
     return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, *rules, limits, x_bytes)
@@ -1944,6 +1948,27 @@ def _split_staged_fwd_config(n: int) -> LaunchConfig:
     """The split staged forward's launch at rows of n columns: ``parts`` slices of ``block_n`` columns."""
     slice_n = SPLIT_STAGED_FWD_SLICE_N
     return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_FWD_WARPS, 1, parts=n // slice_n, staged=True)
+
+
+def _slower_dram_rms_fwd_head_and_tail_of_8192(m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool) -> bool:
+    """Whether RMSNorm's forward without a bias of more than 4096 rows of 12289-16384 columns, on slower DRAM (an
+    H100), holds each row whole in one program of 32 warps, as a head tile of 8192 columns and a tail tile of 8192,
+    rather than the heuristic's chunks of 2048 at 16 warps read twice (round 127). The tuner on the H100
+    (``bench.tune --whole-rows``, GPU run 887, 32768 x 16384 bf16 x float32) timed the chunks at 2919 GB/s and the two
+    tiles at 3013 (32 warps), 3002 (4) and 2949 (16). In turns against the chunks (``bench.ab``, runs 888-890, outputs
+    checked first; GB/s now over before):
+
+    - 32768 x 16384: bf16 x float32 x1.035 / 1.034 (4 warps x1.029, 16 x1.012), bf16 x1.028, fp16 x1.030, fp16 x
+      float32 x1.034, float32 x1.147; 16384 / 8200 / 4200 rows of bf16 x float32 x1.033 / 1.033 / 1.030-1.031;
+    - 32768 rows of 12400 / 13000 / 14336 bf16 x float32 x1.014 / 1.021 / 1.018.
+
+    Not taken: a tail tile narrower than 8192 (x0.833 / 0.916 / 0.988 at 9216 / 10240 / 12288 columns, tails of
+    1024-4096), a bias (x0.743 at 32 warps at 32768 x 16384 bf16 x float32; at 16 warps x1.030, fp16 x1.036, 4200 rows
+    x1.016, but x0.971 at 13000, runs 892-893: not yet run as a rule on a GPU), LayerNorm's (the tuner put its chunks at
+    its best at 32768 x 16384 bf16 x float32), the inference call (``infer_config``, not timed), an H200 (not timed: its
+    rules and the scoreboard stand). ``m``: the call's rows."""
+    rows = 12288 < n <= 16384 and m > 4096
+    return rows and is_rms and not has_bias and not has_mask
 
 
 def _split_staged_fwd(m: int, n: int, is_rms: bool, x_bytes: int, w_bytes: int, has_bias: bool) -> bool:
