@@ -1966,7 +1966,14 @@ def _slower_dram_rms_fwd_head_and_tail_of_8192(m: int, n: int, is_rms: bool, has
     1024-4096), a bias (x0.743 at 32 warps at 32768 x 16384 bf16 x float32; at 16 warps x1.030, fp16 x1.036, 4200 rows
     x1.016, but x0.971 at 13000, runs 892-893: not yet run as a rule on a GPU), LayerNorm's (the tuner put its chunks at
     its best at 32768 x 16384 bf16 x float32), the inference call (``infer_config``, not timed), an H200 (not timed: its
-    rules and the scoreboard stand). ``m``: the call's rows."""
+    rules and the scoreboard stand). ``m``: the call's rows.
+
+    Read on the CPU (sm_90, the launch as ``ops`` plans it): without a bias it holds 31-32 registers a thread and
+    spills nothing (bf16 / fp16 / float32 x, 16-bit or float32 weights, zero-centered, 12289-16384 columns), so two
+    programs of 1024 threads fill a SM's 65536 registers and 64 warps; with a bias 34, which leave room for one (the
+    likely cause of the x0.743). At 16 warps with a bias it holds 64, two programs a SM of 16 warps. The chunks hold
+    31-32 at 16 warps (four a SM). A change to the kernel that takes the launch past 32 registers halves its programs
+    a SM (``test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper``)."""
     rows = 12288 < n <= 16384 and m > 4096
     return rows and is_rms and not has_bias and not has_mask
 
