@@ -2709,69 +2709,6 @@ def test_slower_dram_rms_forward_of_12289_to_16384_on_the_gpu(dram, slower):
     check_forward("triton", "rms_norm", x, w, None, zero_centered_gamma=True)
 
 
-NORM_FWD_USAGE = """
-import importlib, json, os, pathlib, re, subprocess, sys, tempfile, types
-
-import triton
-import triton.language as tl
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-
-for name, path in (("normkit", "normkit"), ("normkit.triton", "normkit/triton")):  # the package without its
-    package = types.ModuleType(name)  # __init__, which asks for a GPU or the interpreter
-    package.__path__ = [str(pathlib.Path(sys.argv[1]) / path)]
-    sys.modules[name] = package
-kernel = importlib.import_module("normkit.triton.norm_fwd").norm_fwd_kernel
-cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
-for x_type, w_type, values, warps in json.loads(sys.argv[2]):
-    values = {name: tl.float32 if value == "fp32" else value for name, value in values.items()}
-    pointers = dict(X=x_type, Y=x_type, W=w_type, B=w_type, MEAN="*fp32", RSTD="*fp32", MASK="*u8")
-    signature = {name: pointers.get(name, "i32") for name in kernel.arg_names if name not in values}
-    signature |= {"eps": "fp32", "lower": "fp32", "upper": "fp32"} | {name: "constexpr" for name in values}
-    aligned = [i for i, name in enumerate(kernel.arg_names) if name in (*pointers, "N", "stride_x", "stride_y")]
-    source = ASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
-    compiled = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
-        cubin.write(compiled.asm["cubin"])
-        cubin.flush()
-        usage = subprocess.run([cuobjdump, "-res-usage", cubin.name], capture_output=True, text=True).stdout
-    print(json.dumps({"registers": int(re.search(r"REG:(\\d+)", usage).group(1)),
-                      "stack": [int(k) for k in re.findall(r"STACK:(\\d+)", usage)]}))
-"""
-
-
-def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(dram):
-    """Round 127's launch (a head tile and a tail tile of 8192 at 32 warps, 1024 threads) as ``ops`` plans it on
-    slower DRAM, compiled for sm_90 on any machine (Triton's interpreter off; the registers read by the ``cuobjdump``
-    Triton bundles): without a bias it holds at most 32 registers a thread and spills nothing, so two programs fill
-    a SM's 64 warps and 65536 registers, whatever the dtypes, at 16384 and 13000 columns and with zero-centered
-    weights. With a bias (forced: the rule leaves it out) it holds more, so one program a SM: that launch ran x0.743
-    of the chunks (GPU run 888), and without a bias, two a SM, x1.03."""
-    from pathlib import Path
-
-    from normkit.triton import config, ops
-    from normkit.triton.config import LaunchConfig
-
-    dram(True)
-    names = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
-    calls = [(16384, *DTYPES[3], False, False), (16384, *DTYPES[1], False, False), (16384, *DTYPES[0], True, False)]
-    calls += [(13000, *DTYPES[3], False, False), (16384, *DTYPES[3], False, True)]  # (n, x, w, zero-centered, bias)
-    cases = []
-    for n, x_dtype, w_dtype, zero_centered, bias in calls:
-        with config.forced(fwd=LaunchConfig(1, 8192, 1, 32, 0, tail_n=8192) if bias else None):
-            key = (32768, n, x_dtype, w_dtype, bias, True, zero_centered, None, True, -1, config.generation)
-            plan = ops._forward_plan(*key)
-        assert (plan.values[ops.NORM_FWD.constexpr_names.index("TAIL_N")], plan.num_warps) == (8192, 32), key
-        values = {name: "fp32" if value is torch.float32 or str(value) == "fp32" else value
-                  for name, value in zip(ops.NORM_FWD.constexpr_names, plan.values)}  # fmt: skip
-        cases.append((names[x_dtype], names[w_dtype], values, plan.num_warps))
-    compiled = compiled_on_the_cpu(NORM_FWD_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
-    assert len(compiled) == len(cases)
-    for case, c in zip(calls[:4], compiled[:4]):
-        assert c["registers"] <= 32 and c["stack"] == [0], (case, c)
-    assert compiled[4]["registers"] > 32, compiled[4]
-
-
 @pytest.mark.parametrize("slower", [False, True])
 def test_slower_dram_rms_launches_as_the_ops_ask(dram, slower):
     """``ops`` asks the rules of rounds 123-124 with the call's dtypes and bias: under slower DRAM's rules the launches
@@ -3339,8 +3276,8 @@ def compiled_on_the_cpu(script: str, path, cases: list, timeout: int) -> list:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
-NORM_BWD_PTX = """
-import importlib, json, pathlib, re, sys, types
+SM90_PRELUDE = """
+import importlib, json, os, pathlib, re, subprocess, sys, tempfile, types
 
 import triton
 import triton.language as tl
@@ -3351,6 +3288,31 @@ for name, path in (("normkit", "normkit"), ("normkit.triton", "normkit/triton"))
     package = types.ModuleType(name)  # __init__, which asks for a GPU or the interpreter
     package.__path__ = [str(pathlib.Path(sys.argv[1]) / path)]
     sys.modules[name] = package
+CUOBJDUMP = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+
+
+def compile_sm90(kernel, values, warps, pointers, aligned_names, floats=()):
+    \"\"\"``kernel`` compiled for sm_90 with these constexprs: the pointers of ``pointers``' types, ``floats``
+    float32, the other runtime arguments i32, ``aligned_names`` specialized as multiples of 16.\"\"\"
+    signature = {name: pointers.get(name, "i32") for name in kernel.arg_names if name not in values}
+    signature |= {name: "fp32" for name in floats} | {name: "constexpr" for name in values}
+    aligned = [i for i, name in enumerate(kernel.arg_names) if name in aligned_names]
+    source = ASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+
+
+def cuobjdump(compiled, flag):
+    \"\"\"What the ``cuobjdump`` Triton bundles prints with ``flag`` (``-res-usage``, ``-sass``) for a compiled
+    kernel's cubin.\"\"\"
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
+        cubin.write(compiled.asm["cubin"])
+        cubin.flush()
+        return subprocess.run([CUOBJDUMP, flag, cubin.name], capture_output=True, text=True).stdout
+"""
+
+NORM_BWD_PTX = (
+    SM90_PRELUDE
+    + """
 norm_bwd = importlib.import_module("normkit.triton.norm_bwd")
 pointers = dict(DY="*fp16", X="*fp16", W="*fp16", MEAN="*fp32", RSTD="*fp32", MASK="*u8", DX="*fp16", PARTIAL="*fp32",
                 SUMS="*i64")
@@ -3367,12 +3329,7 @@ def row_values(block_n, has_mask=True, even=True, tail_n=0, evict="evict_first",
 def compiled(kernel, values, warps, aligned_too=()):
     \"\"\"``kernel`` compiled for sm_90 with these constexprs (``pointers``' types; the pointers, N, the row strides
     of dy and x and ``aligned_too`` specialized as multiples of 16, as in a call of whole 16-byte rows).\"\"\"
-    signature = {name: pointers.get(name, "i32") for name in kernel.arg_names if name not in values}
-    signature |= {name: "constexpr" for name in values}
-    aligned_names = (*pointers, "N", "stride_dy", "stride_x", *aligned_too)
-    aligned = [i for i, name in enumerate(kernel.arg_names) if name in aligned_names]
-    source = ASTSource(kernel, signature, values, {(i,): [["tt.divisibility", 16]] for i in aligned})
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    return compile_sm90(kernel, values, warps, pointers, (*pointers, "N", "stride_dy", "stride_x", *aligned_too))
 
 
 def ptx_of(kernel, values, warps):
@@ -3386,6 +3343,7 @@ def loads_of(kernel, values, warps):
     policies = sorted(set(re.findall(r"createpolicy\\.fractional\\.L2::(\\w+)", ptx)))
     return re.findall(r"ld\\.global[^;]*;", ptx), policies
 """
+)
 
 ROW_EVICT_PTX = (
     NORM_BWD_PTX
@@ -3518,18 +3476,11 @@ def test_masked_backward_tests_mask_bits_against_constants_on_hopper():
 MASKED_ROW_USAGE = (
     NORM_BWD_PTX
     + """
-import os, subprocess, tempfile
-
-cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
 for mask_type, block_n, warps, even in json.loads(sys.argv[2]):
     pointers["MASK"] = mask_type
     values = row_values(block_n, even=even)
     kernel = compiled(norm_bwd.norm_bwd_kernel, values, warps, aligned_too=("stride_dx", "stride_mask"))
-    with tempfile.NamedTemporaryFile(suffix=".cubin") as cubin:
-        cubin.write(kernel.asm["cubin"])
-        cubin.flush()
-        usage = subprocess.run([cuobjdump, "-res-usage", cubin.name], capture_output=True, text=True).stdout
-        sass = subprocess.run([cuobjdump, "-sass", cubin.name], capture_output=True, text=True).stdout
+    usage, sass = cuobjdump(kernel, "-res-usage"), cuobjdump(kernel, "-sass")
     print(json.dumps({"stack": [int(k) for k in re.findall(r"STACK:(\\d+)", usage)],
                       "moves": len(re.findall(r"\\bMOV R\\d+, R\\d+ ;", sass))}))
 """
@@ -3564,6 +3515,54 @@ def test_masked_backward_of_8192_columns_masks_before_its_next_loads_on_hopper()
     for case, c in zip(cases[:2], compiled):
         assert c["stack"] == [0] and c["moves"] <= 8, (case, c)
     assert compiled[2]["moves"] >= 32, compiled[2]
+
+
+NORM_FWD_USAGE = (
+    SM90_PRELUDE
+    + """
+kernel = importlib.import_module("normkit.triton.norm_fwd").norm_fwd_kernel
+for x_type, w_type, values, warps in json.loads(sys.argv[2]):
+    values = {name: tl.float32 if value == "fp32" else value for name, value in values.items()}
+    pointers = dict(X=x_type, Y=x_type, W=w_type, B=w_type, MEAN="*fp32", RSTD="*fp32", MASK="*u8")
+    aligned_names = (*pointers, "N", "stride_x", "stride_y")
+    compiled = compile_sm90(kernel, values, warps, pointers, aligned_names, floats=("eps", "lower", "upper"))
+    usage = cuobjdump(compiled, "-res-usage")
+    print(json.dumps({"registers": int(re.search(r"REG:(\\d+)", usage).group(1)),
+                      "stack": [int(k) for k in re.findall(r"STACK:(\\d+)", usage)]}))
+"""
+)
+
+
+def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(dram):
+    """Round 127's launch (a head tile and a tail tile of 8192 at 32 warps, 1024 threads) as ``ops`` plans it on
+    slower DRAM, compiled for sm_90 on any machine (Triton's interpreter off; the registers read by the ``cuobjdump``
+    Triton bundles): without a bias it holds at most 32 registers a thread and spills nothing, so two programs fill
+    a SM's 64 warps and 65536 registers, whatever the dtypes, at 16384 and 13000 columns and with zero-centered
+    weights. With a bias (forced: the rule leaves it out) it holds more, so one program a SM, the likely cause of that
+    launch's x0.743 against the chunks (GPU run 888; without a bias, two a SM, x1.03)."""
+    from pathlib import Path
+
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    dram(True)
+    names = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
+    calls = [(16384, *DTYPES[3], False, False), (16384, *DTYPES[1], False, False), (16384, *DTYPES[0], True, False)]
+    calls += [(13000, *DTYPES[3], False, False), (16384, *DTYPES[3], False, True)]  # (n, x, w, zero-centered, bias)
+    cases = []
+    for n, x_dtype, w_dtype, zero_centered, bias in calls:
+        with config.forced(fwd=LaunchConfig(1, 8192, 1, 32, 0, tail_n=8192) if bias else None):
+            key = (32768, n, x_dtype, w_dtype, bias, True, zero_centered, None, True, -1, config.generation)
+            plan = ops._forward_plan(*key)
+        assert (plan.values[ops.NORM_FWD.constexpr_names.index("TAIL_N")], plan.num_warps) == (8192, 32), key
+        values = {name: "fp32" if str(value) == "fp32" else value  # ACC, tl.float32: by name in the JSON
+                  for name, value in zip(ops.NORM_FWD.constexpr_names, plan.values)}  # fmt: skip
+        cases.append((names[x_dtype], names[w_dtype], values, plan.num_warps))
+    compiled = compiled_on_the_cpu(NORM_FWD_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
+    assert len(compiled) == len(cases)
+    for case, c in zip(calls[:4], compiled[:4]):
+        assert c["registers"] <= 32 and c["stack"] == [0], (case, c)
+    assert compiled[4]["registers"] > 32, compiled[4]
 
 
 def test_split_rows_kernel_compiles_for_hopper():
