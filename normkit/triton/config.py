@@ -236,9 +236,11 @@ def fwd_config(
     without a bias sixteen rows a tile of 4 warps, 16 programs a SM, LayerNorm's of 16897-32768 rows of 256 of 16-bit x
     and weights with a bias and RMSNorm's of bf16 x and weights their eight rows a tile on 12 programs a SM
     (``_slower_dram_fwd_256_twelve_a_sm``), LayerNorm's of more than 8192 rows of 1024 of 16-bit x with float32
-    weights and a bias tiles of two rows, not four (``_slower_dram_ln_fwd_1024_two_rows``), and RMSNorm's without a
-    bias of more than 4096 rows of 12289-16384 columns a head tile of 8192 and a tail of 8192 at 32 warps, not chunks
-    (``_slower_dram_rms_fwd_head_and_tail_of_8192``).
+    weights and a bias tiles of two rows, not four (``_slower_dram_ln_fwd_1024_two_rows``), and RMSNorm's of more
+    than 4096 rows of 12289-16384 columns without a bias (of 16384 with one) a head tile of 8192 and a tail of 8192 at
+    32 warps (16), not chunks (``_slower_dram_rms_fwd_head_and_tail_of_8192``), and LayerNorm's of float32 x of more
+    than 4096 rows of 9217-16384 columns (with the mask 12288, 14336 and 16384) a head tile of 8192 and a tail at 16
+    warps (``_slower_dram_ln_fp32_fwd_head_and_tail``).
     ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program.
     ``zero_centered``: the weights are zero-centered (``1 + gamma``), which keep LayerNorm's few waves of 8193-9216
     columns of fp16 x in chunks, off the head + tail launch (``_few_waves_fwd``). ``staged``: the split staged Gluon
@@ -253,8 +255,11 @@ def fwd_config(
         return LaunchConfig(8, 256, 1, 2, 12)
     if slower_dram and _slower_dram_ln_fwd_1024_two_rows(m, n, is_rms, has_mask, w_bytes, has_bias, x_bytes):
         return LaunchConfig(2, 1024, 1, 4, 0)
-    if slower_dram and _slower_dram_rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias):
-        return LaunchConfig(1, 8192, 1, 32, 0, tail_n=8192)
+    head_and_tail_warps = slower_dram and _slower_dram_rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias)
+    if head_and_tail_warps:
+        return LaunchConfig(1, 8192, 1, head_and_tail_warps, 0, tail_n=8192)
+    if slower_dram and _slower_dram_ln_fp32_fwd_head_and_tail(m, n, is_rms, has_mask, x_bytes):
+        return LaunchConfig(1, 8192, 1, 16, 0, tail_n=row_block_n(n - 8192))
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
     return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, *rules, limits, x_bytes)
@@ -436,11 +441,22 @@ def infer_config(
     at one warp 0.91-0.97x there). ``w_bytes``, ``x_fp16``, ``slower_dram``, ``has_bias``, ``zero_centered``,
     ``staged``, ``x_bytes``: as ``fwd_config``'s. The inference calls of LayerNorm, RMSNorm and LayerNorm + clamped
     ReLU take the split staged forward where LayerNorm's training forward does (``_split_staged_fwd``), the kernel
-    storing y alone (round 90)."""
+    storing y alone (round 90). On slower DRAM (an H100) RMSNorm's inference calls without a bias of more than 4096
+    rows of 12289-16384 columns take the training forward's head tile of 8192 and tail of 8192 at 32 warps (round 128,
+    ``_slower_dram_rms_fwd_head_and_tail_of_8192``; with a bias, not timed, they keep the chunks), LayerNorm's and
+    LayerNorm + clamped ReLU's of float32 x of 9217-16384 columns its head tile and tail at 16 warps
+    (``_slower_dram_ln_fp32_fwd_head_and_tail``)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
     if staged and _split_staged_fwd(m, n, is_rms, x_bytes, w_bytes, has_bias):
         return _split_staged_fwd_config(n)
+    head_and_tail_warps = (
+        slower_dram and not has_bias and _slower_dram_rms_fwd_head_and_tail_of_8192(m, n, is_rms, False, False)
+    )
+    if head_and_tail_warps:
+        return LaunchConfig(1, 8192, 1, head_and_tail_warps, 0, tail_n=8192)
+    if slower_dram and _slower_dram_ln_fp32_fwd_head_and_tail(m, n, is_rms, False, x_bytes):
+        return LaunchConfig(1, 8192, 1, 16, 0, tail_n=row_block_n(n - 8192))
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
     return _infer_heuristic(_rows_key(m), n, is_rms, *rules, limits, x_bytes)
@@ -1950,32 +1966,64 @@ def _split_staged_fwd_config(n: int) -> LaunchConfig:
     return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_FWD_WARPS, 1, parts=n // slice_n, staged=True)
 
 
-def _slower_dram_rms_fwd_head_and_tail_of_8192(m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool) -> bool:
-    """Whether RMSNorm's forward without a bias of more than 4096 rows of 12289-16384 columns, on slower DRAM (an
-    H100), holds each row whole in one program of 32 warps, as a head tile of 8192 columns and a tail tile of 8192,
-    rather than the heuristic's chunks of 2048 at 16 warps read twice (round 127). The tuner on the H100
-    (``bench.tune --whole-rows``, GPU run 887, 32768 x 16384 bf16 x float32) timed the chunks at 2919 GB/s and the two
-    tiles at 3013 (32 warps), 3002 (4) and 2949 (16). In turns against the chunks (``bench.ab``, runs 888-890, outputs
-    checked first; GB/s now over before):
+def _slower_dram_rms_fwd_head_and_tail_of_8192(m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool) -> int:
+    """The warps of RMSNorm's forward of more than 4096 rows of 12289-16384 columns on slower DRAM (an H100) where it
+    holds each row whole in one program, as a head tile of 8192 columns and a tail tile of 8192, rather than the
+    heuristic's chunks of 2048 at 16 warps read twice (rounds 127-128): 32 without a bias, 16 with one at 16384
+    columns; 0 where it keeps the chunks. The tuner on the H100 (``bench.tune --whole-rows``, GPU run 887, 32768 x
+    16384 bf16 x float32, no bias) timed the chunks at 2919 GB/s and the two tiles at 3013 (32 warps), 3002 (4) and
+    2949 (16). In turns against the chunks (``bench.ab``, outputs checked first; GB/s now over before):
 
-    - 32768 x 16384: bf16 x float32 x1.035 / 1.034 (4 warps x1.029, 16 x1.012), bf16 x1.028, fp16 x1.030, fp16 x
-      float32 x1.034, float32 x1.147; 16384 / 8200 / 4200 rows of bf16 x float32 x1.033 / 1.033 / 1.030-1.031;
-    - 32768 rows of 12400 / 13000 / 14336 bf16 x float32 x1.014 / 1.021 / 1.018.
+    - no bias (runs 888-890), 32768 x 16384: bf16 x float32 x1.035 / 1.034 (4 warps x1.029, 16 x1.012), bf16 x1.028,
+      fp16 x1.030, fp16 x float32 x1.034, float32 x1.147; 16384 / 8200 / 4200 rows of bf16 x float32 x1.033 / 1.033 /
+      1.030-1.031; 32768 rows of 12400 / 13000 / 14336 bf16 x float32 x1.014 / 1.021 / 1.018;
+    - a bias at 16384 columns, 16 warps (probe runs 892-893, the rule run 894): 32768 rows of bf16 x float32 x1.030 /
+      1.030 (8 warps x1.018, 32 x0.743), bf16 x1.035, fp16 x float32 x1.036 / 1.030, 4200 rows of bf16 x float32
+      x1.016 / 1.018; 13000 columns (the chunks kept) x1.000;
+    - the inference call (``infer_config``, y alone) without a bias, 32 warps (probe runs 894 and 896): 32768 x 16384
+      bf16 x float32 x1.034 (16 warps x1.013), bf16 x1.029, fp16 x float32 x1.034, float32 x1.148; 4200 x 16384 bf16 x
+      float32 x1.031; 32768 rows of 12400 / 13000 x1.015 / 1.022, 8200 x 14336 x1.014.
 
     Not taken: a tail tile narrower than 8192 (x0.833 / 0.916 / 0.988 at 9216 / 10240 / 12288 columns, tails of
-    1024-4096), a bias (x0.743 at 32 warps at 32768 x 16384 bf16 x float32; at 16 warps x1.030, fp16 x1.036, 4200 rows
-    x1.016, but x0.971 at 13000, runs 892-893: not yet run as a rule on a GPU), LayerNorm's (the tuner put its chunks at
-    its best at 32768 x 16384 bf16 x float32), the inference call (``infer_config``, not timed), an H200 (not timed: its
-    rules and the scoreboard stand). ``m``: the call's rows.
+    1024-4096), a bias below 16384 columns (x0.971 at 32768 x 13000 at 16 warps), a bias at 32 warps, LayerNorm's (the
+    tuner put its chunks at its best at 32768 x 16384 bf16 x float32), the inference call with a bias (not timed), an
+    H200 (not timed: its rules and the scoreboard stand). ``m``: the call's rows.
 
     Read on the CPU (sm_90, the launch as ``ops`` plans it): without a bias it holds 31-32 registers a thread and
     spills nothing (bf16 / fp16 / float32 x, 16-bit or float32 weights, zero-centered, 12289-16384 columns), so two
-    programs of 1024 threads fill a SM's 65536 registers and 64 warps; with a bias 34, which leave room for one (the
-    likely cause of the x0.743). At 16 warps with a bias it holds 64, two programs a SM of 16 warps. The chunks hold
-    31-32 at 16 warps (four a SM). A change to the kernel that takes the launch past 32 registers halves its programs
-    a SM (``test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper``)."""
-    rows = 12288 < n <= 16384 and m > 4096
-    return rows and is_rms and not has_bias and not has_mask
+    programs of 1024 threads fill a SM's 65536 registers and 64 warps; with a bias at 32 warps 34, which leave room for
+    one (the likely cause of the x0.743), at 16 warps 64, two programs a SM of 16 warps. The chunks hold 31-32 at 16
+    warps (four a SM). A change to the kernel that takes the launch without a bias past 32 registers halves its
+    programs a SM (``test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper``)."""
+    if not is_rms or has_mask or m <= 4096 or not 12288 < n <= 16384:
+        return 0
+    if has_bias:
+        return 16 if n == 16384 else 0
+    return 32
+
+
+def _slower_dram_ln_fp32_fwd_head_and_tail(m: int, n: int, is_rms: bool, has_mask: bool, x_bytes: int) -> bool:
+    """Whether LayerNorm's forward of float32 x of more than 4096 rows of 9217-16384 columns (with the mask, the
+    clamped ReLU's, 12288, 14336 and 16384), on slower DRAM (an H100), holds each row whole in one program of 16
+    warps, a head tile of 8192 columns and a tail tile of the rest's power of two (2048-8192), rather than the
+    heuristic's chunks of 2048 read twice (round 128). In turns against the chunks (probe runs 897-901, ``bench.ab``,
+    outputs checked first; GB/s now over before; 32768 rows unless named):
+
+    - no mask, 16384: x1.084 (32 warps x1.080, 8 x1.070), no bias x1.050 (32 warps x1.057), zero-centered x1.072,
+      4200 rows x1.071; 14336 at 8200 rows x1.158, 13000 x1.137 (32 warps x1.090), 12400 x1.104, 12288 x1.139, 10240
+      x1.061, 9728 x1.057, 9300 x1.061; the inference call (y alone) at 16384 / 12400 x1.093 / 1.081;
+    - the mask: 16384 x1.371 / 1.368 (32 warps x1.229, 8 x1.368), 4200 rows x1.336, 14336 x1.184, 12288 x1.129.
+
+    Not taken: 9216 columns (a tail of 1024: x0.586), the mask at 12400 / 13000 (x0.941 / 0.967), 16-bit x (bf16 x
+    float32 weights at 32 warps x0.616, fp16 x float32 at 16 warps x0.978; the tuner put bf16 x's chunks at their best
+    at 16384, GPU run 887), an H200 (not timed). Not timed: the mask without a bias. The probe's launches are the
+    rule's (the same ``LaunchConfig`` from ``fwd_config`` and ``infer_config``); the rule's own GPU tests have not run
+    yet (round 128's device time ran out). ``x_bytes``: x's element size."""
+    if is_rms or x_bytes != 4 or m <= 4096:
+        return False
+    if has_mask:
+        return n in (12288, 14336, 16384)
+    return 9216 < n <= 16384
 
 
 def _split_staged_fwd(m: int, n: int, is_rms: bool, x_bytes: int, w_bytes: int, has_bias: bool) -> bool:
