@@ -2012,7 +2012,7 @@ def _slower_dram_ln_fp32_fwd_head_and_tail(m: int, n: int, is_rms: bool, has_mas
     - no mask, 16384: x1.084 (32 warps x1.080, 8 x1.070), no bias x1.050 (32 warps x1.057), zero-centered x1.072,
       4200 rows x1.071; 14336 at 8200 rows x1.158, 13000 x1.137 (32 warps x1.090), 12400 x1.104, 12288 x1.139, 10240
       x1.061, 9728 x1.057, 9300 x1.061; the inference call (y alone) at 16384 / 12400 x1.093 / 1.081;
-    - the mask: 16384 x1.371 / 1.368 (32 warps x1.229, 8 x1.368), 4200 rows x1.336, 14336 x1.184, 12288 x1.129.
+    - the mask: 16384 x1.371 (32 warps x1.229, 8 x1.368), 4200 rows x1.336, 14336 x1.184, 12288 x1.129.
 
     Not taken: 9216 columns (a tail of 1024: x0.586), the mask at 12400 / 13000 (x0.941 / 0.967), 16-bit x (bf16 x
     float32 weights at 32 warps x0.616, fp16 x float32 at 16 warps x0.978; the tuner put bf16 x's chunks at their best
