@@ -255,11 +255,9 @@ def fwd_config(
         return LaunchConfig(8, 256, 1, 2, 12)
     if slower_dram and _slower_dram_ln_fwd_1024_two_rows(m, n, is_rms, has_mask, w_bytes, has_bias, x_bytes):
         return LaunchConfig(2, 1024, 1, 4, 0)
-    head_and_tail_warps = slower_dram and _slower_dram_rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias)
-    if head_and_tail_warps:
-        return LaunchConfig(1, 8192, 1, head_and_tail_warps, 0, tail_n=8192)
-    if slower_dram and _slower_dram_ln_fp32_fwd_head_and_tail(m, n, is_rms, has_mask, x_bytes):
-        return LaunchConfig(1, 8192, 1, 16, 0, tail_n=row_block_n(n - 8192))
+    head_and_tail = slower_dram and _slower_dram_head_and_tail(m, n, is_rms, has_mask, has_bias, x_bytes)
+    if head_and_tail:
+        return head_and_tail
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
     return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, *rules, limits, x_bytes)
@@ -450,13 +448,9 @@ def infer_config(
         return _FORCED["fwd"]
     if staged and _split_staged_fwd(m, n, is_rms, x_bytes, w_bytes, has_bias):
         return _split_staged_fwd_config(n)
-    head_and_tail_warps = (
-        slower_dram and not has_bias and _slower_dram_rms_fwd_head_and_tail_of_8192(m, n, is_rms, False, False)
-    )
-    if head_and_tail_warps:
-        return LaunchConfig(1, 8192, 1, head_and_tail_warps, 0, tail_n=8192)
-    if slower_dram and _slower_dram_ln_fp32_fwd_head_and_tail(m, n, is_rms, False, x_bytes):
-        return LaunchConfig(1, 8192, 1, 16, 0, tail_n=row_block_n(n - 8192))
+    head_and_tail = slower_dram and _slower_dram_head_and_tail(m, n, is_rms, False, has_bias, x_bytes, inference=True)
+    if head_and_tail:
+        return head_and_tail
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
     return _infer_heuristic(_rows_key(m), n, is_rms, *rules, limits, x_bytes)
@@ -1964,6 +1958,21 @@ def _split_staged_fwd_config(n: int) -> LaunchConfig:
     """The split staged forward's launch at rows of n columns: ``parts`` slices of ``block_n`` columns."""
     slice_n = SPLIT_STAGED_FWD_SLICE_N
     return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_FWD_WARPS, 1, parts=n // slice_n, staged=True)
+
+
+def _slower_dram_head_and_tail(
+    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, inference: bool = False
+) -> LaunchConfig | None:
+    """Rounds 127-128's launches on slower DRAM (an H100) that hold a row whole as a head tile of 8192 columns and a
+    tail, for ``fwd_config`` and ``infer_config`` alike, or None: RMSNorm's, its warps from
+    ``_slower_dram_rms_fwd_head_and_tail_of_8192`` (an ``inference`` call with a bias keeps its chunks, not timed),
+    and LayerNorm's of float32 x at 16 warps (``_slower_dram_ln_fp32_fwd_head_and_tail``)."""
+    warps = _slower_dram_rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias)
+    if warps and not (inference and has_bias):
+        return LaunchConfig(1, 8192, 1, warps, 0, tail_n=8192)
+    if _slower_dram_ln_fp32_fwd_head_and_tail(m, n, is_rms, has_mask, x_bytes):
+        return LaunchConfig(1, 8192, 1, 16, 0, tail_n=row_block_n(n - 8192))
+    return None
 
 
 def _slower_dram_rms_fwd_head_and_tail_of_8192(m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool) -> int:
