@@ -646,7 +646,9 @@ def test_weights_in_tile_rule():
         return values["W_IN_TILE"]
 
     for n in (256, 512, 1024):
-        assert in_tile(n) and in_tile(n, "rms_norm") and in_tile(n, m=4096) and in_tile(n, m=8192)
+        assert in_tile(n) and in_tile(n, "rms_norm", m=65536) and in_tile(n, m=4096) and in_tile(n, m=8192)
+    assert in_tile(512, "rms_norm") and in_tile(1024, "rms_norm")
+    assert not in_tile(256, "rms_norm")  # an H200's 16897-32768 rows: sixteen rows of 4 warps (round 129)
     for m in (4096, 8192, 32768):  # the fused forward at 256 only
         assert in_tile(256, "layer_norm_clamped_relu", m=m)
     assert not in_tile(512, "layer_norm_clamped_relu") and not in_tile(1024, "layer_norm_clamped_relu")
@@ -2470,7 +2472,7 @@ def test_slower_dram_rms_forward_of_256_and_backward_of_4096():
     warps, one program a SM (round 123; on either DRAM the launch of 2049-4096 rows, a few waves). Not bf16 x with bf16
     weights, fp16 x or float32 x with float32 weights, bf16 x with float32 weights above 32768 rows, a bias or a mask in
     the forward, nor LayerNorm, nor 16384 rows; not the backward without dB, of float32 x, of the mask, of LayerNorm, of
-    other widths or of 2047 rows; nothing on an H200's DRAM."""
+    other widths or of 2047 rows; on an H200's DRAM nothing of these but its own rule for bf16 x (round 129, below)."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -2482,7 +2484,8 @@ def test_slower_dram_rms_forward_of_256_and_backward_of_4096():
     for m in (16385, 16400, 24576, 32768, 32769, 40000, 131072):
         assert fwd(m) == sixteen_rows and fwd(m, slower=False) == eight_rows, m
         assert (fwd(m, **bf16_fp32) == sixteen_rows) is (m <= 32768), m
-        assert fwd(m, slower=False, **bf16_fp32) == eight_rows, m
+        h200_sixteen_rows = LaunchConfig(16, 256, 1, 4, 8) if 16896 < m <= 32768 else eight_rows  # round 129
+        assert fwd(m, slower=False, **bf16_fp32) == h200_sixteen_rows, m
         others = [{"x_fp16": False}, {"w_bytes": 4}, {**bf16_fp32, "x_bytes": 4}]
         for kwargs in others + [{"is_rms": False}, {"has_bias": True}, {"has_mask": True}]:
             assert fwd(m, **kwargs) != sixteen_rows, (m, kwargs)
@@ -2527,7 +2530,10 @@ def test_slower_dram_forward_of_256_on_twelve_a_sm():
         taken = 16896 < m <= 32768
         for kwargs in taken_by:
             assert (fwd(m, **kwargs) == twelve_a_sm) is taken, (m, kwargs)
-            assert fwd(m, slower=False, **kwargs) == LaunchConfig(8, 256, 1, 2, 8), (m, kwargs)
+            h200 = fwd(m, slower=False, **kwargs)  # RMSNorm's bf16 x without a bias: sixteen rows (round 129)
+            sixteen_rows = taken and kwargs == {"is_rms": True, "has_bias": False}
+            expected = LaunchConfig(16, 256, 1, 4, 8) if sixteen_rows else LaunchConfig(8, 256, 1, 2, 8)
+            assert h200 == expected, (m, kwargs)
         others = ({"w_bytes": 4}, {"has_bias": False}, {"has_mask": True}, {"n": 200}, {"x_bytes": 4})
         for rms in ({"is_rms": True}, {"is_rms": True, "has_bias": False}):
             others += ({**rms, "x_fp16": True}, {**rms, "x_bytes": 4}, {**rms, "w_bytes": 4}, {**rms, "has_mask": True})
@@ -2539,8 +2545,9 @@ def test_slower_dram_forward_of_256_on_twelve_a_sm():
 def test_slower_dram_forward_of_256_on_twelve_a_sm_as_ops_asks(dram, slower):
     """``ops`` asks the rule with the call's rows, dtypes and bias: under slower DRAM's rules LayerNorm's forward of
     24576 x 256 fp16 with a bias and RMSNorm's of bf16 (with a bias and without) are planned on a persistent grid of 12
-    programs a SM (an H200's rules 8); LayerNorm's 16400 rows and float32 weights and RMSNorm's fp16 x with a bias on 8
-    (on a GPU as many as fit of those, ``ops._fitted_grid``). Nothing runs (the launches are recorded, and the launch
+    programs a SM (an H200's rules 8, RMSNorm's without a bias there in sixteen rows of 4 warps, round 129); LayerNorm's
+    16400 rows and float32 weights and RMSNorm's fp16 x with a bias on 8 (on a GPU as many as fit of those,
+    ``ops._fitted_grid``). Nothing runs (the launches are recorded, and the launch
     config each call is given), so on the CPU too."""
     from normkit.triton import config, ops
 
@@ -2564,9 +2571,48 @@ def test_slower_dram_forward_of_256_on_twelve_a_sm_as_ops_asks(dram, slower):
             ops.layer_norm_fwd(x, w, b, 1e-5)
         for x, w, b in rms_norm:
             ops.rms_norm_fwd(x, w, b, 1e-5)
-    assert [(launch["BLOCK_M"], launch["num_warps"]) for launch in launched] == [(8, 2)] * 6
+    sixteen_rows = [(8, 2)] if slower else [(16, 4)]  # an H200's RMSNorm of bf16 x without a bias (round 129)
+    assert [(launch["BLOCK_M"], launch["num_warps"]) for launch in launched] == [(8, 2)] * 4 + sixteen_rows + [(8, 2)]
     twelve = 12 if slower else 8
     assert asked == [twelve, 8, 8, twelve, twelve, 8]
+
+
+def test_faster_dram_rms_forward_of_256_in_sixteen_rows():
+    """On an H200's DRAM (not ``slower_dram``) RMSNorm's forward of 16897-32768 rows of 256 of bf16 x (float32 or bf16
+    weights) without a bias takes sixteen rows a tile of 4 warps on 8 programs a SM (round 129), the rows as the call
+    has them: 16400 and 16896 (whose rounded key is 32768's) and 32769 keep eight rows of 2 warps. Not fp16 or float32
+    x, a bias, the mask, LayerNorm, other widths, nor slower DRAM (its own rules, rounds 123-125)."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    def fwd(m, n=256, is_rms=True, slower=False, w_bytes=4, **kwargs):
+        return config.fwd_config(m, n, is_rms, w_bytes=w_bytes, slower_dram=slower, **kwargs)
+
+    sixteen_rows = LaunchConfig(16, 256, 1, 4, 8)
+    for m in (16400, 16896, 16897, 17408, 20480, 24576, 32768, 32769, 65536):
+        taken = 16896 < m <= 32768
+        for w_bytes in (4, 2):
+            assert (fwd(m, w_bytes=w_bytes) == sixteen_rows) is taken, (m, w_bytes)
+        others = ({"x_fp16": True}, {"x_fp16": True, "w_bytes": 2}, {"x_bytes": 4}, {"has_bias": True})
+        others += ({"has_mask": True}, {"is_rms": False}, {"n": 512}, {"n": 200}, {"slower": True})
+        for kwargs in others:
+            assert fwd(m, **kwargs) != sixteen_rows, (m, kwargs)
+        assert config.infer_config(m, 256, True, w_bytes=4) != sixteen_rows, m  # the inference call: its own launch
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("slower", [False, True])
+def test_faster_dram_rms_forward_of_256_in_sixteen_rows_on_the_gpu(dram, slower):
+    """Round 129's RMSNorm forward of 256 columns under each DRAM's rules against the reference, on whichever GPU:
+    16897, 17408 and 24576 rows of bf16 x with float32 and bf16 weights (an H200's rules: sixteen rows of 4 warps),
+    zero-centered at 24576, and with a bias (eight rows of 2 warps)."""
+    dram(slower)
+    for m in (16897, 17408, 24576):
+        for dtypes in (DTYPES[3], DTYPES[2]):
+            check_forward("triton", "rms_norm", *make_inputs(m, 256, *dtypes, bias=False))
+    x, w, b = make_inputs(24576, 256, *DTYPES[3])
+    check_forward("triton", "rms_norm", x, w, None, zero_centered_gamma=True)
+    check_forward("triton", "rms_norm", x, w, b)
 
 
 def test_slower_dram_layer_norm_forward_of_1024_in_two_rows():
@@ -2640,8 +2686,9 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_head_and_tail():
     """On slower DRAM (an H100) RMSNorm's forward of more than 4096 rows of 12289-16384 columns without a bias holds
     each row whole, a head tile of 8192 and a tail tile of 8192 at 32 warps (round 127), whatever the dtypes, and with a
     bias at 16384 columns the same tiles at 16 warps; 4096 rows, 12288 and 16385 columns, a bias below 16384 keep the
-    heuristic's launch. Not the mask, LayerNorm, nor an H200's DRAM. The inference call (``infer_config``) takes the
-    tiles at 32 warps without a bias (round 128) and keeps the chunks with one."""
+    heuristic's launch. Not the mask nor LayerNorm; on an H200's DRAM float32 x at 16384 columns alone (round 129). The
+    inference call (``infer_config``) takes the tiles at 32 warps without a bias (round 128) and keeps the chunks with
+    one."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -2658,14 +2705,19 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_head_and_tail():
                     got = fwd(m, n, has_bias=bias, **kwargs)
                     assert (got == head_and_tail) is taken, (m, n, bias, kwargs)
                     assert got.tail_n != 8192 or taken, (m, n, bias, kwargs)
-                    assert fwd(m, n, slower=False, has_bias=bias, **kwargs).tail_n != 8192, (m, n, bias, kwargs)
+                    h200 = fwd(m, n, slower=False, has_bias=bias, **kwargs)  # float32 x at 16384 alone (round 129)
+                    h200_taken = m > 4096 and n == 16384 and kwargs.get("x_bytes") == 4
+                    assert (h200 == head_and_tail) is h200_taken and (h200.tail_n != 8192 or h200_taken), (m, n, bias)
                 for kwargs in ({"has_mask": True}, {"is_rms": False}):
                     assert fwd(m, n, w_bytes=4, has_bias=bias, **kwargs).tail_n != 8192, (m, n, bias, kwargs)
                 for kwargs in dtypes:
                     infer = config.infer_config(m, n, True, slower_dram=True, has_bias=bias, **kwargs)
                     assert (infer == LaunchConfig(1, 8192, 1, 32, 0, tail_n=8192)) is (rows and not bias), (m, n, bias)
                     assert infer.tail_n != 8192 or not bias, (m, n, bias, kwargs)
-                    assert config.infer_config(m, n, True, has_bias=bias, **kwargs).tail_n != 8192, (m, n, bias)
+                    h200 = config.infer_config(m, n, True, has_bias=bias, **kwargs)
+                    h200_taken = m > 4096 and n == 16384 and kwargs.get("x_bytes") == 4 and not bias
+                    assert (h200 == LaunchConfig(1, 8192, 1, 32, 0, tail_n=8192)) is h200_taken, (m, n, bias, kwargs)
+                    assert h200.tail_n != 8192 or h200_taken, (m, n, bias, kwargs)
                     ln = config.infer_config(m, n, False, slower_dram=True, has_bias=bias, **kwargs)
                     assert ln != LaunchConfig(1, 8192, 1, 32, 0, tail_n=8192), (m, n, bias, kwargs)  # RMSNorm's alone
 
@@ -2723,7 +2775,8 @@ def test_slower_dram_rms_forward_of_12289_to_16384_on_the_gpu(dram, slower):
     """Round 127's RMSNorm forward under each DRAM's rules against the reference, on whichever GPU: 4200 x 16384 and
     8200 x 13000 without a bias, float32, fp16 and bf16 x with float32 weights, zero-centered weights at 4200 x
     16384, and with a bias 4200 x 16384 bf16 x float32 and fp16; the inference call of 4200 x 16384 (float32 and bf16
-    x with float32 weights), with a bias and without."""
+    x with float32 weights), with a bias and without. On an H200's rules float32 x at 16384 takes the tiles too (round
+    129; with a bias at 16 warps, 4200 x 16384 float32 with a bias)."""
     dram(slower)
     for m, n in ((4200, 16384), (8200, 13000)):
         for dtypes in (DTYPES[0], DTYPES[1], DTYPES[3]):
@@ -2733,6 +2786,7 @@ def test_slower_dram_rms_forward_of_12289_to_16384_on_the_gpu(dram, slower):
     check_forward("triton", "rms_norm", x, w, None, zero_centered_gamma=True)
     check_forward("triton", "rms_norm", x, w, b)  # with a bias: 16 warps on slower DRAM
     check_forward("triton", "rms_norm", *make_inputs(4200, 16384, *DTYPES[1]))
+    check_forward("triton", "rms_norm", *make_inputs(4200, 16384, *DTYPES[0]))  # float32 x with a bias: 16 warps
     from normkit.triton import ops
 
     for dtypes in (DTYPES[0], DTYPES[3]):  # the inference call without a bias (and with one: the chunks)
@@ -2746,8 +2800,8 @@ def test_slower_dram_layer_norm_forward_of_float32_x_as_head_and_tail():
     """On slower DRAM (an H100) LayerNorm's forward of float32 x of more than 4096 rows of 9217-16384 columns holds
     each row whole at 16 warps, a head tile of 8192 and a tail of the rest's power of two (round 128), with a bias or
     not, zero-centered or not, in training and inference calls; with the mask (the clamped ReLU's training forward)
-    at 12288, 14336 and 16384 alone. 4096 rows, 9216 and 16385 columns, 16-bit x, RMSNorm's rule and an H200's DRAM
-    keep their launches."""
+    at 12288, 14336 and 16384 alone, which an H200's DRAM takes too (round 129). 4096 rows, 9216 and 16385 columns,
+    16-bit x, RMSNorm's rule and an H200's DRAM without the mask keep their launches."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -2767,12 +2821,18 @@ def test_slower_dram_layer_norm_forward_of_float32_x_as_head_and_tail():
                 for launch in launches(m, n, **kwargs):  # training, inference
                     assert (launch == head_and_tail) is rows, (m, n, kwargs)
                     assert head_of_8192_at_16_warps(launch) is rows, (m, n, kwargs)
-                masked = launches(m, n, mask=True, **kwargs)[0]
-                assert head_of_8192_at_16_warps(masked) is (m > 4096 and n in (12288, 14336, 16384)), (m, n, kwargs)
-                assert masked == head_and_tail or not head_of_8192_at_16_warps(masked), (m, n, kwargs)
+                for slower in (True, False):  # the mask: on either DRAM
+                    masked = launches(m, n, slower, mask=True, **kwargs)[0]
+                    taken = m > 4096 and n in (12288, 14336, 16384)
+                    assert head_of_8192_at_16_warps(masked) is taken, (m, n, slower, kwargs)
+                    assert masked == head_and_tail or not taken, (m, n, slower, kwargs)
                 for other in ({"slower": False}, {"x_bytes": 2}, {"x_bytes": 2, "w_bytes": 2}):
                     for launch in launches(m, n, **kwargs, **other):
                         assert not head_of_8192_at_16_warps(launch), (m, n, kwargs, other)
+                for other in ({"x_bytes": 2}, {"x_bytes": 2, "w_bytes": 2}):
+                    for slower in (True, False):
+                        masked = launches(m, n, slower, mask=True, **kwargs, **other)[0]
+                        assert not head_of_8192_at_16_warps(masked), (m, n, slower, kwargs, other)
 
 
 @pytest.mark.parametrize("zero_centered", [False, True])

@@ -239,8 +239,12 @@ def fwd_config(
     weights and a bias tiles of two rows, not four (``_slower_dram_ln_fwd_1024_two_rows``), and RMSNorm's of more
     than 4096 rows of 12289-16384 columns without a bias (of 16384 with one) a head tile of 8192 and a tail of 8192 at
     32 warps (16), not chunks (``_slower_dram_rms_fwd_head_and_tail_of_8192``), and LayerNorm's of float32 x of more
-    than 4096 rows of 9217-16384 columns (with the mask 12288, 14336 and 16384) a head tile of 8192 and a tail at 16
-    warps (``_slower_dram_ln_fp32_fwd_head_and_tail``).
+    than 4096 rows of 9217-16384 columns a head tile of 8192 and a tail at 16 warps (``_ln_fp32_fwd_head_and_tail``).
+    On an H200 (not ``slower_dram``, round 129): RMSNorm's of float32 x of more than 4096 rows of 16384 columns that
+    head and tail of 8192 at 32 warps (16 with a bias; ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``), and its
+    forward of 16897-32768 rows of 256 of bf16 x without a bias sixteen rows a tile of 4 warps, 8 programs a SM
+    (``_faster_dram_rms_fwd_256_sixteen_rows``). On either, the clamped ReLU's forward of float32 x of more than 4096
+    rows of 12288, 14336 and 16384 columns LayerNorm's head tile of 8192 and tail at 16 warps.
     ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program.
     ``zero_centered``: the weights are zero-centered (``1 + gamma``), which keep LayerNorm's few waves of 8193-9216
     columns of fp16 x in chunks, off the head + tail launch (``_few_waves_fwd``). ``staged``: the split staged Gluon
@@ -255,7 +259,9 @@ def fwd_config(
         return LaunchConfig(8, 256, 1, 2, 12)
     if slower_dram and _slower_dram_ln_fwd_1024_two_rows(m, n, is_rms, has_mask, w_bytes, has_bias, x_bytes):
         return LaunchConfig(2, 1024, 1, 4, 0)
-    head_and_tail = slower_dram and _slower_dram_head_and_tail(m, n, is_rms, has_mask, has_bias, x_bytes)
+    if not slower_dram and _faster_dram_rms_fwd_256_sixteen_rows(m, n, is_rms, has_mask, has_bias, x_fp16, x_bytes):
+        return LaunchConfig(16, 256, 1, 4, 8)
+    head_and_tail = _head_and_tail(m, n, is_rms, has_mask, has_bias, x_bytes, slower_dram)
     if head_and_tail:
         return head_and_tail
     limits = tuple(LIMITS.values())
@@ -443,12 +449,13 @@ def infer_config(
     rows of 12289-16384 columns take the training forward's head tile of 8192 and tail of 8192 at 32 warps (round 128,
     ``_slower_dram_rms_fwd_head_and_tail_of_8192``; with a bias, not timed, they keep the chunks), LayerNorm's and
     LayerNorm + clamped ReLU's of float32 x of 9217-16384 columns its head tile and tail at 16 warps
-    (``_slower_dram_ln_fp32_fwd_head_and_tail``)."""
+    (``_ln_fp32_fwd_head_and_tail``); on an H200 RMSNorm's of float32 x of 16384 columns without a bias its head and
+    tail at 32 warps (round 129, ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
     if staged and _split_staged_fwd(m, n, is_rms, x_bytes, w_bytes, has_bias):
         return _split_staged_fwd_config(n)
-    head_and_tail = slower_dram and _slower_dram_head_and_tail(m, n, is_rms, False, has_bias, x_bytes, inference=True)
+    head_and_tail = _head_and_tail(m, n, is_rms, False, has_bias, x_bytes, slower_dram, inference=True)
     if head_and_tail:
         return head_and_tail
     limits = tuple(LIMITS.values())
@@ -745,7 +752,8 @@ def _fwd_heuristic(
             # / 1.019-1.020 at 16400 / 24576 / 32768, but x0.995-0.997 at 40000, x0.997-0.998 at 65536, x1.002 at
             # 131072 (with a bias x0.986-1.030); bf16 weights x0.970 at 16400 (x1.051 / 1.016 at 24576 / 32768), so
             # not those (16897-32768 rows of bf16 x and weights: 12 a SM, ``_slower_dram_fwd_256_twelve_a_sm``, round
-            # 125). Not timed on an H200
+            # 125). On an H200 bf16 x's 16897-32768 rows take sixteen rows of 4 warps at 8 a SM (round 129,
+            # ``_faster_dram_rms_fwd_256_sixteen_rows``)
             return LaunchConfig(16, 256, 1, 4, 16)
         return LaunchConfig(8, 256, 1, 2, 8 if m > 8192 else 0)
     if has_mask and m > 4096 and 512 <= block_n <= 4096:
@@ -1960,17 +1968,22 @@ def _split_staged_fwd_config(n: int) -> LaunchConfig:
     return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_FWD_WARPS, 1, parts=n // slice_n, staged=True)
 
 
-def _slower_dram_head_and_tail(
-    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, inference: bool = False
-) -> LaunchConfig | None:
-    """Rounds 127-128's launches on slower DRAM (an H100) that hold a row whole as a head tile of 8192 columns and a
-    tail, for ``fwd_config`` and ``infer_config`` alike, or None: RMSNorm's, its warps from
-    ``_slower_dram_rms_fwd_head_and_tail_of_8192`` (an ``inference`` call with a bias keeps its chunks, not timed),
-    and LayerNorm's of float32 x at 16 warps (``_slower_dram_ln_fp32_fwd_head_and_tail``)."""
-    warps = _slower_dram_rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias)
+def _head_and_tail(
+    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, slower_dram: bool,
+    inference: bool = False,
+) -> LaunchConfig | None:  # fmt: skip
+    """Rounds 127-129's launches that hold a row whole as a head tile of 8192 columns and a tail, for ``fwd_config``
+    and ``infer_config`` alike, or None: RMSNorm's, its warps from ``_slower_dram_rms_fwd_head_and_tail_of_8192`` on
+    slower DRAM (an H100) and from ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192`` elsewhere (an H200; an
+    ``inference`` call with a bias keeps its chunks on either, not timed), and LayerNorm's of float32 x at 16 warps
+    (``_ln_fp32_fwd_head_and_tail``)."""
+    if slower_dram:
+        warps = _slower_dram_rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias)
+    else:
+        warps = _faster_dram_fp32_rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias, x_bytes)
     if warps and not (inference and has_bias):
         return LaunchConfig(1, 8192, 1, warps, 0, tail_n=8192)
-    if _slower_dram_ln_fp32_fwd_head_and_tail(m, n, is_rms, has_mask, x_bytes):
+    if _ln_fp32_fwd_head_and_tail(m, n, is_rms, has_mask, x_bytes, slower_dram):
         return LaunchConfig(1, 8192, 1, 16, 0, tail_n=row_block_n(n - 8192))
     return None
 
@@ -1995,8 +2008,9 @@ def _slower_dram_rms_fwd_head_and_tail_of_8192(m: int, n: int, is_rms: bool, has
 
     Not taken: a tail tile narrower than 8192 (x0.833 / 0.916 / 0.988 at 9216 / 10240 / 12288 columns, tails of
     1024-4096), a bias below 16384 columns (x0.971 at 32768 x 13000 at 16 warps), a bias at 32 warps, LayerNorm's (the
-    tuner put its chunks at its best at 32768 x 16384 bf16 x float32), the inference call with a bias (not timed), an
-    H200 (not timed: its rules and the scoreboard stand). ``m``: the call's rows.
+    tuner put its chunks at its best at 32768 x 16384 bf16 x float32), the inference call with a bias (not timed). On
+    an H200 float32 x at 16384 alone (round 129, ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``). ``m``: the
+    call's rows.
 
     Read on the CPU (sm_90, the launch as ``ops`` plans it): without a bias it holds 31-32 registers a thread and
     spills nothing (bf16 / fp16 / float32 x, 16-bit or float32 weights, zero-centered, 12289-16384 columns), so two
@@ -2011,28 +2025,75 @@ def _slower_dram_rms_fwd_head_and_tail_of_8192(m: int, n: int, is_rms: bool, has
     return 32
 
 
-def _slower_dram_ln_fp32_fwd_head_and_tail(m: int, n: int, is_rms: bool, has_mask: bool, x_bytes: int) -> bool:
-    """Whether LayerNorm's forward of float32 x of more than 4096 rows of 9217-16384 columns (with the mask, the
-    clamped ReLU's, 12288, 14336 and 16384), on slower DRAM (an H100), holds each row whole in one program of 16
-    warps, a head tile of 8192 columns and a tail tile of the rest's power of two (2048-8192), rather than the
-    heuristic's chunks of 2048 read twice (round 128). In turns against the chunks (probe runs 897-901, ``bench.ab``,
-    outputs checked first; GB/s now over before; 32768 rows unless named):
+def _ln_fp32_fwd_head_and_tail(m: int, n: int, is_rms: bool, has_mask: bool, x_bytes: int, slower_dram: bool) -> bool:
+    """Whether LayerNorm's forward of float32 x of more than 4096 rows holds each row whole in one program of 16 warps,
+    a head tile of 8192 columns and a tail tile of the rest's power of two (2048-8192), rather than the heuristic's
+    chunks of 2048 read twice: with the mask (the clamped ReLU's training forward) at 12288, 14336 and 16384 columns on
+    any GPU (round 129 on an H200), without it at 9217-16384 columns on slower DRAM (an H100) alone (round 128). In
+    turns against the chunks (``bench.ab``, outputs checked first; GB/s now over before; 32768 rows unless named):
 
-    - no mask, 16384: x1.084 (32 warps x1.080, 8 x1.070), no bias x1.050 (32 warps x1.057), zero-centered x1.072,
-      4200 rows x1.071; 14336 at 8200 rows x1.158, 13000 x1.137 (32 warps x1.090), 12400 x1.104, 12288 x1.139, 10240
-      x1.061, 9728 x1.057, 9300 x1.061; the inference call (y alone) at 16384 / 12400 x1.093 / 1.081;
-    - the mask: 16384 x1.371 (32 warps x1.229, 8 x1.368), 4200 rows x1.336, 14336 x1.184, 12288 x1.129.
+    - an H100 (probe runs 897-901), no mask, 16384: x1.084 (32 warps x1.080, 8 x1.070), no bias x1.050 (32 warps
+      x1.057), zero-centered x1.072, 4200 rows x1.071; 14336 at 8200 rows x1.158, 13000 x1.137 (32 warps x1.090), 12400
+      x1.104, 12288 x1.139, 10240 x1.061, 9728 x1.057, 9300 x1.061; the inference call (y alone) at 16384 / 12400
+      x1.093 / 1.081; the mask: 16384 x1.371 (32 warps x1.229, 8 x1.368), 4200 rows x1.336, 14336 x1.184, 12288 x1.129;
+    - an H200 (probe runs 902-903), the mask: 16384 x1.412 (8 warps x1.394), without a bias x1.275, 4200 rows x1.353,
+      14336 x1.161, 12288 x1.123; but no mask at 16384 x0.925 (so not on an H200). The rule (run 904): 16384 / 12288
+      x1.403 / 1.152, 13000 x0.999 (not taken, as meant); 32768 x 16384 at 1047.5 us against torch.compile's 2182.5
+      (2.08x), 98% of the copy; the tuner's best of the whole-row launches there (run 906).
 
-    Not taken: 9216 columns (a tail of 1024: x0.586), the mask at 12400 / 13000 (x0.941 / 0.967), 16-bit x (bf16 x
-    float32 weights at 32 warps x0.616, fp16 x float32 at 16 warps x0.978; the tuner put bf16 x's chunks at their best
-    at 16384, GPU run 887), an H200 (not timed). Not timed: the mask without a bias. The probe's launches are the
-    rule's (the same ``LaunchConfig`` from ``fwd_config`` and ``infer_config``); the rule's own GPU tests have not run
-    yet (round 128's device time ran out). ``x_bytes``: x's element size."""
+    Not taken: 9216 columns (a tail of 1024: x0.586 on the H100), the mask at 12400 / 13000 (H100 x0.941 / 0.967, H200
+    13000 x0.774), 16-bit x (H100: bf16 x float32 weights at 32 warps x0.616, fp16 x float32 at 16 warps x0.978, the
+    tuner put bf16 x's chunks at their best at 16384, GPU run 887; H200: the mask with bf16 x float32 weights x0.811).
+    The probe's launches are the rule's (the same ``LaunchConfig`` from ``fwd_config`` and ``infer_config``).
+    ``x_bytes``: x's element size; ``slower_dram``: the GPU's DRAM is an H100's (``slower_dram``). Named
+    ``_slower_dram_ln_fp32_fwd_head_and_tail`` in round 128, when it took an H100 alone."""
     if is_rms or x_bytes != 4 or m <= 4096:
         return False
     if has_mask:
         return n in (12288, 14336, 16384)
-    return 9216 < n <= 16384
+    return slower_dram and 9216 < n <= 16384
+
+
+def _faster_dram_fp32_rms_fwd_head_and_tail_of_8192(
+    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int
+) -> int:
+    """The warps of RMSNorm's forward of float32 x of more than 4096 rows of 16384 columns on DRAM as fast as an
+    H200's (not ``slower_dram``) where it holds each row whole, a head tile of 8192 and a tail tile of 8192, rather than
+    the heuristic's chunks of 2048 at 16 warps read twice (round 129): 32 without a bias, 16 with one; 0 where it keeps
+    the chunks. Round 127's launch on an H100 (``_slower_dram_rms_fwd_head_and_tail_of_8192``), timed on an H200 in
+    turns against the chunks (probe runs 902-903, ``bench.ab``, outputs checked first; GB/s now over before):
+    32768 x 16384 x1.091 (16 warps x1.088), 4200 x 16384 x1.091, the inference call x1.088; with a bias at 16 warps
+    x1.029 (32 warps x0.977). The rule (run 904): x1.101, with a bias x1.178, the inference call x1.098; 1027.5 us at
+    32768 x 16384, 98% of the copy, 0.969x torch.compile's 995.7 (from about 0.88); the tuner's best of the whole-row
+    launches (run 905: 32 warps 4177 GB/s, 4 warps 4175, 16 warps 4156).
+
+    Not taken: 16-bit x (bf16 x float32 weights at 32 warps x0.988), 12400 columns (x0.977; the H200's chunks of 12289-
+    16383 columns are left as they are, not timed between), the inference call with a bias (not timed)."""
+    if not is_rms or has_mask or x_bytes != 4 or m <= 4096 or n != 16384:
+        return 0
+    return 16 if has_bias else 32
+
+
+def _faster_dram_rms_fwd_256_sixteen_rows(
+    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_fp16: bool, x_bytes: int
+) -> bool:
+    """Whether RMSNorm's forward of 16897-32768 rows of 256 columns of bf16 x without a bias, no mask, on DRAM as fast
+    as an H200's (not ``slower_dram``), takes tiles of sixteen rows at 4 warps on a persistent grid of 8 programs a
+    SM, not the heuristic's eight rows at 2 warps (round 129). The tuner on the H200 (``bench.tune``, GPU run 902,
+    32768 x 256 bf16 x float32) timed the heuristic at 2471 GB/s and sixteen rows of 4 warps at 2537, its best (8
+    programs a SM or 16 alike). In turns against the heuristic (``bench.ab``, probe runs 902-903, outputs checked
+    first): bf16 x float32 x1.055 / 1.053 / 1.024-1.027 at 20480 / 24576 / 32768 rows, bf16 x1.044 at 32768. The
+    rule (run 904): x1.003 / 1.041 / 1.017 at 17408 / 24576 / 32768 rows; 13.6 us at 32768 x 256, 0.993x
+    torch.compile's 13.5 (the scoreboard's 0.973).
+
+    Not taken: 16400 rows (x0.940, though there the sixteen rows take one pass of 132 x 8 programs, 16896 rows, and
+    the eight two) nor 65536 (x0.978); fp16 x, float32 x and a bias (not timed), the inference call (its own launch,
+    ``infer_config``). The bounds: 16897 rows, from which the sixteen rows need a second pass, between 16400 (lost) and
+    20480 (gained).
+    On slower DRAM (an H100) round 123-125's rules stand (``_fwd_heuristic``, ``_slower_dram_fwd_256_twelve_a_sm``).
+    ``m``: the call's rows, not as ``_rows_key`` rounds them (16400 and 32768 share a key)."""
+    rows = n == 256 and 16896 < m <= 32768
+    return rows and is_rms and x_bytes == 2 and not x_fp16 and not has_bias and not has_mask
 
 
 def _split_staged_fwd(m: int, n: int, is_rms: bool, x_bytes: int, w_bytes: int, has_bias: bool) -> bool:
