@@ -2044,9 +2044,10 @@ def _ln_fp32_fwd_head_and_tail(m: int, n: int, is_rms: bool, has_mask: bool, x_b
     Not taken: 9216 columns (a tail of 1024: x0.586 on the H100), the mask at 12400 / 13000 (H100 x0.941 / 0.967, H200
     13000 x0.774), 16-bit x (H100: bf16 x float32 weights at 32 warps x0.616, fp16 x float32 at 16 warps x0.978, the
     tuner put bf16 x's chunks at their best at 16384, GPU run 887; H200: the mask with bf16 x float32 weights x0.811).
-    The probe's launches are the rule's (the same ``LaunchConfig`` from ``fwd_config`` and ``infer_config``).
-    ``x_bytes``: x's element size; ``slower_dram``: the GPU's DRAM is an H100's (``slower_dram``). Named
-    ``_slower_dram_ln_fp32_fwd_head_and_tail`` in round 128, when it took an H100 alone."""
+    The probe's launches are the rule's (the same ``LaunchConfig`` from ``fwd_config`` and ``infer_config``); on an
+    H100 the rule itself is not yet timed (no H100 came in round 129), its GPU test passed on an H200 under slower
+    DRAM's rules (runs 902 and 904). ``x_bytes``: x's element size; ``slower_dram``: the GPU's DRAM is an H100's
+    (``slower_dram``). Named ``_slower_dram_ln_fp32_fwd_head_and_tail`` in round 128, when it took an H100 alone."""
     if is_rms or x_bytes != 4 or m <= 4096:
         return False
     if has_mask:
