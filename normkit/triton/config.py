@@ -238,10 +238,10 @@ def fwd_config(
     (``_slower_dram_fwd_256_twelve_a_sm``), LayerNorm's of more than 8192 rows of 1024 of 16-bit x with float32
     weights and a bias tiles of two rows, not four (``_slower_dram_ln_fwd_1024_two_rows``), and RMSNorm's of more
     than 4096 rows of 12289-16384 columns without a bias (of 16384 with one) a head tile of 8192 and a tail of 8192 at
-    32 warps (16), not chunks (``_slower_dram_rms_fwd_head_and_tail_of_8192``), and LayerNorm's of float32 x of more
+    32 warps (16), not chunks (``_rms_fwd_head_and_tail_of_8192``), and LayerNorm's of float32 x of more
     than 4096 rows of 9217-16384 columns a head tile of 8192 and a tail at 16 warps (``_ln_fp32_fwd_head_and_tail``).
     On an H200 (not ``slower_dram``, round 129): RMSNorm's of float32 x of more than 4096 rows of 16384 columns that
-    head and tail of 8192 at 32 warps (16 with a bias; ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``), and its
+    head and tail of 8192 at 32 warps (16 with a bias; ``_rms_fwd_head_and_tail_of_8192``), and its
     forward of 16897-32768 rows of 256 of bf16 x without a bias sixteen rows a tile of 4 warps, 8 programs a SM
     (``_faster_dram_rms_fwd_256_sixteen_rows``). On either, the clamped ReLU's forward of float32 x of more than 4096
     rows of 12288, 14336 and 16384 columns LayerNorm's head tile of 8192 and tail at 16 warps.
@@ -447,10 +447,10 @@ def infer_config(
     ReLU take the split staged forward where LayerNorm's training forward does (``_split_staged_fwd``), the kernel
     storing y alone (round 90). On slower DRAM (an H100) RMSNorm's inference calls without a bias of more than 4096
     rows of 12289-16384 columns take the training forward's head tile of 8192 and tail of 8192 at 32 warps (round 128,
-    ``_slower_dram_rms_fwd_head_and_tail_of_8192``; with a bias, not timed, they keep the chunks), LayerNorm's and
+    ``_rms_fwd_head_and_tail_of_8192``; with a bias, not timed, they keep the chunks), LayerNorm's and
     LayerNorm + clamped ReLU's of float32 x of 9217-16384 columns its head tile and tail at 16 warps
     (``_ln_fp32_fwd_head_and_tail``); on an H200 RMSNorm's of float32 x of 16384 columns without a bias its head and
-    tail at 32 warps (round 129, ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``)."""
+    tail at 32 warps (round 129, the same helper)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
     if staged and _split_staged_fwd(m, n, is_rms, x_bytes, w_bytes, has_bias):
@@ -1973,14 +1973,10 @@ def _head_and_tail(
     inference: bool = False,
 ) -> LaunchConfig | None:  # fmt: skip
     """Rounds 127-129's launches that hold a row whole as a head tile of 8192 columns and a tail, for ``fwd_config``
-    and ``infer_config`` alike, or None: RMSNorm's, its warps from ``_slower_dram_rms_fwd_head_and_tail_of_8192`` on
-    slower DRAM (an H100) and from ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192`` elsewhere (an H200; an
-    ``inference`` call with a bias keeps its chunks on either, not timed), and LayerNorm's of float32 x at 16 warps
-    (``_ln_fp32_fwd_head_and_tail``)."""
-    if slower_dram:
-        warps = _slower_dram_rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias)
-    else:
-        warps = _faster_dram_fp32_rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias, x_bytes)
+    and ``infer_config`` alike, or None: RMSNorm's, its warps from ``_rms_fwd_head_and_tail_of_8192`` (an
+    ``inference`` call with a bias keeps its chunks, not timed), and LayerNorm's of float32 x at 16 warps
+    (``_ln_fp32_fwd_head_and_tail``); each asks the GPU's DRAM (``slower_dram``)."""
+    warps = _rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias, x_bytes, slower_dram)
     if warps and not (inference and has_bias):
         return LaunchConfig(1, 8192, 1, warps, 0, tail_n=8192)
     if _ln_fp32_fwd_head_and_tail(m, n, is_rms, has_mask, x_bytes, slower_dram):
@@ -1988,11 +1984,17 @@ def _head_and_tail(
     return None
 
 
-def _slower_dram_rms_fwd_head_and_tail_of_8192(m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool) -> int:
-    """The warps of RMSNorm's forward of more than 4096 rows of 12289-16384 columns on slower DRAM (an H100) where it
-    holds each row whole in one program, as a head tile of 8192 columns and a tail tile of 8192, rather than the
-    heuristic's chunks of 2048 at 16 warps read twice (rounds 127-128): 32 without a bias, 16 with one at 16384
-    columns; 0 where it keeps the chunks. The tuner on the H100 (``bench.tune --whole-rows``, GPU run 887, 32768 x
+def _rms_fwd_head_and_tail_of_8192(
+    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, slower_dram: bool
+) -> int:
+    """The warps of RMSNorm's forward of more than 4096 rows where it holds each row whole in one program, as a head
+    tile of 8192 columns and a tail tile of 8192, rather than the heuristic's chunks of 2048 at 16 warps read twice: 32
+    without a bias, 16 with one; 0 where it keeps the chunks. On slower DRAM (an H100; rounds 127-128) at 12289-16384
+    columns (with a bias at 16384 alone), on an H200's (round 129) float32 x at 16384 columns alone. Named
+    ``_slower_dram_rms_fwd_head_and_tail_of_8192`` in rounds 127-128, when it took an H100 alone, and round 129's
+    H200 rule ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``.
+
+    On slower DRAM: The tuner on the H100 (``bench.tune --whole-rows``, GPU run 887, 32768 x
     16384 bf16 x float32, no bias) timed the chunks at 2919 GB/s and the two tiles at 3013 (32 warps), 3002 (4) and
     2949 (16). In turns against the chunks (``bench.ab``, outputs checked first; GB/s now over before):
 
@@ -2008,9 +2010,15 @@ def _slower_dram_rms_fwd_head_and_tail_of_8192(m: int, n: int, is_rms: bool, has
 
     Not taken: a tail tile narrower than 8192 (x0.833 / 0.916 / 0.988 at 9216 / 10240 / 12288 columns, tails of
     1024-4096), a bias below 16384 columns (x0.971 at 32768 x 13000 at 16 warps), a bias at 32 warps, LayerNorm's (the
-    tuner put its chunks at its best at 32768 x 16384 bf16 x float32), the inference call with a bias (not timed). On
-    an H200 float32 x at 16384 alone (round 129, ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``). ``m``: the
-    call's rows.
+    tuner put its chunks at its best at 32768 x 16384 bf16 x float32), the inference call with a bias (not timed).
+    ``m``: the call's rows; ``x_bytes``: x's element size.
+
+    On an H200's DRAM (not ``slower_dram``), in turns against the chunks (probe runs 902-903, float32 x): 32768 x 16384
+    x1.091 (16 warps x1.088), 4200 x 16384 x1.091, the inference call x1.088; with a bias at 16 warps x1.029 (32 warps
+    x0.977). The rule (run 904): x1.101, with a bias x1.178, the inference call x1.098; 1027.5 us at 32768 x 16384, 98%
+    of the copy, 0.969x torch.compile's 995.7 (from about 0.88); the tuner's best of the whole-row launches (run 905:
+    32 warps 4177 GB/s, 4 warps 4175, 16 warps 4156). Not taken there: 16-bit x (bf16 x float32 weights at 32 warps
+    x0.988), 12400 columns (x0.977; the H200's chunks of 12289-16383 columns are left as they are, not timed between).
 
     Read on the CPU (sm_90, the launch as ``ops`` plans it): without a bias it holds 31-32 registers a thread and
     spills nothing (bf16 / fp16 / float32 x, 16-bit or float32 weights, zero-centered, 12289-16384 columns), so two
@@ -2018,7 +2026,11 @@ def _slower_dram_rms_fwd_head_and_tail_of_8192(m: int, n: int, is_rms: bool, has
     one (the likely cause of the x0.743), at 16 warps 64, two programs a SM of 16 warps. The chunks hold 31-32 at 16
     warps (four a SM). A change to the kernel that takes the launch without a bias past 32 registers halves its
     programs a SM (``test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper``)."""
-    if not is_rms or has_mask or m <= 4096 or not 12288 < n <= 16384:
+    if not is_rms or has_mask or m <= 4096:
+        return 0
+    if not slower_dram:
+        return (16 if has_bias else 32) if x_bytes == 4 and n == 16384 else 0
+    if not 12288 < n <= 16384:
         return 0
     if has_bias:
         return 16 if n == 16384 else 0
@@ -2053,26 +2065,6 @@ def _ln_fp32_fwd_head_and_tail(m: int, n: int, is_rms: bool, has_mask: bool, x_b
     if has_mask:
         return n in (12288, 14336, 16384)
     return slower_dram and 9216 < n <= 16384
-
-
-def _faster_dram_fp32_rms_fwd_head_and_tail_of_8192(
-    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int
-) -> int:
-    """The warps of RMSNorm's forward of float32 x of more than 4096 rows of 16384 columns on DRAM as fast as an
-    H200's (not ``slower_dram``) where it holds each row whole, a head tile of 8192 and a tail tile of 8192, rather than
-    the heuristic's chunks of 2048 at 16 warps read twice (round 129): 32 without a bias, 16 with one; 0 where it keeps
-    the chunks. Round 127's launch on an H100 (``_slower_dram_rms_fwd_head_and_tail_of_8192``), timed on an H200 in
-    turns against the chunks (probe runs 902-903, ``bench.ab``, outputs checked first; GB/s now over before):
-    32768 x 16384 x1.091 (16 warps x1.088), 4200 x 16384 x1.091, the inference call x1.088; with a bias at 16 warps
-    x1.029 (32 warps x0.977). The rule (run 904): x1.101, with a bias x1.178, the inference call x1.098; 1027.5 us at
-    32768 x 16384, 98% of the copy, 0.969x torch.compile's 995.7 (from about 0.88); the tuner's best of the whole-row
-    launches (run 905: 32 warps 4177 GB/s, 4 warps 4175, 16 warps 4156).
-
-    Not taken: 16-bit x (bf16 x float32 weights at 32 warps x0.988), 12400 columns (x0.977; the H200's chunks of 12289-
-    16383 columns are left as they are, not timed between), the inference call with a bias (not timed)."""
-    if not is_rms or has_mask or x_bytes != 4 or m <= 4096 or n != 16384:
-        return 0
-    return 16 if has_bias else 32
 
 
 def _faster_dram_rms_fwd_256_sixteen_rows(
