@@ -2056,10 +2056,12 @@ def _ln_fp32_fwd_head_and_tail(m: int, n: int, is_rms: bool, has_mask: bool, x_b
     Not taken: 9216 columns (a tail of 1024: x0.586 on the H100), the mask at 12400 / 13000 (H100 x0.941 / 0.967, H200
     13000 x0.774), 16-bit x (H100: bf16 x float32 weights at 32 warps x0.616, fp16 x float32 at 16 warps x0.978, the
     tuner put bf16 x's chunks at their best at 16384, GPU run 887; H200: the mask with bf16 x float32 weights x0.811).
-    The probe's launches are the rule's (the same ``LaunchConfig`` from ``fwd_config`` and ``infer_config``); on an
-    H100 the rule itself is not yet timed (no H100 came in round 129), its GPU test passed on an H200 under slower
-    DRAM's rules (runs 902 and 904). ``x_bytes``: x's element size; ``slower_dram``: the GPU's DRAM is an H100's
-    (``slower_dram``). Named ``_slower_dram_ln_fp32_fwd_head_and_tail`` in round 128, when it took an H100 alone."""
+    The probe's launches are the rule's (the same ``LaunchConfig`` from ``fwd_config`` and ``infer_config``). The rule
+    on an H100 (run 907, round 130, against the tree before round 128): the mask at 16384 x1.370-1.390, without a bias
+    x1.305, LayerNorm x1.132, its inference call x1.099, 4200 x 12288 x1.117, 13000 x1.000 (the chunks kept); 32768 x
+    16384 with the mask 1.98x torch.compile, without it 0.993x (the tuner's best launch, run 908). Its GPU tests passed
+    on both GPUs (runs 904 and 907). ``x_bytes``: x's element size; ``slower_dram``: the GPU's DRAM is as slow as an
+    H100's. Named ``_slower_dram_ln_fp32_fwd_head_and_tail`` in round 128, when it took an H100 alone."""
     if is_rms or x_bytes != 4 or m <= 4096:
         return False
     if has_mask:
