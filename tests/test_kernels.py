@@ -2685,8 +2685,9 @@ def test_slower_dram_layer_norm_forward_of_1024_on_the_gpu(dram, slower):
 def test_slower_dram_rms_forward_of_12289_to_16384_as_head_and_tail():
     """On slower DRAM (an H100) RMSNorm's forward of more than 4096 rows of 12289-16384 columns without a bias holds
     each row whole, a head tile of 8192 and a tail tile of 8192 at 32 warps (round 127), whatever the dtypes, and with a
-    bias at 16384 columns the same tiles at 16 warps; 4096 rows, 12288 and 16385 columns, a bias below 16384 keep the
-    heuristic's launch. Not the mask nor LayerNorm; on an H200's DRAM float32 x at 16384 columns alone (round 129). The
+    bias the same tiles at 16 warps (at 16384 columns, round 128; below, round 131, but 16-bit x with float32 weights);
+    4096 rows, 12288 and 16385 columns, 16-bit x with float32 weights and a bias below 16384 keep the heuristic's
+    launch. Not the mask nor LayerNorm; on an H200's DRAM float32 x at 16384 columns alone (round 129). The
     inference call (``infer_config``) takes the tiles at 32 warps without a bias (round 128) and keeps the chunks with
     one."""
     from normkit.triton import config
@@ -2699,9 +2700,11 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_head_and_tail():
     for m in (4096, 4097, 4200, 8200, 32768, 65536):
         for n in (12288, 12289, 13000, 14336, 16383, 16384, 16385):
             rows = m > 4096 and 12288 < n <= 16384
-            for bias, warps, taken in ((False, 32, rows), (True, 16, rows and n == 16384)):
+            for bias, warps in ((False, 32), (True, 16)):
                 head_and_tail = LaunchConfig(1, 8192, 1, warps, 0, tail_n=8192)
                 for kwargs in dtypes + ({"w_bytes": 4, "zero_centered": True},):
+                    wide_weights = kwargs.get("x_bytes", 2) == 2 and kwargs["w_bytes"] == 4  # 16-bit x, float32 w
+                    taken = rows and not (bias and n < 16384 and wide_weights)
                     got = fwd(m, n, has_bias=bias, **kwargs)
                     assert (got == head_and_tail) is taken, (m, n, bias, kwargs)
                     assert got.tail_n != 8192 or taken, (m, n, bias, kwargs)
@@ -2753,8 +2756,8 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_ops_asks(dram, slower):
 def test_slower_dram_rms_forward_of_12289_to_16384_forced_on_odd_rows(zero_centered):
     """Round 127's head tile of 8192 and tail of 8192 at 32 warps forced on few rows, which the interpreter runs: 7
     strided rows of 12289 columns (a tail of one column in a tile of 8192) and 3 rows of 16384, float32, fp16 and bf16
-    x with float32 weights, and at 16 warps 3 strided rows of 16384 with a bias (fp16, bf16 x float32), zero-centered
-    weights and not, against the reference."""
+    x with float32 weights, and at 16 warps 3 strided rows of 16384 with a bias (fp16, bf16 x float32) and 7 of 12289
+    (float32, fp16; round 131's bias below 16384), zero-centered weights and not, against the reference."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -2764,8 +2767,9 @@ def test_slower_dram_rms_forward_of_12289_to_16384_forced_on_odd_rows(zero_cente
                 x, w, _ = make_inputs(m, n, *dtypes, bias=False, row_pad=pad)
                 check_forward("triton", "rms_norm", x, w, None, zero_centered_gamma=zero_centered)
     with config.forced(fwd=LaunchConfig(1, 8192, 1, 16, 0, tail_n=8192)):  # with a bias
-        for dtypes in (DTYPES[1], DTYPES[3]):
-            x, w, b = make_inputs(3, 16384, *dtypes, row_pad=8)
+        biased = ((3, 16384, DTYPES[1]), (3, 16384, DTYPES[3]), (7, 12289, DTYPES[0]), (7, 12289, DTYPES[1]))
+        for m, n, dtypes in biased:
+            x, w, b = make_inputs(m, n, *dtypes, row_pad=8)
             check_forward("triton", "rms_norm", x, w, b, zero_centered_gamma=zero_centered)
 
 
@@ -2774,9 +2778,10 @@ def test_slower_dram_rms_forward_of_12289_to_16384_forced_on_odd_rows(zero_cente
 def test_slower_dram_rms_forward_of_12289_to_16384_on_the_gpu(dram, slower):
     """Round 127's RMSNorm forward under each DRAM's rules against the reference, on whichever GPU: 4200 x 16384 and
     8200 x 13000 without a bias, float32, fp16 and bf16 x with float32 weights, zero-centered weights at 4200 x
-    16384, and with a bias 4200 x 16384 bf16 x float32 and fp16; the inference call of 4200 x 16384 (float32 and bf16
-    x with float32 weights), with a bias and without. On an H200's rules float32 x at 16384 takes the tiles too (round
-    129; with a bias at 16 warps, 4200 x 16384 float32 with a bias)."""
+    16384, and with a bias 4200 x 16384 bf16 x float32 and fp16, 8200 x 13000 float32 and fp16 (round 131: 16 warps
+    on slower DRAM); the inference call of 4200 x 16384 (float32 and bf16 x with float32 weights), with a bias and
+    without. On an H200's rules float32 x at 16384 takes the tiles too (round 129; with a bias at 16 warps, 4200 x
+    16384 float32 with a bias)."""
     dram(slower)
     for m, n in ((4200, 16384), (8200, 13000)):
         for dtypes in (DTYPES[0], DTYPES[1], DTYPES[3]):
@@ -2787,6 +2792,8 @@ def test_slower_dram_rms_forward_of_12289_to_16384_on_the_gpu(dram, slower):
     check_forward("triton", "rms_norm", x, w, b)  # with a bias: 16 warps on slower DRAM
     check_forward("triton", "rms_norm", *make_inputs(4200, 16384, *DTYPES[1]))
     check_forward("triton", "rms_norm", *make_inputs(4200, 16384, *DTYPES[0]))  # float32 x with a bias: 16 warps
+    for dtypes in (DTYPES[0], DTYPES[1]):  # a bias below 16384 on slower DRAM: 16 warps (round 131)
+        check_forward("triton", "rms_norm", *make_inputs(8200, 13000, *dtypes))
     from normkit.triton import ops
 
     for dtypes in (DTYPES[0], DTYPES[3]):  # the inference call without a bias (and with one: the chunks)
@@ -3720,6 +3727,7 @@ def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(
     calls += [(16384, *DTYPES[0], True, False, True, False), (13000, *DTYPES[3], False, False, True, False)]
     calls += [(16384, *DTYPES[3], False, False, False, False), (16384, *DTYPES[0], False, False, False, False)]
     calls += [(16384, *DTYPES[3], False, True, True, False), (16384, *DTYPES[3], False, True, True, True)]
+    calls += [(13000, *DTYPES[0], False, True, True, False), (14336, *DTYPES[1], True, True, True, False)]  # round 131
     cases = []
     for n, x_dtype, w_dtype, zero_centered, bias, training, forced in calls:
         with config.forced(fwd=LaunchConfig(1, 8192, 1, 32, 0, tail_n=8192) if forced else None):
@@ -3736,6 +3744,8 @@ def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(
         assert c["registers"] <= 32 and c["stack"] == [0], (case, c)
     assert compiled[6]["registers"] <= 64 and compiled[6]["stack"] == [0], compiled[6]  # a bias at 16 warps
     assert compiled[7]["registers"] > 32, compiled[7]  # a bias at 32 warps
+    for case, c in zip(calls[8:], compiled[8:]):  # a bias below 16384 at 16 warps (round 131): two a SM too
+        assert c["registers"] <= 64 and c["stack"] == [0], (case, c)
 
 
 def test_split_rows_kernel_compiles_for_hopper():

@@ -237,8 +237,9 @@ def fwd_config(
     and weights with a bias and RMSNorm's of bf16 x and weights their eight rows a tile on 12 programs a SM
     (``_slower_dram_fwd_256_twelve_a_sm``), LayerNorm's of more than 8192 rows of 1024 of 16-bit x with float32
     weights and a bias tiles of two rows, not four (``_slower_dram_ln_fwd_1024_two_rows``), and RMSNorm's of more
-    than 4096 rows of 12289-16384 columns without a bias (of 16384 with one) a head tile of 8192 and a tail of 8192 at
-    32 warps (16), not chunks (``_rms_fwd_head_and_tail_of_8192``), and LayerNorm's of float32 x of more
+    than 4096 rows of 12289-16384 columns a head tile of 8192 and a tail of 8192 at 32 warps (16 with a bias, which
+    below 16384 columns leaves 16-bit x with float32 weights in chunks), not chunks
+    (``_rms_fwd_head_and_tail_of_8192``), and LayerNorm's of float32 x of more
     than 4096 rows of 9217-16384 columns a head tile of 8192 and a tail at 16 warps (``_ln_fp32_fwd_head_and_tail``).
     On an H200 (not ``slower_dram``, round 129): RMSNorm's of float32 x of more than 4096 rows of 16384 columns that
     head and tail of 8192 at 32 warps (16 with a bias; ``_rms_fwd_head_and_tail_of_8192``), and its
@@ -261,7 +262,7 @@ def fwd_config(
         return LaunchConfig(2, 1024, 1, 4, 0)
     if not slower_dram and _faster_dram_rms_fwd_256_sixteen_rows(m, n, is_rms, has_mask, has_bias, x_fp16, x_bytes):
         return LaunchConfig(16, 256, 1, 4, 8)
-    head_and_tail = _head_and_tail(m, n, is_rms, has_mask, has_bias, x_bytes, slower_dram)
+    head_and_tail = _head_and_tail(m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram)
     if head_and_tail:
         return head_and_tail
     limits = tuple(LIMITS.values())
@@ -455,7 +456,7 @@ def infer_config(
         return _FORCED["fwd"]
     if staged and _split_staged_fwd(m, n, is_rms, x_bytes, w_bytes, has_bias):
         return _split_staged_fwd_config(n)
-    head_and_tail = _head_and_tail(m, n, is_rms, False, has_bias, x_bytes, slower_dram, inference=True)
+    head_and_tail = _head_and_tail(m, n, is_rms, False, has_bias, x_bytes, w_bytes, slower_dram, inference=True)
     if head_and_tail:
         return head_and_tail
     limits = tuple(LIMITS.values())
@@ -1969,14 +1970,14 @@ def _split_staged_fwd_config(n: int) -> LaunchConfig:
 
 
 def _head_and_tail(
-    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, slower_dram: bool,
+    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, w_bytes: int, slower_dram: bool,
     inference: bool = False,
 ) -> LaunchConfig | None:  # fmt: skip
     """Rounds 127-129's launches that hold a row whole as a head tile of 8192 columns and a tail, for ``fwd_config``
     and ``infer_config`` alike, or None: RMSNorm's, its warps from ``_rms_fwd_head_and_tail_of_8192`` (an
     ``inference`` call with a bias keeps its chunks, not timed), and LayerNorm's of float32 x at 16 warps
     (``_ln_fp32_fwd_head_and_tail``); each asks the GPU's DRAM (``slower_dram``)."""
-    warps = _rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias, x_bytes, slower_dram)
+    warps = _rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram)
     if warps and not (inference and has_bias):
         return LaunchConfig(1, 8192, 1, warps, 0, tail_n=8192)
     if _ln_fp32_fwd_head_and_tail(m, n, is_rms, has_mask, x_bytes, slower_dram):
@@ -1985,12 +1986,13 @@ def _head_and_tail(
 
 
 def _rms_fwd_head_and_tail_of_8192(
-    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, slower_dram: bool
+    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, w_bytes: int, slower_dram: bool
 ) -> int:
     """The warps of RMSNorm's forward of more than 4096 rows where it holds each row whole in one program, as a head
     tile of 8192 columns and a tail tile of 8192, rather than the heuristic's chunks of 2048 at 16 warps read twice: 32
-    without a bias, 16 with one; 0 where it keeps the chunks. On slower DRAM (an H100; rounds 127-128) at 12289-16384
-    columns (with a bias at 16384 alone), on an H200's (round 129) float32 x at 16384 columns alone. Named
+    without a bias, 16 with one; 0 where it keeps the chunks. On slower DRAM (an H100; rounds 127-128 and 131) at
+    12289-16384 columns (with a bias below 16384 not 16-bit x with float32 weights), on an H200's (round 129) float32 x
+    at 16384 columns alone. Named
     ``_slower_dram_rms_fwd_head_and_tail_of_8192`` in rounds 127-128, when it took an H100 alone, and round 129's
     H200 rule ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``.
 
@@ -2008,10 +2010,17 @@ def _rms_fwd_head_and_tail_of_8192(
       bf16 x float32 x1.034 (16 warps x1.013), bf16 x1.029, fp16 x float32 x1.034, float32 x1.148; 4200 x 16384 bf16 x
       float32 x1.031; 32768 rows of 12400 / 13000 x1.015 / 1.022, 8200 x 14336 x1.014.
 
+    - a bias at 12289-16383 columns, 16 warps (probe runs 911-914, round 131; 32768 rows unless named): float32 x
+      x1.018 / 1.034 / 1.048 / 1.053 at 12320 / 13000 / 14336 / 15360 (4200 / 8192 / 16384 x 14336 x1.052 / 1.049 /
+      1.048; 32 warps x1.012 / 1.004 / 1.061 / 1.067, and x1.009 at 16384), fp16 x1.017-1.021 (8192 x 13000 x1.015),
+      bf16 x1.015-1.020; but bf16 x float32 weights x0.970 at 12320 / 13000 (round 128's x0.971 at 13000), x1.013 at
+      14336 / 15360, so 16-bit x with float32 weights keeps its chunks there.
+
     Not taken: a tail tile narrower than 8192 (x0.833 / 0.916 / 0.988 at 9216 / 10240 / 12288 columns, tails of
-    1024-4096), a bias below 16384 columns (x0.971 at 32768 x 13000 at 16 warps), a bias at 32 warps, LayerNorm's (the
-    tuner put its chunks at its best at 32768 x 16384 bf16 x float32), the inference call with a bias (not timed).
-    ``m``: the call's rows; ``x_bytes``: x's element size.
+    1024-4096), 16-bit x with float32 weights and a bias below 16384 columns (above), a bias at 32 warps,
+    LayerNorm's (the tuner put its chunks at its best at 32768 x 16384 bf16 x float32), the inference call with a bias
+    (not timed).
+    ``m``: the call's rows; ``x_bytes``, ``w_bytes``: x's and the weights' element sizes.
 
     On an H200's DRAM (not ``slower_dram``), in turns against the chunks (probe runs 902-903, float32 x): 32768 x 16384
     x1.091 (16 warps x1.088), 4200 x 16384 x1.091, the inference call x1.088; with a bias at 16 warps x1.029 (32 warps
@@ -2033,7 +2042,7 @@ def _rms_fwd_head_and_tail_of_8192(
     if not 12288 < n <= 16384:
         return 0
     if has_bias:
-        return 16 if n == 16384 else 0
+        return 16 if n == 16384 or not (x_bytes == 2 and w_bytes == 4) else 0
     return 32
 
 
