@@ -145,7 +145,7 @@ def test_measure_reports_a_wrong_version_without_timing_it(fake_gpu):
     assert row["status"].startswith("wrong (before)") and not fake_gpu
 
 
-@pytest.mark.parametrize("op", ["ln_infer", "rms_infer", "ln_relu_infer"])
+@pytest.mark.parametrize("op", ["ln_infer", "rms_infer", "rms_bias_infer", "ln_relu_infer"])
 def test_inference_ops_are_checked_and_counted_without_statistics(fake_gpu, op):
     """The benchmark's inference ops: y alone (no statistics or mask in the bytes), normkit's through its functional
     API and through ``ops.infer_unchecked`` in ``bench.ab`` (a version without it: its training forward's y), each

@@ -31,6 +31,7 @@ OPS = {
     # inference calls (nothing needs a gradient): y alone, no statistics or mask stored
     "ln_infer": ("layer_norm", "infer", False, True),
     "rms_infer": ("rms_norm", "infer", False, False),
+    "rms_bias_infer": ("rms_norm", "infer", False, True),
     "ln_relu_infer": ("layer_norm_clamped_relu", "infer", False, True),
 }
 LOWER, UPPER = 0.0, 6.0
