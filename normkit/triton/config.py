@@ -1992,9 +1992,8 @@ def _rms_fwd_head_and_tail_of_8192(
     tile of 8192 columns and a tail tile of 8192, rather than the heuristic's chunks of 2048 at 16 warps read twice: 32
     without a bias, 16 with one; 0 where it keeps the chunks. On slower DRAM (an H100; rounds 127-128 and 131) at
     12289-16384 columns (with a bias below 16384 not 16-bit x with float32 weights), on an H200's (round 129) float32 x
-    at 16384 columns alone. Named
-    ``_slower_dram_rms_fwd_head_and_tail_of_8192`` in rounds 127-128, when it took an H100 alone, and round 129's
-    H200 rule ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``.
+    at 16384 columns alone. Named ``_slower_dram_rms_fwd_head_and_tail_of_8192`` in rounds 127-128, when it took an
+    H100 alone, and round 129's H200 rule ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``.
 
     On slower DRAM: The tuner on the H100 (``bench.tune --whole-rows``, GPU run 887, 32768 x
     16384 bf16 x float32, no bias) timed the chunks at 2919 GB/s and the two tiles at 3013 (32 warps), 3002 (4) and
