@@ -2688,8 +2688,9 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_head_and_tail():
     bias the same tiles at 16 warps (at 16384 columns, round 128; below, round 131, but 16-bit x with float32 weights);
     4096 rows, 12288 and 16385 columns, 16-bit x with float32 weights and a bias below 16384 keep the heuristic's
     launch. Not the mask nor LayerNorm; on an H200's DRAM float32 x at 16384 columns alone (round 129). The
-    inference call (``infer_config``) takes the tiles at 32 warps without a bias (round 128) and keeps the chunks with
-    one."""
+    inference call (``infer_config``) takes the tiles at 32 warps without a bias (round 128) and with one the training
+    forward's launch, 16 warps but 16-bit x with float32 weights below 16384 (round 132); on an H200's DRAM its chunks
+    with a bias."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -2715,8 +2716,10 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_head_and_tail():
                     assert fwd(m, n, w_bytes=4, has_bias=bias, **kwargs).tail_n != 8192, (m, n, bias, kwargs)
                 for kwargs in dtypes:
                     infer = config.infer_config(m, n, True, slower_dram=True, has_bias=bias, **kwargs)
-                    assert (infer == LaunchConfig(1, 8192, 1, 32, 0, tail_n=8192)) is (rows and not bias), (m, n, bias)
-                    assert infer.tail_n != 8192 or not bias, (m, n, bias, kwargs)
+                    wide_weights = kwargs.get("x_bytes", 2) == 2 and kwargs["w_bytes"] == 4
+                    taken = rows and not (bias and n < 16384 and wide_weights)
+                    assert (infer == head_and_tail) is taken, (m, n, bias, kwargs)
+                    assert infer.tail_n != 8192 or taken, (m, n, bias, kwargs)
                     h200 = config.infer_config(m, n, True, has_bias=bias, **kwargs)
                     h200_taken = m > 4096 and n == 16384 and kwargs.get("x_bytes") == 4 and not bias
                     assert (h200 == LaunchConfig(1, 8192, 1, 32, 0, tail_n=8192)) is h200_taken, (m, n, bias, kwargs)
@@ -2730,8 +2733,8 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_ops_asks(dram, slower):
     """``ops`` asks the rule with the call's rows and bias: under slower DRAM's rules RMSNorm's forward of 4097 x
     16384 without a bias (bf16 x with float32 or bf16 weights) launches one program of 32 warps a row, a head tile of
     8192 and a tail of 8192, with a bias the same tiles at 16 warps (an H200's rules chunks of 2048 at 16 warps);
-    4096 rows keep the few waves' chunks of 4096; the inference call takes the tiles at 32 warps without a bias and
-    keeps the chunks with one. Nothing runs (the launches are recorded), so on the CPU too."""
+    4096 rows keep the few waves' chunks of 4096; the inference call takes the same launches (with a bias since round
+    132; an H200's rules the chunks). Nothing runs (the launches are recorded), so on the CPU too."""
     from normkit.triton import ops
 
     dram(slower)
@@ -2747,8 +2750,7 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_ops_asks(dram, slower):
     tiles = [(launch["BLOCK_N"], launch["NUM_CHUNKS"], launch["TAIL_N"], launch["num_warps"]) for launch in launched]
     chunks = (2048, 8, 0, 16)
     asked = [(8192, 1, 8192, 32)] * 2 + [(8192, 1, 8192, 16)] if slower else [chunks] * 3
-    inferred = [(8192, 1, 8192, 32)] * 2 + [chunks] if slower else [chunks] * 3
-    assert tiles == asked + [(4096, 4, 0, 16)] + inferred  # 4096 rows: a few waves' chunks
+    assert tiles == asked + [(4096, 4, 0, 16)] + asked  # 4096 rows: a few waves' chunks
     assert [launch["TRAINING"] for launch in launched] == [True] * 4 + [False] * 3
 
 
@@ -2780,8 +2782,8 @@ def test_slower_dram_rms_forward_of_12289_to_16384_on_the_gpu(dram, slower):
     8200 x 13000 without a bias, float32, fp16 and bf16 x with float32 weights, zero-centered weights at 4200 x
     16384, and with a bias 4200 x 16384 bf16 x float32 and fp16, 8200 x 13000 float32 and fp16 (round 131: 16 warps
     on slower DRAM); the inference call of 4200 x 16384 (float32 and bf16 x with float32 weights), with a bias and
-    without. On an H200's rules float32 x at 16384 takes the tiles too (round 129; with a bias at 16 warps, 4200 x
-    16384 float32 with a bias)."""
+    without, and with a bias of 8200 x 13000 float32 and fp16 (round 132: 16 warps on slower DRAM). On an H200's rules
+    float32 x at 16384 takes the tiles too (round 129; with a bias at 16 warps, 4200 x 16384 float32 with a bias)."""
     dram(slower)
     for m, n in ((4200, 16384), (8200, 13000)):
         for dtypes in (DTYPES[0], DTYPES[1], DTYPES[3]):
@@ -2796,11 +2798,15 @@ def test_slower_dram_rms_forward_of_12289_to_16384_on_the_gpu(dram, slower):
         check_forward("triton", "rms_norm", *make_inputs(8200, 13000, *dtypes))
     from normkit.triton import ops
 
-    for dtypes in (DTYPES[0], DTYPES[3]):  # the inference call without a bias (and with one: the chunks)
+    for dtypes in (DTYPES[0], DTYPES[3]):  # the inference call without a bias and with one (16 warps, round 132)
         x, w, b = make_inputs(4200, 16384, *dtypes)
         for bias in (None, b):
             y = ops.infer_unchecked("rms_norm", x, w, bias, 1e-5, False)
             compare(y, reference.rms_norm_fwd(x, w, bias, 1e-5)[0], f"inference y, bias {bias is not None}")
+    for dtypes in (DTYPES[0], DTYPES[1]):  # the inference call with a bias below 16384 (round 132)
+        x, w, b = make_inputs(8200, 13000, *dtypes)
+        y = ops.infer_unchecked("rms_norm", x, w, b, 1e-5, False)
+        compare(y, reference.rms_norm_fwd(x, w, b, 1e-5)[0], f"inference y at 13000 with a bias, {dtypes}")
 
 
 def test_slower_dram_layer_norm_forward_of_float32_x_as_head_and_tail():

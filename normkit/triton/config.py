@@ -448,10 +448,10 @@ def infer_config(
     ReLU take the split staged forward where LayerNorm's training forward does (``_split_staged_fwd``), the kernel
     storing y alone (round 90). On slower DRAM (an H100) RMSNorm's inference calls without a bias of more than 4096
     rows of 12289-16384 columns take the training forward's head tile of 8192 and tail of 8192 at 32 warps (round 128,
-    ``_rms_fwd_head_and_tail_of_8192``; with a bias, not timed, they keep the chunks), LayerNorm's and
+    ``_rms_fwd_head_and_tail_of_8192``), and with a bias its launch at 16 warps (round 132), LayerNorm's and
     LayerNorm + clamped ReLU's of float32 x of 9217-16384 columns its head tile and tail at 16 warps
     (``_ln_fp32_fwd_head_and_tail``); on an H200 RMSNorm's of float32 x of 16384 columns without a bias its head and
-    tail at 32 warps (round 129, the same helper)."""
+    tail at 32 warps (round 129, the same helper; with a bias, not timed there, the chunks)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
     if staged and _split_staged_fwd(m, n, is_rms, x_bytes, w_bytes, has_bias):
@@ -1973,12 +1973,12 @@ def _head_and_tail(
     m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, w_bytes: int, slower_dram: bool,
     inference: bool = False,
 ) -> LaunchConfig | None:  # fmt: skip
-    """Rounds 127-129's launches that hold a row whole as a head tile of 8192 columns and a tail, for ``fwd_config``
+    """Rounds 127-132's launches that hold a row whole as a head tile of 8192 columns and a tail, for ``fwd_config``
     and ``infer_config`` alike, or None: RMSNorm's, its warps from ``_rms_fwd_head_and_tail_of_8192`` (an
-    ``inference`` call with a bias keeps its chunks, not timed), and LayerNorm's of float32 x at 16 warps
-    (``_ln_fp32_fwd_head_and_tail``); each asks the GPU's DRAM (``slower_dram``)."""
+    ``inference`` call with a bias on an H200's DRAM keeps its chunks, not timed there), and LayerNorm's of float32 x
+    at 16 warps (``_ln_fp32_fwd_head_and_tail``); each asks the GPU's DRAM (``slower_dram``)."""
     warps = _rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram)
-    if warps and not (inference and has_bias):
+    if warps and not (inference and has_bias and not slower_dram):
         return LaunchConfig(1, 8192, 1, warps, 0, tail_n=8192)
     if _ln_fp32_fwd_head_and_tail(m, n, is_rms, has_mask, x_bytes, slower_dram):
         return LaunchConfig(1, 8192, 1, 16, 0, tail_n=row_block_n(n - 8192))
@@ -1990,7 +1990,7 @@ def _rms_fwd_head_and_tail_of_8192(
 ) -> int:
     """The warps of RMSNorm's forward of more than 4096 rows where it holds each row whole in one program, as a head
     tile of 8192 columns and a tail tile of 8192, rather than the heuristic's chunks of 2048 at 16 warps read twice: 32
-    without a bias, 16 with one; 0 where it keeps the chunks. On slower DRAM (an H100; rounds 127-128 and 131) at
+    without a bias, 16 with one; 0 where it keeps the chunks. On slower DRAM (an H100; rounds 127-128 and 131-132) at
     12289-16384 columns (with a bias below 16384 not 16-bit x with float32 weights), on an H200's (round 129) float32 x
     at 16384 columns alone. Named ``_slower_dram_rms_fwd_head_and_tail_of_8192`` in rounds 127-128, when it took an
     H100 alone, and round 129's H200 rule ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``.
@@ -2014,11 +2014,14 @@ def _rms_fwd_head_and_tail_of_8192(
       1.048; 32 warps x1.012 / 1.004 / 1.061 / 1.067, and x1.009 at 16384), fp16 x1.017-1.021 (8192 x 13000 x1.015),
       bf16 x1.015-1.020; but bf16 x float32 weights x0.970 at 12320 / 13000 (round 128's x0.971 at 13000), x1.013 at
       14336 / 15360, so 16-bit x with float32 weights keeps its chunks there.
+    - the inference call with a bias, 16 warps (probe run 916, round 132; 32768 rows of 13000 / 14336 / 16384):
+      float32 x x1.034 / 1.047 / 1.064 (8200 x 14336 x1.046), fp16 x1.021 / 1.016 / 1.032, bf16 x1.018 / 1.016 /
+      1.032, bf16 x float32 weights x0.971 / 1.013 / 1.034: the training forward's launch, its exception too.
 
     Not taken: a tail tile narrower than 8192 (x0.833 / 0.916 / 0.988 at 9216 / 10240 / 12288 columns, tails of
     1024-4096), 16-bit x with float32 weights and a bias below 16384 columns (above), a bias at 32 warps,
-    LayerNorm's (the tuner put its chunks at its best at 32768 x 16384 bf16 x float32), the inference call with a bias
-    (not timed).
+    LayerNorm's (the tuner put its chunks at its best at 32768 x 16384 bf16 x float32), float32 x with a bias at 32
+    warps from 14336 columns (x1.013 / 1.014 over 16 at 14336 / 15360 in run 916, 1.3% for a second bound).
     ``m``: the call's rows; ``x_bytes``, ``w_bytes``: x's and the weights' element sizes.
 
     On an H200's DRAM (not ``slower_dram``), in turns against the chunks (probe runs 902-903, float32 x): 32768 x 16384
