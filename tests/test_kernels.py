@@ -2686,8 +2686,10 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_head_and_tail():
     """On slower DRAM (an H100) RMSNorm's forward of more than 4096 rows of 12289-16384 columns without a bias holds
     each row whole, a head tile of 8192 and a tail tile of 8192 at 32 warps (round 127), whatever the dtypes, and with a
     bias the same tiles at 16 warps (at 16384 columns, round 128; below, round 131, but 16-bit x with float32 weights);
-    4096 rows, 12288 and 16385 columns, 16-bit x with float32 weights and a bias below 16384 keep the heuristic's
-    launch. Not the mask nor LayerNorm; on an H200's DRAM float32 x at 16384 columns alone (round 129). The
+    4096 rows, 12288 and 16385 columns, 16-bit x with float32 weights and a bias below 14336 keep the heuristic's
+    launch; float32 x, and 16-bit x with float32 weights and a bias from 14336, take round 133's chunks at 32 warps
+    instead (their own test below). Not the mask nor LayerNorm; on an H200's DRAM float32 x at 16384 columns alone
+    (round 129). The
     inference call (``infer_config``) takes the tiles at 32 warps without a bias (round 128) and with one the training
     forward's launch, 16 warps but 16-bit x with float32 weights below 16384 (round 132); on an H200's DRAM its chunks
     with a bias."""
@@ -2705,10 +2707,14 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_head_and_tail():
                 head_and_tail = LaunchConfig(1, 8192, 1, warps, 0, tail_n=8192)
                 for kwargs in dtypes + ({"w_bytes": 4, "zero_centered": True},):
                     wide_weights = kwargs.get("x_bytes", 2) == 2 and kwargs["w_bytes"] == 4  # 16-bit x, float32 w
-                    taken = rows and not (bias and n < 16384 and wide_weights)
+                    fp32_x = kwargs.get("x_bytes") == 4  # round 133: chunks at 32 warps on slower DRAM
+                    chunked = m > 4096 and (fp32_x or (bias and wide_weights and n >= 14336))  # (and bias below)
+                    taken = rows and not fp32_x and not (bias and wide_weights)
                     got = fwd(m, n, has_bias=bias, **kwargs)
                     assert (got == head_and_tail) is taken, (m, n, bias, kwargs)
                     assert got.tail_n != 8192 or taken, (m, n, bias, kwargs)
+                    chunks_of_32_warps = got.num_warps == 32 and got.num_chunks > 1  # 12288 too (round 133)
+                    assert n > 16384 or chunks_of_32_warps is chunked, (m, n, bias, kwargs)
                     h200 = fwd(m, n, slower=False, has_bias=bias, **kwargs)  # float32 x at 16384 alone (round 129)
                     h200_taken = m > 4096 and n == 16384 and kwargs.get("x_bytes") == 4
                     assert (h200 == head_and_tail) is h200_taken and (h200.tail_n != 8192 or h200_taken), (m, n, bias)
@@ -2729,9 +2735,10 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_head_and_tail():
 def test_slower_dram_rms_forward_of_12289_to_16384_as_ops_asks(dram, slower):
     """``ops`` asks the rule with the call's rows and bias: under slower DRAM's rules RMSNorm's forward of 4097 x
     16384 without a bias (bf16 x with float32 or bf16 weights) launches one program of 32 warps a row, a head tile of
-    8192 and a tail of 8192, with a bias the same tiles at 16 warps (an H200's rules chunks of 2048 at 16 warps);
-    4096 rows keep the few waves' chunks of 4096; the inference call takes the same launches (with a bias since round
-    132; an H200's rules the chunks). Nothing runs (the launches are recorded), so on the CPU too."""
+    8192 and a tail of 8192, with a bias (bf16 x with float32 weights) since round 133 chunks of 4096 at 32 warps
+    (an H200's rules chunks of 2048 at 16 warps); 4096 rows keep the few waves' chunks of 4096; the inference call
+    takes the same launches (with a bias since round 132; an H200's rules the chunks). Nothing runs (the launches are
+    recorded), so on the CPU too."""
     from normkit.triton import ops
 
     dram(slower)
@@ -2746,7 +2753,7 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_ops_asks(dram, slower):
             ops.infer_unchecked("rms_norm", *args, 1e-5, False)
     tiles = [(launch["BLOCK_N"], launch["NUM_CHUNKS"], launch["TAIL_N"], launch["num_warps"]) for launch in launched]
     chunks = (2048, 8, 0, 16)
-    asked = [(8192, 1, 8192, 32)] * 2 + [(8192, 1, 8192, 16)] if slower else [chunks] * 3
+    asked = [(8192, 1, 8192, 32)] * 2 + [(4096, 4, 0, 32)] if slower else [chunks] * 3  # round 133: a bias, fp32 w
     assert tiles == asked + [(4096, 4, 0, 16)] + asked  # 4096 rows: a few waves' chunks
     assert [launch["TRAINING"] for launch in launched] == [True] * 4 + [False] * 3
 
@@ -2804,6 +2811,86 @@ def test_slower_dram_rms_forward_of_12289_to_16384_on_the_gpu(dram, slower):
         x, w, b = make_inputs(8200, 13000, *dtypes)
         y = ops.infer_unchecked("rms_norm", x, w, b, 1e-5, False)
         compare(y, reference.rms_norm_fwd(x, w, b, 1e-5)[0], f"inference y at 13000 with a bias, {dtypes}")
+
+
+def test_slower_dram_rms_forward_in_chunks_at_32_warps():
+    """On slower DRAM (an H100) RMSNorm's forward of more than 4096 rows is read twice in chunks at 32 warps, as
+    torch.compile's kernel there (round 133): float32 x of 9216-16384 columns, with a bias or without, zero-centered or
+    not, in chunks of 4096 (two of 8192 at 16384 columns), and 16-bit x with float32 weights and a bias of 14336-16384
+    columns in chunks of 4096; the inference call takes the same launch. 4096 rows, 9215 columns (14335 for 16-bit x),
+    16-bit x without a bias or with 16-bit weights, LayerNorm, the mask and an H200's DRAM keep their launches."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    float32 = [{"w_bytes": 4, "x_bytes": 4, **kwargs} for kwargs in ({}, {"has_bias": True}, {"zero_centered": True})]
+    wide_weights = [{"w_bytes": 4, "has_bias": True}, {"w_bytes": 4, "has_bias": True, "x_fp16": True}]
+    wide_weights += [{"w_bytes": 4, "has_bias": True, "zero_centered": True}]
+    others = [{"w_bytes": 4}, {"w_bytes": 2, "has_bias": True}, {"w_bytes": 2, "has_bias": True, "x_fp16": True}]
+    for m in (4096, 4097, 8200, 32768):
+        for n in (9215, 9216, 10240, 12288, 12289, 13000, 14335, 14336, 15360, 16383, 16384, 16385):
+            for group, first in ((float32, 9216), (wide_weights, 14336), (others, None)):
+                for kwargs in group:
+                    taken = first is not None and m > 4096 and first <= n <= 16384
+                    block_n = 8192 if n == 16384 and kwargs.get("x_bytes") == 4 else 4096
+                    chunks = LaunchConfig(1, block_n, -(-n // block_n), 32)
+                    rule = config._slower_dram_rms_fwd_chunks_at_32_warps(
+                        m, n, True, False, kwargs.get("has_bias", False), kwargs.get("x_bytes", 2), kwargs["w_bytes"],
+                        True,
+                    )  # fmt: skip
+                    assert rule == (chunks if taken else None), (m, n, kwargs)  # the rule's own answer
+                    if n > 16384:  # the heuristic's launch above 16384 columns is alike: chunks of 4096 at 32 warps
+                        continue
+                    slower = {**kwargs, "slower_dram": True}
+                    assert (config.fwd_config(m, n, True, **slower) == chunks) is taken, (m, n, kwargs)
+                    assert (config.infer_config(m, n, True, **slower) == chunks) is taken, (m, n, kwargs)
+                    assert config.fwd_config(m, n, True, **kwargs) != chunks, (m, n, kwargs)  # an H200
+                    assert config.infer_config(m, n, True, **kwargs) != chunks, (m, n, kwargs)
+                    assert config.fwd_config(m, n, False, **slower) != chunks, (m, n, kwargs)  # LayerNorm
+                    assert config.fwd_config(m, n, True, has_mask=True, **slower) != chunks, (m, n, kwargs)
+
+
+@pytest.mark.parametrize("zero_centered", [False, True])
+def test_rms_forward_in_chunks_at_32_warps_forced_on_odd_rows(zero_centered):
+    """Round 133's chunks at 32 warps forced on few rows, which the interpreter runs: float32 x and weights, 7 strided
+    rows of 9216 columns in 3 chunks of 4096 (the last a quarter full) and of 13000 in 4, 3 rows of 16384 in 2 chunks of
+    8192, with a bias and without; bf16 and fp16 x with float32 weights and a bias, 7 strided rows of 14337 in 4 chunks
+    of 4096 and 3 of 16384; zero-centered weights and not. The training forward against the reference, the inference
+    call against its y."""
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    cases = [(7, 9216, 4096, 8, DTYPES[0]), (7, 13000, 4096, 8, DTYPES[0]), (3, 16384, 8192, 0, DTYPES[0])]
+    cases += [(7, 14337, 4096, 8, DTYPES[3]), (3, 16384, 4096, 0, (torch.float16, torch.float32))]
+    for m, n, block_n, pad, dtypes in cases:
+        with config.forced(fwd=LaunchConfig(1, block_n, -(-n // block_n), 32)):
+            x, w, b = make_inputs(m, n, *dtypes, row_pad=pad)
+            for bias in (None, b) if dtypes == DTYPES[0] else (b,):
+                check_forward("triton", "rms_norm", x, w, bias, zero_centered_gamma=zero_centered)
+                y = ops.infer_unchecked("rms_norm", x, w, bias, 1e-5, zero_centered)
+                expected = reference.rms_norm_fwd(x, w, bias, 1e-5, zero_centered)[0]
+                compare(y, expected, f"inference y at {m} x {n}, bias {bias is not None}, {dtypes}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("slower", [False, True])
+def test_rms_forward_in_chunks_at_32_warps_on_the_gpu(dram, slower):
+    """Round 133's launches under each DRAM's rules against the reference, on whichever GPU: float32 RMSNorm of 4200 x
+    9216, 8200 x 12288 and 4200 x 16384 with a bias and without, zero-centered at 8200 x 12288, and bf16 / fp16 x with
+    float32 weights and a bias at 8200 x 14336 and 4200 x 16384; training forward and inference call (on slower DRAM
+    chunks of 4096 at 32 warps, of 8192 at 16384 for float32 x)."""
+    from normkit.triton import ops
+
+    dram(slower)
+    cases = [(4200, 9216, DTYPES[0]), (8200, 12288, DTYPES[0]), (4200, 16384, DTYPES[0])]
+    cases += [(8200, 14336, DTYPES[3]), (4200, 16384, (torch.float16, torch.float32))]
+    for m, n, dtypes in cases:
+        x, w, b = make_inputs(m, n, *dtypes)
+        for bias in (None, b) if dtypes == DTYPES[0] else (b,):
+            check_forward("triton", "rms_norm", x, w, bias)
+            y = ops.infer_unchecked("rms_norm", x, w, bias, 1e-5, False)
+            compare(y, reference.rms_norm_fwd(x, w, bias, 1e-5)[0], f"inference y at {m} x {n}, {dtypes}")
+        if n == 12288:
+            check_forward("triton", "rms_norm", x, w, b, zero_centered_gamma=True)
 
 
 def test_slower_dram_layer_norm_forward_of_float32_x_as_head_and_tail():
@@ -3711,7 +3798,8 @@ for x_type, w_type, values, warps in json.loads(sys.argv[2]):
 
 
 def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(dram):
-    """Rounds 127-128's launches (a head tile and a tail tile of 8192) as ``ops`` plans them on slower DRAM, compiled
+    """Rounds 127-128's launches (a head tile and a tail tile of 8192) as ``ops`` plans them on slower DRAM (forced
+    where round 133 reads the rows in chunks at 32 warps instead, whose registers are read too), compiled
     for sm_90 on any machine (Triton's interpreter off; the registers read by the ``cuobjdump`` Triton bundles):
     without a bias, at 32 warps (1024 threads), the training call and the inference call hold at most 32 registers a
     thread and spill nothing, so two programs fill a SM's 64 warps and 65536 registers, whatever the dtypes, at 16384
@@ -3725,19 +3813,32 @@ def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(
 
     dram(True)
     names = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
-    # (n, x, w, zero-centered, bias, training, forced at 32 warps)
-    calls = [(16384, *DTYPES[3], False, False, True, False), (16384, *DTYPES[1], False, False, True, False)]
-    calls += [(16384, *DTYPES[0], True, False, True, False), (13000, *DTYPES[3], False, False, True, False)]
-    calls += [(16384, *DTYPES[3], False, False, False, False), (16384, *DTYPES[0], False, False, False, False)]
-    calls += [(16384, *DTYPES[3], False, True, True, False), (16384, *DTYPES[3], False, True, True, True)]
-    calls += [(13000, *DTYPES[0], False, True, True, False), (14336, *DTYPES[1], True, True, True, False)]  # round 131
+    # (n, x, w, zero-centered, bias, training, forced: the warps of the head and tail, or 0 for the rule's launch);
+    # float32 x forced, which round 133 takes to chunks at 32 warps (their own registers below)
+    calls = [(16384, *DTYPES[3], False, False, True, 0), (16384, *DTYPES[1], False, False, True, 0)]
+    calls += [(16384, *DTYPES[0], True, False, True, 32), (13000, *DTYPES[3], False, False, True, 0)]
+    calls += [(16384, *DTYPES[3], False, False, False, 0), (16384, *DTYPES[0], False, False, False, 32)]
+    calls += [(16384, *DTYPES[3], False, True, True, 16), (16384, *DTYPES[3], False, True, True, 32)]
+    calls += [(13000, *DTYPES[0], False, True, True, 16), (14336, *DTYPES[1], True, True, True, 0)]  # round 131
+    # round 133's chunks at 32 warps, as the rule plans them: float32 x of 16384 with a bias (chunks of 8192), 12288
+    # without one in an inference call, 13000 zero-centered with a bias (chunks of 4096)
+    chunked = [(16384, *DTYPES[0], False, True, True, 0), (12288, *DTYPES[0], False, False, False, 0)]
+    chunked += [(13000, *DTYPES[0], True, True, True, 0), (15360, *DTYPES[3], False, True, True, 0)]
     cases = []
-    for n, x_dtype, w_dtype, zero_centered, bias, training, forced in calls:
-        with config.forced(fwd=LaunchConfig(1, 8192, 1, 32, 0, tail_n=8192) if forced else None):
+    for n, x_dtype, w_dtype, zero_centered, bias, training, forced in calls + chunked:
+        with config.forced(fwd=LaunchConfig(1, 8192, 1, forced, 0, tail_n=8192) if forced else None):
             key = (32768, n, x_dtype, w_dtype, bias, True, zero_centered, None, training, -1, config.generation)
             plan = ops._forward_plan(*key)
-        warps = 16 if bias and not forced else 32
-        assert (plan.values[ops.NORM_FWD.constexpr_names.index("TAIL_N")], plan.num_warps) == (8192, warps), key
+        tail_n, chunks = (plan.values[ops.NORM_FWD.constexpr_names.index(name)] for name in ("TAIL_N", "NUM_CHUNKS"))
+        if len(cases) < len(calls):
+            warps = forced or (16 if bias else 32)
+            assert (tail_n, plan.num_warps) == (8192, warps), key
+        else:
+            assert (tail_n, chunks, plan.num_warps) == (
+                0,
+                2 if x_dtype == w_dtype == torch.float32 and n == 16384 else -(-n // 4096),
+                32,
+            ), key
         values = {name: "fp32" if str(value) == "fp32" else value  # ACC, tl.float32: by name in the JSON
                   for name, value in zip(ops.NORM_FWD.constexpr_names, plan.values)}  # fmt: skip
         cases.append((names[x_dtype], names[w_dtype], values, plan.num_warps))
@@ -3747,8 +3848,14 @@ def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(
         assert c["registers"] <= 32 and c["stack"] == [0], (case, c)
     assert compiled[6]["registers"] <= 64 and compiled[6]["stack"] == [0], compiled[6]  # a bias at 16 warps
     assert compiled[7]["registers"] > 32, compiled[7]  # a bias at 32 warps
-    for case, c in zip(calls[8:], compiled[8:]):  # a bias below 16384 at 16 warps (round 131): two a SM too
+    for case, c in zip(calls[8:], compiled[8 : len(calls)]):  # a bias below 16384 at 16 warps (round 131): two a SM
         assert c["registers"] <= 64 and c["stack"] == [0], (case, c)
+    # round 133's chunks at 32 warps spill nothing: of 4096 (4 elements a thread) two programs a SM (24 and 30
+    # registers read in round 133), of 8192 with a bias (8 a thread) one (38, as torch.compile's kernel there)
+    eight_a_thread, *four_a_thread = compiled[len(calls) :]
+    assert eight_a_thread["registers"] <= 64 and eight_a_thread["stack"] == [0], eight_a_thread
+    for case, c in zip(chunked[1:], four_a_thread):
+        assert c["registers"] <= 32 and c["stack"] == [0], (case, c)
 
 
 def test_split_rows_kernel_compiles_for_hopper():

@@ -239,8 +239,10 @@ def fwd_config(
     weights and a bias tiles of two rows, not four (``_slower_dram_ln_fwd_1024_two_rows``), and RMSNorm's of more
     than 4096 rows of 12289-16384 columns a head tile of 8192 and a tail of 8192 at 32 warps (16 with a bias, which
     below 16384 columns leaves 16-bit x with float32 weights in chunks), not chunks
-    (``_rms_fwd_head_and_tail_of_8192``), and LayerNorm's of float32 x of more
-    than 4096 rows of 9217-16384 columns a head tile of 8192 and a tail at 16 warps (``_ln_fp32_fwd_head_and_tail``).
+    (``_rms_fwd_head_and_tail_of_8192``), but RMSNorm's of float32 x of more than 4096 rows of 9216-16384 columns
+    (and of 16-bit x with float32 weights and a bias of 14336-16384) chunks of 4096 (8192 at 16384 of float32 x) at 32
+    warps (``_slower_dram_rms_fwd_chunks_at_32_warps``), and LayerNorm's of float32 x of more than 4096 rows of
+    9217-16384 columns a head tile of 8192 and a tail at 16 warps (``_ln_fp32_fwd_head_and_tail``).
     On an H200 (not ``slower_dram``, round 129): RMSNorm's of float32 x of more than 4096 rows of 16384 columns that
     head and tail of 8192 at 32 warps (16 with a bias; ``_rms_fwd_head_and_tail_of_8192``), and its
     forward of 16897-32768 rows of 256 of bf16 x without a bias sixteen rows a tile of 4 warps, 8 programs a SM
@@ -262,9 +264,9 @@ def fwd_config(
         return LaunchConfig(2, 1024, 1, 4, 0)
     if not slower_dram and _faster_dram_rms_fwd_256_sixteen_rows(m, n, is_rms, has_mask, has_bias, x_fp16, x_bytes):
         return LaunchConfig(16, 256, 1, 4, 8)
-    head_and_tail = _head_and_tail(m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram)
-    if head_and_tail:
-        return head_and_tail
+    long_rows = _long_rows(m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram)
+    if long_rows:
+        return long_rows
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
     return _fwd_heuristic(_rows_key(m), n, is_rms, has_mask, *rules, limits, x_bytes)
@@ -448,7 +450,9 @@ def infer_config(
     ReLU take the split staged forward where LayerNorm's training forward does (``_split_staged_fwd``), the kernel
     storing y alone (round 90). On slower DRAM (an H100) RMSNorm's inference calls without a bias of more than 4096
     rows of 12289-16384 columns take the training forward's head tile of 8192 and tail of 8192 at 32 warps (round 128,
-    ``_rms_fwd_head_and_tail_of_8192``), and with a bias its launch at 16 warps (round 132), LayerNorm's and
+    ``_rms_fwd_head_and_tail_of_8192``), and with a bias its launch at 16 warps (round 132), those of float32 x of
+    9216-16384 columns (16-bit x with float32 weights and a bias: 14336-16384) its chunks at 32 warps (round 133,
+    ``_slower_dram_rms_fwd_chunks_at_32_warps``), LayerNorm's and
     LayerNorm + clamped ReLU's of float32 x of 9217-16384 columns its head tile and tail at 16 warps
     (``_ln_fp32_fwd_head_and_tail``); on an H200 RMSNorm's of float32 x of 16384 columns without a bias its head and
     tail at 32 warps (round 129, the same helper; with a bias, not timed there, the chunks)."""
@@ -456,9 +460,9 @@ def infer_config(
         return _FORCED["fwd"]
     if staged and _split_staged_fwd(m, n, is_rms, x_bytes, w_bytes, has_bias):
         return _split_staged_fwd_config(n)
-    head_and_tail = _head_and_tail(m, n, is_rms, False, has_bias, x_bytes, w_bytes, slower_dram, inference=True)
-    if head_and_tail:
-        return head_and_tail
+    long_rows = _long_rows(m, n, is_rms, False, has_bias, x_bytes, w_bytes, slower_dram, inference=True)
+    if long_rows:
+        return long_rows
     limits = tuple(LIMITS.values())
     rules = (w_bytes, x_fp16, slower_dram, has_bias, zero_centered)
     return _infer_heuristic(_rows_key(m), n, is_rms, *rules, limits, x_bytes)
@@ -1969,14 +1973,19 @@ def _split_staged_fwd_config(n: int) -> LaunchConfig:
     return LaunchConfig(1, slice_n, 1, SPLIT_STAGED_FWD_WARPS, 1, parts=n // slice_n, staged=True)
 
 
-def _head_and_tail(
+def _long_rows(
     m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, w_bytes: int, slower_dram: bool,
     inference: bool = False,
 ) -> LaunchConfig | None:  # fmt: skip
-    """Rounds 127-132's launches that hold a row whole as a head tile of 8192 columns and a tail, for ``fwd_config``
-    and ``infer_config`` alike, or None: RMSNorm's, its warps from ``_rms_fwd_head_and_tail_of_8192`` (an
-    ``inference`` call with a bias on an H200's DRAM keeps its chunks, not timed there), and LayerNorm's of float32 x
-    at 16 warps (``_ln_fp32_fwd_head_and_tail``); each asks the GPU's DRAM (``slower_dram``)."""
+    """Rounds 127-133's launches of many long rows, for ``fwd_config`` and ``infer_config`` alike, or None: RMSNorm's
+    on slower DRAM in chunks at 32 warps (``_slower_dram_rms_fwd_chunks_at_32_warps``, round 133); the launches that
+    hold a row whole as a head tile of 8192 columns and a tail: RMSNorm's, its warps from
+    ``_rms_fwd_head_and_tail_of_8192`` (an ``inference`` call with a bias on an H200's DRAM keeps its chunks, not timed
+    there), and LayerNorm's of float32 x at 16 warps (``_ln_fp32_fwd_head_and_tail``); each asks the GPU's DRAM
+    (``slower_dram``)."""
+    chunks = _slower_dram_rms_fwd_chunks_at_32_warps(m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram)
+    if chunks:
+        return chunks
     warps = _rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram)
     if warps and not (inference and has_bias and not slower_dram):
         return LaunchConfig(1, 8192, 1, warps, 0, tail_n=8192)
@@ -1985,14 +1994,70 @@ def _head_and_tail(
     return None
 
 
+def _slower_dram_rms_fwd_chunks_at_32_warps(
+    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, w_bytes: int, slower_dram: bool
+) -> LaunchConfig | None:
+    """RMSNorm's forward and inference call of more than 4096 rows on slower DRAM (an H100) in one program of 32 warps
+    a row, read twice in chunks of 4096 columns (4 elements a thread) or 8192 (8), as torch.compile's kernel there
+    (round 133), or None: float32 x of 9216-16384 columns, with a bias or without (chunks of 8192 at 16384), and
+    16-bit x with float32 weights and a bias of 14336-16384 columns (chunks of 4096). Before it, float32 x took chunks
+    of 2048 at 16 warps up to 12288 columns and round 127-132's head tile of 8192 and tail at 32 warps (16 with a
+    bias) above (``_rms_fwd_head_and_tail_of_8192``), 16-bit x with float32 weights and a bias chunks of 2048 at 16
+    warps below 16384 columns and the head and tail at 16 warps at 16384.
+
+    Inductor's kernel for these rows on the H100 (GPU run 918, 32768 x 16384 float32, with a bias and without) is a
+    looped reduction of one row a program, chunks of 8192 at 32 warps, 38 registers (one program a SM), its first
+    loop's loads ``evict_last``, its second's ``evict_first``: 100.5-100.8% of the copy, where normkit's head and tail
+    ran 99.0-99.2%. normkit's own chunked kernel in that launch ran as fast (run 919: 1.013-1.016x the head and tail at
+    16384, training forward and inference call). In turns against the rule before, forced in one process with outputs
+    checked first (run 920, 32768 rows; rule time over the chunks'):
+
+    | columns | no bias, chunks of 4096 (8192 at 16384) | with a bias |
+    |---|---|---|
+    | 9216 | 1.028 / 1.028 (training / inference) | 1.012 / 1.012 |
+    | 10240 | 1.038 / 1.038 | 1.013 / 1.014 |
+    | 12288 | **1.089 / 1.086** (the chunks of 2048 at 92.5% of the copy) | 1.037 / 1.036 |
+    | 13000 | 1.011 / 1.011 | 1.008 / 1.007 |
+    | 14336 | 1.008 / 1.009 | 1.006 / 1.006 |
+    | 16384 (chunks of 8192) | 1.014 / 1.013 | 1.016 / 1.015 |
+
+    With a bias at 16384, chunks of 4096 ran x0.998-0.999 (so 8192 there); without one either size was level. The
+    rule against 2e7f753 (``bench.ab``, run 921): x1.005-1.092 at 32768 rows as above, 101% of the copy, level with
+    torch.compile at 12288 / 16384 (ahead of it by 1.9% at 12288 with a bias); 8200 / 4200 rows x1.007-1.080.
+    One tile of 16384 at 32 warps (the row read once) x0.90-1.08, chunks of 8192 below 16384 x0.88-1.02 with a bias.
+    16-bit x with float32 weights and a bias, chunks of 4096 (run 921, 32768 rows; training / inference): bf16 x
+    x1.011 / 1.015, 1.026 / 1.029, 1.015 / 1.028 at 14336 / 15360 / 16384, fp16 x x1.014 / 1.020, 1.026 / 1.026, 1.014
+    / 1.029 (chunks of 8192 x0.95-1.00); at 12288 / 13000 bf16 x x0.987 / 0.970 (run 920), so from 14336. The rule
+    (``bench.ab`` against the float32 rule's tree, run 922): x1.005-1.028 at 32768 rows (100-101% of the copy at 15360
+    / 16384), 8200 / 4200 rows x1.009-1.046; 13000 x1.000 (not taken).
+
+    Not taken: other 16-bit x (bf16 x float32 weights without a bias x0.94-0.98 at 9216-10240, x0.995-1.017 at
+    12288-16384; 16-bit weights with a bias x1.005-1.010 at 14336-16384, bf16 without x1.007-1.012 at 12288 / 16384),
+    LayerNorm (its float32 x x0.99-1.01 in chunks of 4096 against ``_ln_fp32_fwd_head_and_tail``), an H200 (not
+    timed). Read on the CPU (sm_90, as ``ops`` plans them): chunks of 4096 hold 24-30 registers a thread (two
+    programs of 1024 threads a SM), chunks of 8192 with a bias 38 (one), none spills
+    (``test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper``). ``m``: the call's rows;
+    ``x_bytes``, ``w_bytes``: x's and the weights' element sizes."""
+    if not (slower_dram and is_rms and not has_mask and m > 4096):
+        return None
+    if x_bytes == 4 and 9216 <= n <= 16384:
+        block_n = 8192 if n == 16384 else 4096
+    elif x_bytes == 2 and w_bytes == 4 and has_bias and 14336 <= n <= 16384:
+        block_n = 4096
+    else:
+        return None
+    return LaunchConfig(1, block_n, -(-n // block_n), 32)
+
+
 def _rms_fwd_head_and_tail_of_8192(
     m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, w_bytes: int, slower_dram: bool
 ) -> int:
     """The warps of RMSNorm's forward of more than 4096 rows where it holds each row whole in one program, as a head
     tile of 8192 columns and a tail tile of 8192, rather than the heuristic's chunks of 2048 at 16 warps read twice: 32
     without a bias, 16 with one; 0 where it keeps the chunks. On slower DRAM (an H100; rounds 127-128 and 131-132) at
-    12289-16384 columns (with a bias below 16384 not 16-bit x with float32 weights), on an H200's (round 129) float32 x
-    at 16384 columns alone. Named ``_slower_dram_rms_fwd_head_and_tail_of_8192`` in rounds 127-128, when it took an
+    12289-16384 columns (with a bias below 16384 not 16-bit x with float32 weights; float32 x there takes round 133's
+    chunks at 32 warps first, ``_slower_dram_rms_fwd_chunks_at_32_warps``), on an H200's (round 129) float32 x at 16384
+    columns alone. Named ``_slower_dram_rms_fwd_head_and_tail_of_8192`` in rounds 127-128, when it took an
     H100 alone, and round 129's H200 rule ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``.
 
     On slower DRAM: The tuner on the H100 (``bench.tune --whole-rows``, GPU run 887, 32768 x
