@@ -2893,6 +2893,68 @@ def test_rms_forward_in_chunks_at_32_warps_on_the_gpu(dram, slower):
             check_forward("triton", "rms_norm", x, w, b, zero_centered_gamma=True)
 
 
+def test_slower_dram_layer_norm_inference_of_16384_in_chunks_at_32_warps():
+    """On slower DRAM (an H100) LayerNorm's inference call (the clamped ReLU's too: ``infer_config`` serves both) of
+    more than 4096 rows of 16384 columns of 16-bit x and weights with a bias, zero-centered or not, reads each row in
+    chunks of 4096 at 32 warps (round 133). 4096 rows, 14336 / 16383 / 16385 columns, float32 weights or x, no bias,
+    the training forward and an H200's DRAM keep their launches (RMSNorm's own rules: the tests above)."""
+    from normkit.triton import config
+    from normkit.triton.config import LaunchConfig
+
+    chunks = LaunchConfig(1, 4096, 4, 32)
+    sixteen_bit = [{"w_bytes": 2}, {"w_bytes": 2, "x_fp16": True}, {"w_bytes": 2, "zero_centered": True}]
+    others = [{"w_bytes": 4}, {"w_bytes": 4, "x_bytes": 4}]
+    for m in (4096, 4097, 8200, 32768):
+        for n in (14336, 16383, 16384, 16385):
+            for kwargs in sixteen_bit + others:
+                for bias in (False, True):
+                    taken = m > 4096 and n == 16384 and bias and kwargs in sixteen_bit
+                    slower = {**kwargs, "has_bias": bias, "slower_dram": True}
+                    assert config._slower_dram_ln_infer_of_16384_in_chunks(
+                        m, n, False, bias, kwargs.get("x_bytes", 2), kwargs["w_bytes"], True
+                    ) is taken, (m, n, kwargs, bias)  # fmt: skip
+                    assert (config.infer_config(m, n, False, **slower) == chunks) is taken, (m, n, kwargs, bias)
+                    assert config.fwd_config(m, n, False, **slower) != chunks, (m, n, kwargs, bias)  # training
+                    assert config.infer_config(m, n, False, **{**slower, "slower_dram": False}) != chunks, (m, n)
+
+
+@pytest.mark.parametrize("zero_centered", [False, True])
+def test_layer_norm_inference_in_chunks_of_4096_at_32_warps_forced_on_odd_rows(zero_centered):
+    """Round 133's LayerNorm inference launch forced on few rows, which the interpreter runs: 3 strided rows of 16384
+    columns and 5 of 13000 (a ragged last chunk), bf16 and fp16 x and weights with a bias, LayerNorm's y and the clamped
+    ReLU's against the reference."""
+    from normkit.triton import config, ops
+    from normkit.triton.config import LaunchConfig
+
+    for m, n in ((3, 16384), (5, 13000)):
+        with config.forced(fwd=LaunchConfig(1, 4096, 4, 32)):
+            for dtypes in (DTYPES[1], DTYPES[2]):
+                x, w, b = make_inputs(m, n, *dtypes, row_pad=8)
+                y = ops.infer_unchecked("layer_norm", x, w, b, 1e-5, zero_centered)
+                compare(y, reference.layer_norm_fwd(x, w, b, 1e-5, zero_centered)[0], f"y at {m} x {n}, {dtypes}")
+                y = ops.infer_unchecked("layer_norm_clamped_relu", x, w, b, 1e-5, zero_centered, 0.0, 6.0)
+                expected = reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, 0.0, 6.0, zero_centered)[0]
+                compare(y, expected, f"clamped y at {m} x {n}, {dtypes}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("slower", [False, True])
+def test_layer_norm_inference_of_16384_on_the_gpu(dram, slower):
+    """Round 133's launch under each DRAM's rules against the reference, on whichever GPU: LayerNorm's and the clamped
+    ReLU's inference calls of 4200 x 16384 bf16 and fp16 x and weights with a bias (chunks of 4096 at 32 warps on
+    slower DRAM), zero-centered for fp16."""
+    from normkit.triton import ops
+
+    dram(slower)
+    for dtypes in (DTYPES[1], DTYPES[2]):
+        x, w, b = make_inputs(4200, 16384, *dtypes)
+        zero_centered = dtypes == DTYPES[1]
+        y = ops.infer_unchecked("layer_norm", x, w, b, 1e-5, zero_centered)
+        compare(y, reference.layer_norm_fwd(x, w, b, 1e-5, zero_centered)[0], f"inference y, {dtypes}")
+        y = ops.infer_unchecked("layer_norm_clamped_relu", x, w, b, 1e-5, False, 0.0, 6.0)
+        compare(y, reference.layer_norm_clamped_relu_fwd(x, w, b, 1e-5, 0.0, 6.0)[0], f"clamped y, {dtypes}")
+
+
 def test_slower_dram_layer_norm_forward_of_float32_x_as_head_and_tail():
     """On slower DRAM (an H100) LayerNorm's forward of float32 x of more than 4096 rows of 9217-16384 columns holds
     each row whole at 16 warps, a head tile of 8192 and a tail of the rest's power of two (round 128), with a bias or

@@ -454,8 +454,10 @@ def infer_config(
     9216-16384 columns (16-bit x with float32 weights and a bias: 14336-16384) its chunks at 32 warps (round 133,
     ``_slower_dram_rms_fwd_chunks_at_32_warps``), LayerNorm's and
     LayerNorm + clamped ReLU's of float32 x of 9217-16384 columns its head tile and tail at 16 warps
-    (``_ln_fp32_fwd_head_and_tail``); on an H200 RMSNorm's of float32 x of 16384 columns without a bias its head and
-    tail at 32 warps (round 129, the same helper; with a bias, not timed there, the chunks)."""
+    (``_ln_fp32_fwd_head_and_tail``), and those of 16-bit x and weights with a bias of 16384 columns chunks of 4096 at
+    32 warps (round 133, ``_slower_dram_ln_infer_of_16384_in_chunks``, not the training forward's); on an H200
+    RMSNorm's of float32 x of 16384 columns without a bias its head and tail at 32 warps (round 129, the same helper;
+    with a bias, not timed there, the chunks)."""
     if "fwd" in _FORCED:
         return _FORCED["fwd"]
     if staged and _split_staged_fwd(m, n, is_rms, x_bytes, w_bytes, has_bias):
@@ -1978,14 +1980,17 @@ def _long_rows(
     inference: bool = False,
 ) -> LaunchConfig | None:  # fmt: skip
     """Rounds 127-133's launches of many long rows, for ``fwd_config`` and ``infer_config`` alike, or None: RMSNorm's
-    on slower DRAM in chunks at 32 warps (``_slower_dram_rms_fwd_chunks_at_32_warps``, round 133); the launches that
-    hold a row whole as a head tile of 8192 columns and a tail: RMSNorm's, its warps from
-    ``_rms_fwd_head_and_tail_of_8192`` (an ``inference`` call with a bias on an H200's DRAM keeps its chunks, not timed
-    there), and LayerNorm's of float32 x at 16 warps (``_ln_fp32_fwd_head_and_tail``); each asks the GPU's DRAM
-    (``slower_dram``)."""
+    on slower DRAM in chunks at 32 warps (``_slower_dram_rms_fwd_chunks_at_32_warps``, round 133), and LayerNorm's
+    inference call of 16-bit x and weights of 16384 columns in chunks of 4096 at 32 warps there
+    (``_slower_dram_ln_infer_of_16384_in_chunks``, round 133); the launches that hold a row whole as a head tile of
+    8192 columns and a tail: RMSNorm's, its warps from ``_rms_fwd_head_and_tail_of_8192`` (an ``inference`` call with
+    a bias on an H200's DRAM keeps its chunks, not timed there), and LayerNorm's of float32 x at 16 warps
+    (``_ln_fp32_fwd_head_and_tail``); each asks the GPU's DRAM (``slower_dram``)."""
     chunks = _slower_dram_rms_fwd_chunks_at_32_warps(m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram)
     if chunks:
         return chunks
+    if inference and _slower_dram_ln_infer_of_16384_in_chunks(m, n, is_rms, has_bias, x_bytes, w_bytes, slower_dram):
+        return LaunchConfig(1, 4096, 4, 32)
     warps = _rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram)
     if warps and not (inference and has_bias and not slower_dram):
         return LaunchConfig(1, 8192, 1, warps, 0, tail_n=8192)
@@ -2047,6 +2052,23 @@ def _slower_dram_rms_fwd_chunks_at_32_warps(
     else:
         return None
     return LaunchConfig(1, block_n, -(-n // block_n), 32)
+
+
+def _slower_dram_ln_infer_of_16384_in_chunks(
+    m: int, n: int, is_rms: bool, has_bias: bool, x_bytes: int, w_bytes: int, slower_dram: bool
+) -> bool:
+    """Whether LayerNorm's inference call (and LayerNorm + clamped ReLU's: y alone, no mask) of more than 4096 rows of
+    16384 columns of 16-bit x and weights with a bias, on slower DRAM (an H100), reads each row twice in chunks of
+    4096 at 32 warps (4 elements a thread), not the heuristic's chunks of 2048 at 16 warps a chunk ahead (round 133).
+    Forced against the rule in turns (``sweep.py``, GPU run 923, 32768 rows, outputs checked first; rule time over the
+    chunks'): LayerNorm bf16 **x1.036**, fp16 **x1.029**, the clamped ReLU's bf16 **x1.030**, fp16 **x1.029** (the rule
+    at 97.5-98.3% of the copy). The rule (``bench.ab`` against 2df5498, run 924): LayerNorm x1.030 / 1.028 (bf16 /
+    fp16), the clamped ReLU's x1.038 / 1.036 at 32768 rows (101% of the copy; 0.2% ahead of torch.compile at bf16),
+    8200 / 4200 rows of bf16 x1.033-1.041; 14336 x1.000 (not taken). Not taken: 14336 columns (bf16 x1.005 / 0.985,
+    fp16 x1.021 / 1.018), 12288 (x0.970-0.989), float32 weights (x0.984-1.001), the training forward (x1.006 / 1.011
+    at 16384, x0.975 / 1.002 at 14336), chunks of 8192 (x0.68-0.78), an H200 (not timed). ``m``: the call's rows;
+    ``x_bytes``, ``w_bytes``: x's and the weights' element sizes."""
+    return slower_dram and not is_rms and has_bias and x_bytes == w_bytes == 2 and n == 16384 and m > 4096
 
 
 def _rms_fwd_head_and_tail_of_8192(
