@@ -2787,7 +2787,9 @@ def test_slower_dram_rms_forward_of_12289_to_16384_on_the_gpu(dram, slower):
     16384, and with a bias 4200 x 16384 bf16 x float32 and fp16, 8200 x 13000 float32 and fp16 (round 131: 16 warps
     on slower DRAM); the inference call of 4200 x 16384 (float32 and bf16 x with float32 weights), with a bias and
     without, and with a bias of 8200 x 13000 float32 and fp16 (round 132: 16 warps on slower DRAM). On an H200's rules
-    float32 x at 16384 takes the tiles too (round 129; with a bias at 16 warps, 4200 x 16384 float32 with a bias)."""
+    float32 x at 16384 takes the tiles too (round 129; with a bias at 16 warps, 4200 x 16384 float32 with a bias).
+    Since round 133 slower DRAM's rules read float32 x, and bf16 x with float32 weights and a bias at 16384, in chunks
+    at 32 warps instead (``test_rms_forward_in_chunks_at_32_warps_on_the_gpu``); these cases run that launch then."""
     dram(slower)
     for m, n in ((4200, 16384), (8200, 13000)):
         for dtypes in (DTYPES[0], DTYPES[1], DTYPES[3]):
