@@ -3878,7 +3878,8 @@ def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(
     dram(True)
     names = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
     # (n, x, w, zero-centered, bias, training, forced: the warps of the head and tail, or 0 for the rule's launch);
-    # float32 x forced, which round 133 takes to chunks at 32 warps (their own registers below)
+    # forced where round 133 takes the rows to chunks at 32 warps (float32 x; bf16 x with float32 weights and a bias at
+    # 16384), their own registers below
     calls = [(16384, *DTYPES[3], False, False, True, 0), (16384, *DTYPES[1], False, False, True, 0)]
     calls += [(16384, *DTYPES[0], True, False, True, 32), (13000, *DTYPES[3], False, False, True, 0)]
     calls += [(16384, *DTYPES[3], False, False, False, 0), (16384, *DTYPES[0], False, False, False, 32)]

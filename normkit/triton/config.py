@@ -2077,10 +2077,11 @@ def _rms_fwd_head_and_tail_of_8192(
     """The warps of RMSNorm's forward of more than 4096 rows where it holds each row whole in one program, as a head
     tile of 8192 columns and a tail tile of 8192, rather than the heuristic's chunks of 2048 at 16 warps read twice: 32
     without a bias, 16 with one; 0 where it keeps the chunks. On slower DRAM (an H100; rounds 127-128 and 131-132) at
-    12289-16384 columns (with a bias below 16384 not 16-bit x with float32 weights; float32 x there takes round 133's
-    chunks at 32 warps first, ``_slower_dram_rms_fwd_chunks_at_32_warps``), on an H200's (round 129) float32 x at 16384
-    columns alone. Named ``_slower_dram_rms_fwd_head_and_tail_of_8192`` in rounds 127-128, when it took an
-    H100 alone, and round 129's H200 rule ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``.
+    12289-16384 columns (with a bias not 16-bit x with float32 weights, which round 128 gave it at 16384; float32 x, and
+    16-bit x with float32 weights and a bias from 14336, take round 133's chunks at 32 warps first,
+    ``_slower_dram_rms_fwd_chunks_at_32_warps``), on an H200's (round 129) float32 x at 16384 columns alone. Named
+    ``_slower_dram_rms_fwd_head_and_tail_of_8192`` in rounds 127-128, when it took an H100 alone, and round 129's H200
+    rule ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``.
 
     On slower DRAM: The tuner on the H100 (``bench.tune --whole-rows``, GPU run 887, 32768 x
     16384 bf16 x float32, no bias) timed the chunks at 2919 GB/s and the two tiles at 3013 (32 warps), 3002 (4) and
@@ -2130,8 +2131,8 @@ def _rms_fwd_head_and_tail_of_8192(
         return (16 if has_bias else 32) if x_bytes == 4 and n == 16384 else 0
     if not 12288 < n <= 16384:
         return 0
-    if has_bias:
-        return 16 if n == 16384 or not (x_bytes == 2 and w_bytes == 4) else 0
+    if has_bias:  # 16-bit x with float32 weights: chunks below 14336, round 133's chunks at 32 warps from there
+        return 0 if x_bytes == 2 and w_bytes == 4 else 16
     return 32
 
 
