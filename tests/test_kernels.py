@@ -1271,7 +1271,7 @@ def test_many_rows_rules_on_slower_dram():
         assert config.infer_config(m, 8192, slower_dram=True) == LaunchConfig(1, 2048, 4, 16)
         assert fwd(m, 7168) == fwd(m, 7168, slower=False) == LaunchConfig(1, 1024, 7, 8)
         assert fwd(m, 8192, slower=False) == LaunchConfig(1, 1024, 8, 8)
-        for n in (8192, 8193, 12288):
+        for n in (8192, 8193, 12287):  # (12288 and up: round 134's chunks at 32 warps on slower DRAM)
             assert fwd(m, n, is_rms=True) == fwd(m, n, is_rms=True, slower=False)
         assert fwd(m, 8193) == fwd(m, 8193, slower=False)
     for m in (3000, 4096, 2048, 1024):
@@ -2688,11 +2688,10 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_head_and_tail():
     bias the same tiles at 16 warps (at 16384 columns, round 128; below, round 131, but 16-bit x with float32 weights);
     4096 rows, 12288 and 16385 columns, 16-bit x with float32 weights and a bias below 14336 keep the heuristic's
     launch; float32 x, and 16-bit x with float32 weights and a bias from 14336, take round 133's chunks at 32 warps
-    instead (their own test below). Not the mask nor LayerNorm; on an H200's DRAM float32 x at 16384 columns alone
-    (round 129). The
-    inference call (``infer_config``) takes the tiles at 32 warps without a bias (round 128) and with one the training
-    forward's launch, 16 warps but 16-bit x with float32 weights below 16384 (round 132); on an H200's DRAM its chunks
-    with a bias."""
+    instead, 16-bit x and weights without a bias round 134's (their own test below). Not the mask nor LayerNorm; on an
+    H200's DRAM float32 x at 16384 columns alone (round 129). The inference call (``infer_config``) takes the tiles at
+    32 warps without a bias (round 128) and with one the training forward's launch, 16 warps but 16-bit x with float32
+    weights below 16384 (round 132); on an H200's DRAM its chunks with a bias."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -2708,8 +2707,9 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_head_and_tail():
                 for kwargs in dtypes + ({"w_bytes": 4, "zero_centered": True},):
                     wide_weights = kwargs.get("x_bytes", 2) == 2 and kwargs["w_bytes"] == 4  # 16-bit x, float32 w
                     fp32_x = kwargs.get("x_bytes") == 4  # round 133: chunks at 32 warps on slower DRAM
-                    chunked = m > 4096 and (fp32_x or (bias and wide_weights and n >= 14336))  # (and bias below)
-                    taken = rows and not fp32_x and not (bias and wide_weights)
+                    narrow = not bias and kwargs.get("x_bytes", 2) == kwargs["w_bytes"] == 2  # round 134's chunks
+                    chunked = m > 4096 and (fp32_x or (bias and wide_weights and n >= 14336) or narrow)  # (bias below)
+                    taken = rows and not fp32_x and not (bias and wide_weights) and not narrow
                     got = fwd(m, n, has_bias=bias, **kwargs)
                     assert (got == head_and_tail) is taken, (m, n, bias, kwargs)
                     assert got.tail_n != 8192 or taken, (m, n, bias, kwargs)
@@ -2733,12 +2733,12 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_head_and_tail():
 
 @pytest.mark.parametrize("slower", [False, True])
 def test_slower_dram_rms_forward_of_12289_to_16384_as_ops_asks(dram, slower):
-    """``ops`` asks the rule with the call's rows and bias: under slower DRAM's rules RMSNorm's forward of 4097 x
-    16384 without a bias (bf16 x with float32 or bf16 weights) launches one program of 32 warps a row, a head tile of
-    8192 and a tail of 8192, with a bias (bf16 x with float32 weights) since round 133 chunks of 4096 at 32 warps
-    (an H200's rules chunks of 2048 at 16 warps); 4096 rows keep the few waves' chunks of 4096; the inference call
-    takes the same launches (with a bias since round 132; an H200's rules the chunks). Nothing runs (the launches are
-    recorded), so on the CPU too."""
+    """``ops`` asks the rule with the call's rows and bias: under slower DRAM's rules RMSNorm's forward of 4097 x 16384
+    without a bias (bf16 x with float32 weights) launches one program of 32 warps a row, a head tile of 8192 and a tail
+    of 8192, with bf16 weights since round 134, and with a bias (bf16 x with float32 weights) since round 133, chunks of
+    4096 at 32 warps (an H200's rules chunks of 2048 at 16 warps); 4096 rows keep the few waves' chunks of 4096; the
+    inference call takes the same launches (with a bias since round 132; an H200's rules the chunks). Nothing runs (the
+    launches are recorded), so on the CPU too."""
     from normkit.triton import ops
 
     dram(slower)
@@ -2753,7 +2753,7 @@ def test_slower_dram_rms_forward_of_12289_to_16384_as_ops_asks(dram, slower):
             ops.infer_unchecked("rms_norm", *args, 1e-5, False)
     tiles = [(launch["BLOCK_N"], launch["NUM_CHUNKS"], launch["TAIL_N"], launch["num_warps"]) for launch in launched]
     chunks = (2048, 8, 0, 16)
-    asked = [(8192, 1, 8192, 32)] * 2 + [(4096, 4, 0, 32)] if slower else [chunks] * 3  # round 133: a bias, fp32 w
+    asked = [(8192, 1, 8192, 32), (4096, 4, 0, 32), (4096, 4, 0, 32)] if slower else [chunks] * 3  # rounds 133-134
     assert tiles == asked + [(4096, 4, 0, 16)] + asked  # 4096 rows: a few waves' chunks
     assert [launch["TRAINING"] for launch in launched] == [True] * 4 + [False] * 3
 
@@ -2817,20 +2817,23 @@ def test_slower_dram_rms_forward_of_12289_to_16384_on_the_gpu(dram, slower):
 
 def test_slower_dram_rms_forward_in_chunks_at_32_warps():
     """On slower DRAM (an H100) RMSNorm's forward of more than 4096 rows is read twice in chunks at 32 warps, as
-    torch.compile's kernel there (round 133): float32 x of 9216-16384 columns, with a bias or without, zero-centered or
-    not, in chunks of 4096 (two of 8192 at 16384 columns), and 16-bit x with float32 weights and a bias of 14336-16384
-    columns in chunks of 4096; the inference call takes the same launch. 4096 rows, 9215 columns (14335 for 16-bit x),
-    16-bit x without a bias or with 16-bit weights, LayerNorm, the mask and an H200's DRAM keep their launches."""
+    torch.compile's kernel there (rounds 133-134): float32 x of 6144-16384 columns, with a bias or without,
+    zero-centered or not, in chunks of 4096 (two of 8192 at 16384 columns), 16-bit x and weights without a bias of
+    12288-16384 columns and 16-bit x with float32 weights and a bias of 14336-16384 in chunks of 4096; the inference
+    call takes the same launch. 4096 rows, 6143 columns (12287 and 14335 for 16-bit x), 16-bit x with float32 weights
+    and no bias or with 16-bit weights and a bias, LayerNorm, the mask and an H200's DRAM keep their launches."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
     float32 = [{"w_bytes": 4, "x_bytes": 4, **kwargs} for kwargs in ({}, {"has_bias": True}, {"zero_centered": True})]
+    narrow = [{"w_bytes": 2}, {"w_bytes": 2, "x_fp16": True}, {"w_bytes": 2, "zero_centered": True}]
     wide_weights = [{"w_bytes": 4, "has_bias": True}, {"w_bytes": 4, "has_bias": True, "x_fp16": True}]
     wide_weights += [{"w_bytes": 4, "has_bias": True, "zero_centered": True}]
     others = [{"w_bytes": 4}, {"w_bytes": 2, "has_bias": True}, {"w_bytes": 2, "has_bias": True, "x_fp16": True}]
+    columns = (5120, 6143, 6144, 7168, 8192, 8193, 9216, 12287, 12288, 13000, 14335, 14336, 15360, 16383, 16384)
     for m in (4096, 4097, 8200, 32768):
-        for n in (9215, 9216, 10240, 12288, 12289, 13000, 14335, 14336, 15360, 16383, 16384, 16385):
-            for group, first in ((float32, 9216), (wide_weights, 14336), (others, None)):
+        for n in columns + (16385,):
+            for group, first in ((float32, 6144), (narrow, 12288), (wide_weights, 14336), (others, None)):
                 for kwargs in group:
                     taken = first is not None and m > 4096 and first <= n <= 16384
                     block_n = 8192 if n == 16384 and kwargs.get("x_bytes") == 4 else 4096
@@ -2847,26 +2850,31 @@ def test_slower_dram_rms_forward_in_chunks_at_32_warps():
                     assert (config.infer_config(m, n, True, **slower) == chunks) is taken, (m, n, kwargs)
                     assert config.fwd_config(m, n, True, **kwargs) != chunks, (m, n, kwargs)  # an H200
                     assert config.infer_config(m, n, True, **kwargs) != chunks, (m, n, kwargs)
-                    assert config.fwd_config(m, n, False, **slower) != chunks, (m, n, kwargs)  # LayerNorm
                     assert config.fwd_config(m, n, True, has_mask=True, **slower) != chunks, (m, n, kwargs)
+                    ln = config.fwd_config(m, n, False, **slower)  # LayerNorm: its own rule of 16-bit x and weights
+                    ln_taken = m > 4096 and 14336 < n and kwargs.get("x_bytes", 2) == kwargs["w_bytes"] == 2
+                    assert (ln == LaunchConfig(1, 4096, 4, 32)) is ln_taken or ln != chunks, (m, n, kwargs)
 
 
 @pytest.mark.parametrize("zero_centered", [False, True])
 def test_rms_forward_in_chunks_at_32_warps_forced_on_odd_rows(zero_centered):
-    """Round 133's chunks at 32 warps forced on few rows, which the interpreter runs: float32 x and weights, 7 strided
-    rows of 9216 columns in 3 chunks of 4096 (the last a quarter full) and of 13000 in 4, 3 rows of 16384 in 2 chunks of
-    8192, with a bias and without; bf16 and fp16 x with float32 weights and a bias, 7 strided rows of 14337 in 4 chunks
-    of 4096 and 3 of 16384; zero-centered weights and not. The training forward against the reference, the inference
-    call against its y."""
+    """Rounds 133-134's chunks at 32 warps forced on few rows, which the interpreter runs: float32 x and weights, 7
+    strided rows of 6144 columns in 2 chunks of 4096, of 9216 in 3 (the last a quarter full) and of 13000 in 4, 3 rows
+    of 16384 in 2 chunks of 8192, with a bias and without; fp16 and bf16 x and weights without a bias, 5 strided rows
+    of 12288 in 3 chunks of 4096 and of 13000 in 4; bf16 and fp16 x with float32 weights and a bias, 7 strided rows of
+    14337 in 4 chunks of 4096 and 3 of 16384; zero-centered weights and not. The training forward against the
+    reference, the inference call against its y."""
     from normkit.triton import config, ops
     from normkit.triton.config import LaunchConfig
 
-    cases = [(7, 9216, 4096, 8, DTYPES[0]), (7, 13000, 4096, 8, DTYPES[0]), (3, 16384, 8192, 0, DTYPES[0])]
+    cases = [(7, 6144, 4096, 8, DTYPES[0]), (7, 9216, 4096, 8, DTYPES[0]), (7, 13000, 4096, 8, DTYPES[0])]
+    cases += [(3, 16384, 8192, 0, DTYPES[0]), (5, 12288, 4096, 8, DTYPES[1]), (5, 13000, 4096, 8, DTYPES[2])]
     cases += [(7, 14337, 4096, 8, DTYPES[3]), (3, 16384, 4096, 0, (torch.float16, torch.float32))]
     for m, n, block_n, pad, dtypes in cases:
         with config.forced(fwd=LaunchConfig(1, block_n, -(-n // block_n), 32)):
             x, w, b = make_inputs(m, n, *dtypes, row_pad=pad)
-            for bias in (None, b) if dtypes == DTYPES[0] else (b,):
+            biases = {DTYPES[0]: (None, b), DTYPES[1]: (None,), DTYPES[2]: (None,)}.get(dtypes, (b,))
+            for bias in biases:
                 check_forward("triton", "rms_norm", x, w, bias, zero_centered_gamma=zero_centered)
                 y = ops.infer_unchecked("rms_norm", x, w, bias, 1e-5, zero_centered)
                 expected = reference.rms_norm_fwd(x, w, bias, 1e-5, zero_centered)[0]
@@ -2876,18 +2884,21 @@ def test_rms_forward_in_chunks_at_32_warps_forced_on_odd_rows(zero_centered):
 @pytest.mark.gpu
 @pytest.mark.parametrize("slower", [False, True])
 def test_rms_forward_in_chunks_at_32_warps_on_the_gpu(dram, slower):
-    """Round 133's launches under each DRAM's rules against the reference, on whichever GPU: float32 RMSNorm of 4200 x
-    9216, 8200 x 12288 and 4200 x 16384 with a bias and without, zero-centered at 8200 x 12288, and bf16 / fp16 x with
-    float32 weights and a bias at 8200 x 14336 and 4200 x 16384; training forward and inference call (on slower DRAM
-    chunks of 4096 at 32 warps, of 8192 at 16384 for float32 x)."""
+    """Rounds 133-134's launches under each DRAM's rules against the reference, on whichever GPU: float32 RMSNorm of
+    4200 x 6144, 8200 x 7168, 4200 x 9216, 8200 x 12288 and 4200 x 16384 with a bias and without, zero-centered at 8200
+    x 12288, fp16 / bf16 x and weights without a bias at 8200 x 12288 / 4200 x 13000, and bf16 / fp16 x with float32
+    weights and a bias at 8200 x 14336 and 4200 x 16384; training forward and inference call (on slower DRAM chunks of
+    4096 at 32 warps, of 8192 at 16384 for float32 x)."""
     from normkit.triton import ops
 
     dram(slower)
-    cases = [(4200, 9216, DTYPES[0]), (8200, 12288, DTYPES[0]), (4200, 16384, DTYPES[0])]
+    cases = [(4200, 6144, DTYPES[0]), (8200, 7168, DTYPES[0]), (4200, 9216, DTYPES[0]), (8200, 12288, DTYPES[0])]
+    cases += [(4200, 16384, DTYPES[0]), (8200, 12288, DTYPES[1]), (4200, 13000, DTYPES[2])]
     cases += [(8200, 14336, DTYPES[3]), (4200, 16384, (torch.float16, torch.float32))]
     for m, n, dtypes in cases:
         x, w, b = make_inputs(m, n, *dtypes)
-        for bias in (None, b) if dtypes == DTYPES[0] else (b,):
+        biases = {DTYPES[0]: (None, b), DTYPES[1]: (None,), DTYPES[2]: (None,)}.get(dtypes, (b,))
+        for bias in biases:
             check_forward("triton", "rms_norm", x, w, bias)
             y = ops.infer_unchecked("rms_norm", x, w, bias, 1e-5, False)
             compare(y, reference.rms_norm_fwd(x, w, bias, 1e-5)[0], f"inference y at {m} x {n}, {dtypes}")
@@ -2895,11 +2906,13 @@ def test_rms_forward_in_chunks_at_32_warps_on_the_gpu(dram, slower):
             check_forward("triton", "rms_norm", x, w, b, zero_centered_gamma=True)
 
 
-def test_slower_dram_layer_norm_inference_of_16384_in_chunks_at_32_warps():
-    """On slower DRAM (an H100) LayerNorm's inference call (the clamped ReLU's too: ``infer_config`` serves both) of
-    more than 4096 rows of 16384 columns of 16-bit x and weights with a bias, zero-centered or not, reads each row in
-    chunks of 4096 at 32 warps (round 133). 4096 rows, 14336 / 16383 / 16385 columns, float32 weights or x, no bias,
-    the training forward and an H200's DRAM keep their launches (RMSNorm's own rules: the tests above)."""
+def test_slower_dram_layer_norm_forward_in_chunks_of_4096_at_32_warps():
+    """On slower DRAM (an H100) LayerNorm's forward of more than 4096 rows of 14337-16384 columns of 16-bit x and
+    weights, zero-centered or not, reads each row in chunks of 4096 at 32 warps: the inference call (the clamped ReLU's
+    too: ``infer_config`` serves both) with a bias (round 133 at 16384, round 134 below), the training forward with a
+    bias or without but not the clamped ReLU's, which stores the mask (round 134). 4096 rows, 14336 and 16385
+    columns, float32 weights or x, the inference call without a bias and an H200's DRAM keep their launches
+    (RMSNorm's own rules: the tests above)."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -2907,31 +2920,42 @@ def test_slower_dram_layer_norm_inference_of_16384_in_chunks_at_32_warps():
     sixteen_bit = [{"w_bytes": 2}, {"w_bytes": 2, "x_fp16": True}, {"w_bytes": 2, "zero_centered": True}]
     others = [{"w_bytes": 4}, {"w_bytes": 4, "x_bytes": 4}]
     for m in (4096, 4097, 8200, 32768):
-        for n in (14336, 16383, 16384, 16385):
+        for n in (14335, 14336, 14337, 14848, 15360, 16383, 16384, 16385):
+            rows = m > 4096 and 14336 < n <= 16384
             for kwargs in sixteen_bit + others:
+                sixteen = rows and kwargs in sixteen_bit
+                x_bytes = kwargs.get("x_bytes", 2)
                 for bias in (False, True):
-                    taken = m > 4096 and n == 16384 and bias and kwargs in sixteen_bit
                     slower = {**kwargs, "has_bias": bias, "slower_dram": True}
-                    assert config._slower_dram_ln_infer_of_16384_in_chunks(
-                        m, n, False, bias, kwargs.get("x_bytes", 2), kwargs["w_bytes"], True
-                    ) is taken, (m, n, kwargs, bias)  # fmt: skip
-                    assert (config.infer_config(m, n, False, **slower) == chunks) is taken, (m, n, kwargs, bias)
-                    assert config.fwd_config(m, n, False, **slower) != chunks, (m, n, kwargs, bias)  # training
+                    training = sixteen and (n >= 15360 or not bias)  # with a bias from 15360 (run 929)
+                    for mask, inference, taken in ((False, False, training), (True, False, False), (False, True, bias)):
+                        taken = taken and sixteen
+                        assert config._slower_dram_ln_fwd_in_chunks_of_4096(
+                            m, n, False, mask, bias, x_bytes, kwargs["w_bytes"], True, inference
+                        ) is taken, (m, n, kwargs, bias, mask, inference)  # fmt: skip
+                        if inference:
+                            launch = config.infer_config(m, n, False, **slower)
+                        else:
+                            launch = config.fwd_config(m, n, False, has_mask=mask, **slower)
+                        assert (launch == chunks) is taken, (m, n, kwargs, bias, mask, inference)
+                    assert config.fwd_config(m, n, False, **{**slower, "slower_dram": False}) != chunks, (m, n)
                     assert config.infer_config(m, n, False, **{**slower, "slower_dram": False}) != chunks, (m, n)
 
 
 @pytest.mark.parametrize("zero_centered", [False, True])
-def test_layer_norm_inference_in_chunks_of_4096_at_32_warps_forced_on_odd_rows(zero_centered):
-    """Round 133's LayerNorm inference launch forced on few rows, which the interpreter runs: 3 strided rows of 16384
-    columns and 5 of 13000 (a ragged last chunk), bf16 and fp16 x and weights with a bias, LayerNorm's y and the clamped
-    ReLU's against the reference."""
+def test_layer_norm_forward_in_chunks_of_4096_at_32_warps_forced_on_odd_rows(zero_centered):
+    """Rounds 133-134's LayerNorm launch forced on few rows, which the interpreter runs: 3 strided rows of 16384 columns
+    and 5 of 14337 (a last chunk of one column), bf16 and fp16 x and weights: the training forward with a bias and
+    without against the reference, LayerNorm's inference y and the clamped ReLU's with a bias against its y."""
     from normkit.triton import config, ops
     from normkit.triton.config import LaunchConfig
 
-    for m, n in ((3, 16384), (5, 13000)):
+    for m, n in ((3, 16384), (5, 14337)):
         with config.forced(fwd=LaunchConfig(1, 4096, 4, 32)):
             for dtypes in (DTYPES[1], DTYPES[2]):
                 x, w, b = make_inputs(m, n, *dtypes, row_pad=8)
+                for bias in (None, b):
+                    check_forward("triton", "layer_norm", x, w, bias, zero_centered_gamma=zero_centered)
                 y = ops.infer_unchecked("layer_norm", x, w, b, 1e-5, zero_centered)
                 compare(y, reference.layer_norm_fwd(x, w, b, 1e-5, zero_centered)[0], f"y at {m} x {n}, {dtypes}")
                 y = ops.infer_unchecked("layer_norm_clamped_relu", x, w, b, 1e-5, zero_centered, 0.0, 6.0)
@@ -2941,16 +2965,20 @@ def test_layer_norm_inference_in_chunks_of_4096_at_32_warps_forced_on_odd_rows(z
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("slower", [False, True])
-def test_layer_norm_inference_of_16384_on_the_gpu(dram, slower):
-    """Round 133's launch under each DRAM's rules against the reference, on whichever GPU: LayerNorm's and the clamped
-    ReLU's inference calls of 4200 x 16384 bf16 and fp16 x and weights with a bias (chunks of 4096 at 32 warps on
-    slower DRAM), zero-centered for fp16."""
+def test_layer_norm_forward_in_chunks_of_4096_on_the_gpu(dram, slower):
+    """Rounds 133-134's launch under each DRAM's rules against the reference, on whichever GPU: LayerNorm's and the
+    clamped ReLU's inference calls with a bias and LayerNorm's training forward with a bias and without, of 4200 x
+    16384 and 8200 x 14848 bf16 and fp16 x and weights (chunks of 4096 at 32 warps on slower DRAM), zero-centered for
+    fp16; the clamped ReLU's training forward (its own launch) beside them."""
     from normkit.triton import ops
 
     dram(slower)
-    for dtypes in (DTYPES[1], DTYPES[2]):
-        x, w, b = make_inputs(4200, 16384, *dtypes)
+    for (m, n), dtypes in itertools.product(((4200, 16384), (8200, 14848)), (DTYPES[1], DTYPES[2])):
+        x, w, b = make_inputs(m, n, *dtypes)
         zero_centered = dtypes == DTYPES[1]
+        for bias in (None, b):
+            check_forward("triton", "layer_norm", x, w, bias, zero_centered_gamma=zero_centered)
+        check_forward("triton", "layer_norm_clamped_relu", x, w, b)
         y = ops.infer_unchecked("layer_norm", x, w, b, 1e-5, zero_centered)
         compare(y, reference.layer_norm_fwd(x, w, b, 1e-5, zero_centered)[0], f"inference y, {dtypes}")
         y = ops.infer_unchecked("layer_norm_clamped_relu", x, w, b, 1e-5, False, 0.0, 6.0)

@@ -239,10 +239,13 @@ def fwd_config(
     weights and a bias tiles of two rows, not four (``_slower_dram_ln_fwd_1024_two_rows``), and RMSNorm's of more
     than 4096 rows of 12289-16384 columns a head tile of 8192 and a tail of 8192 at 32 warps (16 with a bias, which
     below 16384 columns leaves 16-bit x with float32 weights in chunks), not chunks
-    (``_rms_fwd_head_and_tail_of_8192``), but RMSNorm's of float32 x of more than 4096 rows of 9216-16384 columns
-    (and of 16-bit x with float32 weights and a bias of 14336-16384) chunks of 4096 (8192 at 16384 of float32 x) at 32
-    warps (``_slower_dram_rms_fwd_chunks_at_32_warps``), and LayerNorm's of float32 x of more than 4096 rows of
-    9217-16384 columns a head tile of 8192 and a tail at 16 warps (``_ln_fp32_fwd_head_and_tail``).
+    (``_rms_fwd_head_and_tail_of_8192``), but RMSNorm's of float32 x of more than 4096 rows of 6144-16384 columns
+    (of 16-bit x and weights without a bias of 12288-16384, of 16-bit x with float32 weights and a bias of
+    14336-16384) chunks of 4096 (8192 at 16384 of float32 x) at 32 warps (``_slower_dram_rms_fwd_chunks_at_32_warps``,
+    rounds 133-134), LayerNorm's of float32 x of more than 4096 rows of 9217-16384 columns a head tile of 8192 and a
+    tail at 16 warps (``_ln_fp32_fwd_head_and_tail``), and LayerNorm's of 16-bit x and weights of more than 4096 rows
+    of 14337-16384 columns (with a bias 15360-16384), but the clamped ReLU's, chunks of 4096 at 32 warps (round 134,
+    ``_slower_dram_ln_fwd_in_chunks_of_4096``).
     On an H200 (not ``slower_dram``, round 129): RMSNorm's of float32 x of more than 4096 rows of 16384 columns that
     head and tail of 8192 at 32 warps (16 with a bias; ``_rms_fwd_head_and_tail_of_8192``), and its
     forward of 16897-32768 rows of 256 of bf16 x without a bias sixteen rows a tile of 4 warps, 8 programs a SM
@@ -451,11 +454,11 @@ def infer_config(
     storing y alone (round 90). On slower DRAM (an H100) RMSNorm's inference calls without a bias of more than 4096
     rows of 12289-16384 columns take the training forward's head tile of 8192 and tail of 8192 at 32 warps (round 128,
     ``_rms_fwd_head_and_tail_of_8192``), and with a bias its launch at 16 warps (round 132), those of float32 x of
-    9216-16384 columns (16-bit x with float32 weights and a bias: 14336-16384) its chunks at 32 warps (round 133,
-    ``_slower_dram_rms_fwd_chunks_at_32_warps``), LayerNorm's and
+    6144-16384 columns (16-bit x and weights without a bias: 12288-16384; 16-bit x with float32 weights and a bias:
+    14336-16384) its chunks at 32 warps (rounds 133-134, ``_slower_dram_rms_fwd_chunks_at_32_warps``), LayerNorm's and
     LayerNorm + clamped ReLU's of float32 x of 9217-16384 columns its head tile and tail at 16 warps
-    (``_ln_fp32_fwd_head_and_tail``), and those of 16-bit x and weights with a bias of 16384 columns chunks of 4096 at
-    32 warps (round 133, ``_slower_dram_ln_infer_of_16384_in_chunks``, not the training forward's); on an H200
+    (``_ln_fp32_fwd_head_and_tail``), and those of 16-bit x and weights with a bias of 14337-16384 columns chunks of
+    4096 at 32 warps (round 133 at 16384, round 134 below, ``_slower_dram_ln_fwd_in_chunks_of_4096``); on an H200
     RMSNorm's of float32 x of 16384 columns without a bias its head and tail at 32 warps (round 129, the same helper;
     with a bias, not timed there, the chunks)."""
     if "fwd" in _FORCED:
@@ -1979,17 +1982,19 @@ def _long_rows(
     m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, w_bytes: int, slower_dram: bool,
     inference: bool = False,
 ) -> LaunchConfig | None:  # fmt: skip
-    """Rounds 127-133's launches of many long rows, for ``fwd_config`` and ``infer_config`` alike, or None: RMSNorm's
-    on slower DRAM in chunks at 32 warps (``_slower_dram_rms_fwd_chunks_at_32_warps``, round 133), and LayerNorm's
-    inference call of 16-bit x and weights of 16384 columns in chunks of 4096 at 32 warps there
-    (``_slower_dram_ln_infer_of_16384_in_chunks``, round 133); the launches that hold a row whole as a head tile of
-    8192 columns and a tail: RMSNorm's, its warps from ``_rms_fwd_head_and_tail_of_8192`` (an ``inference`` call with
-    a bias on an H200's DRAM keeps its chunks, not timed there), and LayerNorm's of float32 x at 16 warps
-    (``_ln_fp32_fwd_head_and_tail``); each asks the GPU's DRAM (``slower_dram``)."""
+    """Rounds 127-134's launches of many long rows, for ``fwd_config`` and ``infer_config`` alike, or None: RMSNorm's on
+    slower DRAM in chunks at 32 warps (``_slower_dram_rms_fwd_chunks_at_32_warps``, rounds 133-134), and LayerNorm's of
+    16-bit x and weights of 14337-16384 columns (the inference call with a bias, the training forward without the mask,
+    with a bias from 15360) in chunks of 4096 at 32 warps there (``_slower_dram_ln_fwd_in_chunks_of_4096``, rounds
+    133-134); the launches that hold a row whole as a head tile of 8192 columns and a tail: RMSNorm's, its warps from
+    ``_rms_fwd_head_and_tail_of_8192`` (an ``inference`` call with a bias on an H200's DRAM keeps its chunks, not timed
+    there), and LayerNorm's of float32 x at 16 warps (``_ln_fp32_fwd_head_and_tail``); each asks the GPU's DRAM
+    (``slower_dram``)."""
     chunks = _slower_dram_rms_fwd_chunks_at_32_warps(m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram)
     if chunks:
         return chunks
-    if inference and _slower_dram_ln_infer_of_16384_in_chunks(m, n, is_rms, has_bias, x_bytes, w_bytes, slower_dram):
+    ln_args = (m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram, inference)
+    if _slower_dram_ln_fwd_in_chunks_of_4096(*ln_args):
         return LaunchConfig(1, 4096, 4, 32)
     warps = _rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram)
     if warps and not (inference and has_bias and not slower_dram):
@@ -2004,11 +2009,13 @@ def _slower_dram_rms_fwd_chunks_at_32_warps(
 ) -> LaunchConfig | None:
     """RMSNorm's forward and inference call of more than 4096 rows on slower DRAM (an H100) in one program of 32 warps
     a row, read twice in chunks of 4096 columns (4 elements a thread) or 8192 (8), as torch.compile's kernel there
-    (round 133), or None: float32 x of 9216-16384 columns, with a bias or without (chunks of 8192 at 16384), and
-    16-bit x with float32 weights and a bias of 14336-16384 columns (chunks of 4096). Before it, float32 x took chunks
-    of 2048 at 16 warps up to 12288 columns and round 127-132's head tile of 8192 and tail at 32 warps (16 with a
-    bias) above (``_rms_fwd_head_and_tail_of_8192``), 16-bit x with float32 weights and a bias chunks of 2048 at 16
-    warps below 16384 columns and the head and tail at 16 warps at 16384.
+    (rounds 133-134), or None: float32 x of 6144-16384 columns, with a bias or without (chunks of 8192 at 16384),
+    16-bit x and weights without a bias of 12288-16384 columns, and 16-bit x with float32 weights and a bias of
+    14336-16384 (chunks of 4096). Before it, float32 x took chunks of 2048 at 16 warps up to 12288 columns and round
+    127-132's head tile of 8192 and tail at 32 warps (16 with a bias) above (``_rms_fwd_head_and_tail_of_8192``),
+    16-bit x and weights without a bias chunks of 2048 at 16 warps at 12288 and the head and tail at 32 warps above,
+    16-bit x with float32 weights and a bias chunks of 2048 at 16 warps below 16384 columns and the head and tail at
+    16 warps at 16384.
 
     Inductor's kernel for these rows on the H100 (GPU run 918, 32768 x 16384 float32, with a bias and without) is a
     looped reduction of one row a program, chunks of 8192 at 32 warps, 38 registers (one program a SM), its first
@@ -2036,39 +2043,82 @@ def _slower_dram_rms_fwd_chunks_at_32_warps(
     (``bench.ab`` against the float32 rule's tree, run 922): x1.005-1.028 at 32768 rows (100-101% of the copy at 15360
     / 16384), 8200 / 4200 rows x1.009-1.046; 13000 x1.000 (not taken).
 
+    Round 134 (forced in turns as above, GPU runs 925-928, 32768 rows; training / inference, with a bias training):
+    float32 x below 9216, chunks of 4096 (two up to 8192) x1.024-1.034 / 1.024-1.031 at 7168-8960 without a bias, with
+    one x1.008-1.012; x1.013 / 1.013 / 1.018 (a bias) at 6144, x1.014 / 1.013 / 1.007 at 6656; at 5120 x0.98-0.998 and
+    at 4608 x0.94-0.95, so from 6144 (8200 rows of 7168 and 4200 of 6144 / 8192 x1.000-1.018). 16-bit x and weights
+    without a bias, chunks of 4096: fp16 / bf16 **x1.017-1.018** / 1.015-1.016 at 12288 (the chunks of 2048 before),
+    x1.003-1.008 at 13312-15360 against the head and tail (x1.007 at 16384 in run 920; 10240 x0.976, so from 12288).
+    The rule against ac8ebbd (``bench.ab``, run 929, 32768 rows): float32 x **x1.005-1.028** at 6144 / 7168 / 8192 /
+    8960 (x1.025-1.028 without a bias from 8192), 101% of the copy (1.028x torch.compile at 8192), 8200 x 7168
+    x1.002-1.007; 16-bit x and weights x1.011-1.012 at 12288, x1.003-1.006 at 13312-16384.
+
     Not taken: other 16-bit x (bf16 x float32 weights without a bias x0.94-0.98 at 9216-10240, x0.995-1.017 at
-    12288-16384; 16-bit weights with a bias x1.005-1.010 at 14336-16384, bf16 without x1.007-1.012 at 12288 / 16384),
+    12288-16384; 16-bit weights with a bias x1.005-1.010 at 14336-16384; 16-bit x with float32 weights and a bias
+    x1.001-1.006 / 1.009-1.020 at 13312 / 13824, run 925),
     LayerNorm (its float32 x x0.99-1.01 in chunks of 4096 against ``_ln_fp32_fwd_head_and_tail``), an H200 (not
     timed). Read on the CPU (sm_90, as ``ops`` plans them): chunks of 4096 hold 24-30 registers a thread (two
     programs of 1024 threads a SM), chunks of 8192 with a bias 38 (one), none spills
     (``test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper``). ``m``: the call's rows;
     ``x_bytes``, ``w_bytes``: x's and the weights' element sizes."""
-    if not (slower_dram and is_rms and not has_mask and m > 4096):
+    if not (slower_dram and is_rms and not has_mask and m > 4096 and n <= 16384):
         return None
-    if x_bytes == 4 and 9216 <= n <= 16384:
+    if x_bytes == 4 and n >= 6144:
         block_n = 8192 if n == 16384 else 4096
-    elif x_bytes == 2 and w_bytes == 4 and has_bias and 14336 <= n <= 16384:
+    elif x_bytes == 2 and w_bytes == 2 and not has_bias and n >= 12288:
+        block_n = 4096
+    elif x_bytes == 2 and w_bytes == 4 and has_bias and n >= 14336:
         block_n = 4096
     else:
         return None
     return LaunchConfig(1, block_n, -(-n // block_n), 32)
 
 
-def _slower_dram_ln_infer_of_16384_in_chunks(
-    m: int, n: int, is_rms: bool, has_bias: bool, x_bytes: int, w_bytes: int, slower_dram: bool
-) -> bool:
-    """Whether LayerNorm's inference call (and LayerNorm + clamped ReLU's: y alone, no mask) of more than 4096 rows of
-    16384 columns of 16-bit x and weights with a bias, on slower DRAM (an H100), reads each row twice in chunks of
-    4096 at 32 warps (4 elements a thread), not the heuristic's chunks of 2048 at 16 warps a chunk ahead (round 133).
-    Forced against the rule in turns (``sweep.py``, GPU run 923, 32768 rows, outputs checked first; rule time over the
+def _slower_dram_ln_fwd_in_chunks_of_4096(
+    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, w_bytes: int, slower_dram: bool,
+    inference: bool,
+) -> bool:  # fmt: skip
+    """Whether LayerNorm's forward of more than 4096 rows of 14337-16384 columns of 16-bit x and weights, on slower DRAM
+    (an H100), reads each row twice in chunks of 4096 at 32 warps (4 elements a thread), not the heuristic's chunks of
+    2048 at 16 warps (a chunk ahead at 16384): the ``inference`` call (and LayerNorm + clamped ReLU's: y alone, no mask)
+    with a bias, at 16384 since round 133, and since round 134 below it and the training forward without the mask
+    (``has_mask``: the clamped ReLU's), without a bias and with one from 15360 columns. Round 133's at 16384 forced
+    against the rule in turns (``sweep.py``, GPU run 923, 32768 rows, outputs checked first; rule time over the
     chunks'): LayerNorm bf16 **x1.036**, fp16 **x1.029**, the clamped ReLU's bf16 **x1.030**, fp16 **x1.029** (the rule
     at 97.5-98.3% of the copy). The rule (``bench.ab`` against 2df5498, run 924): LayerNorm x1.030 / 1.028 (bf16 /
-    fp16), the clamped ReLU's x1.038 / 1.036 at 32768 rows (101% of the copy; 0.2% ahead of torch.compile at bf16),
-    8200 / 4200 rows of bf16 x1.033-1.041; 14336 x1.000 (not taken). Not taken: 14336 columns (bf16 x1.005 / 0.985,
-    fp16 x1.021 / 1.018), 12288 (x0.970-0.989), float32 weights (x0.984-1.001), the training forward (x1.006 / 1.011
-    at 16384, x0.975 / 1.002 at 14336), chunks of 8192 (x0.68-0.78), an H200 (not timed). ``m``: the call's rows;
-    ``x_bytes``, ``w_bytes``: x's and the weights' element sizes."""
-    return slower_dram and not is_rms and has_bias and x_bytes == w_bytes == 2 and n == 16384 and m > 4096
+    fp16), the clamped ReLU's x1.038 / 1.036 at 32768 rows (101% of the copy; 0.2% ahead of torch.compile at bf16), 8200
+    / 4200 rows of bf16 x1.033-1.041; 14336 x1.000 (not taken). Not taken: 14336 columns (bf16 x1.005 / 0.985, fp16
+    x1.021 / 1.018), 12288 (x0.970-0.989), float32 weights (x0.984-1.001), the training forward (x1.006 / 1.011 at
+    16384, x0.975 / 1.002 at 14336), chunks of 8192 (x0.68-0.78), an H200 (not timed).
+
+    Round 134, forced in turns as in round 133 (``sweep.py``, GPU runs 925-928, 32768 rows; bf16 / fp16):
+
+    | columns | inference, a bias | its clamped ReLU | training, a bias | training, no bias |
+    |---|---|---|---|---|
+    | 13312 | 0.970 / 1.008 | 0.956 / 0.999 | | |
+    | 13824 | 0.994 / 1.005 | 0.985 / 1.020 | | |
+    | 14336 | 1.009 / 1.030 (1.005 / 1.021 in run 923) | 0.985 / 1.018 (run 923) | 0.988 / 1.010 | 1.023 / 1.024 |
+    | 14592 | 1.025 / 1.031 | | 1.007 / 1.026 | 1.009 / 1.009 |
+    | 14848 | 1.021-1.023 / 1.031-1.034 | 1.026 / 1.031 | 1.001 / 1.030 | 1.009 / 1.010 |
+    | 15360 | 1.036 / 1.036 | 1.038 / 1.035 | 1.014 / **1.047** | 1.010 / 1.010 |
+    | 15872 | 1.037 / 1.039 | 1.037 / 1.038 | | |
+    | 16384 | (the rule) | (the rule) | 1.014 / 1.013 | 1.008 / 1.008 |
+
+    So from 14337 (14336 with the clamped ReLU's bf16 and the training forward's bf16 below 1). Zero-centered weights
+    alike (training with a bias x1.019 / 1.050 at 15360, x1.014 / 1.012 at 16384); 8200 rows of 15360 x1.028-1.063, 4200
+    x1.021-1.036. The rule against ac8ebbd (``bench.ab``, outputs checked first, GPU run 929, 32768 rows): the inference
+    call x1.018-1.031 at 14848 / 15360 bf16 (the clamped ReLU's x1.020-1.029, fp16 x1.025-1.029), the training forward
+    without a bias x1.004-1.007, with one bf16 **x0.995** at 14848, x1.010 / 1.013 at 15360 / 16384, fp16 x1.019 / 1.042
+    at 14592 / 15360 (zero-centered x1.033 / 1.046), 8200 x 15360 bf16 x1.009; 100-101% of the copy, 1.07x torch.compile
+    at 15360 bf16. So the training forward with a bias from 15360 (run 930: 14848 x1.000, 15360 x1.013, zero-centered
+    x1.020). Not taken: the clamped ReLU's training forward, which stores the mask (x0.935-1.010 with a bias at 15360 /
+    16384, x0.978-1.035 without), and the inference call without a bias (not timed: no bench op). ``m``: the call's
+    rows; ``x_bytes``, ``w_bytes``: x's and the weights' element sizes."""
+    if not (slower_dram and not is_rms and x_bytes == w_bytes == 2 and m > 4096 and 14336 < n <= 16384):
+        return False
+    if inference:
+        return has_bias
+    return not has_mask and (n >= 15360 or not has_bias)
 
 
 def _rms_fwd_head_and_tail_of_8192(
@@ -2078,10 +2128,10 @@ def _rms_fwd_head_and_tail_of_8192(
     tile of 8192 columns and a tail tile of 8192, rather than the heuristic's chunks of 2048 at 16 warps read twice: 32
     without a bias, 16 with one; 0 where it keeps the chunks. On slower DRAM (an H100; rounds 127-128 and 131-132) at
     12289-16384 columns (with a bias not 16-bit x with float32 weights, which round 128 gave it at 16384; float32 x, and
-    16-bit x with float32 weights and a bias from 14336, take round 133's chunks at 32 warps first,
-    ``_slower_dram_rms_fwd_chunks_at_32_warps``), on an H200's (round 129) float32 x at 16384 columns alone. Named
-    ``_slower_dram_rms_fwd_head_and_tail_of_8192`` in rounds 127-128, when it took an H100 alone, and round 129's H200
-    rule ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``.
+    16-bit x with float32 weights and a bias from 14336, take round 133's chunks at 32 warps first, and 16-bit x and
+    weights without a bias round 134's, ``_slower_dram_rms_fwd_chunks_at_32_warps``), on an H200's (round 129) float32 x
+    at 16384 columns alone. Named ``_slower_dram_rms_fwd_head_and_tail_of_8192`` in rounds 127-128, when it took an H100
+    alone, and round 129's H200 rule ``_faster_dram_fp32_rms_fwd_head_and_tail_of_8192``.
 
     On slower DRAM: The tuner on the H100 (``bench.tune --whole-rows``, GPU run 887, 32768 x
     16384 bf16 x float32, no bias) timed the chunks at 2919 GB/s and the two tiles at 3013 (32 warps), 3002 (4) and
