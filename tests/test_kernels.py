@@ -2909,10 +2909,10 @@ def test_rms_forward_in_chunks_at_32_warps_on_the_gpu(dram, slower):
 def test_slower_dram_layer_norm_forward_in_chunks_of_4096_at_32_warps():
     """On slower DRAM (an H100) LayerNorm's forward of more than 4096 rows of 14337-16384 columns of 16-bit x and
     weights, zero-centered or not, reads each row in chunks of 4096 at 32 warps: the inference call (the clamped ReLU's
-    too: ``infer_config`` serves both) with a bias (round 133 at 16384, round 134 below), the training forward with a
-    bias or without but not the clamped ReLU's, which stores the mask (round 134). 4096 rows, 14336 and 16385
-    columns, float32 weights or x, the inference call without a bias and an H200's DRAM keep their launches
-    (RMSNorm's own rules: the tests above)."""
+    too: ``infer_config`` serves both) with a bias (round 133 at 16384, round 134 below), the training forward without a
+    bias and with one from 15360 columns, but not the clamped ReLU's, which stores the mask (round 134). 4096 rows,
+    14336 and 16385 columns, float32 weights or x, the inference call without a bias and an H200's DRAM keep their
+    launches (RMSNorm's own rules: the tests above)."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
