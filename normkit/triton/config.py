@@ -2044,10 +2044,10 @@ def _slower_dram_rms_fwd_chunks_at_32_warps(
     / 16384), 8200 / 4200 rows x1.009-1.046; 13000 x1.000 (not taken).
 
     Round 134 (forced in turns as above, GPU runs 925-928, 32768 rows; training / inference, with a bias training):
-    float32 x below 9216, chunks of 4096 (two up to 8192) x1.024-1.034 / 1.024-1.031 at 7168-8960 without a bias, with
+    float32 x below 9216, chunks of 4096 (two up to 8192) x1.017-1.034 / 1.017-1.031 at 7168-8960 without a bias, with
     one x1.008-1.012; x1.013 / 1.013 / 1.018 (a bias) at 6144, x1.014 / 1.013 / 1.007 at 6656; at 5120 x0.98-0.998 and
     at 4608 x0.94-0.95, so from 6144 (8200 rows of 7168 and 4200 of 6144 / 8192 x1.000-1.018). 16-bit x and weights
-    without a bias, chunks of 4096: fp16 / bf16 **x1.017-1.018** / 1.015-1.016 at 12288 (the chunks of 2048 before),
+    without a bias, chunks of 4096: **x1.015-1.018** at 12288, fp16 and bf16 (the chunks of 2048 at 16 warps before),
     x1.003-1.008 at 13312-15360 against the head and tail (x1.007 at 16384 in run 920; 10240 x0.976, so from 12288).
     The rule against ac8ebbd (``bench.ab``, run 929, 32768 rows): float32 x **x1.005-1.028** at 6144 / 7168 / 8192 /
     8960 (x1.025-1.028 without a bias from 8192), 101% of the copy (1.028x torch.compile at 8192), 8200 x 7168
