@@ -3891,7 +3891,7 @@ for x_type, w_type, values, warps in json.loads(sys.argv[2]):
 
 def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(dram):
     """Rounds 127-128's launches (a head tile and a tail tile of 8192) as ``ops`` plans them on slower DRAM (forced
-    where round 133 reads the rows in chunks at 32 warps instead, whose registers are read too), compiled
+    where rounds 133-134 read the rows in chunks at 32 warps instead, whose registers are read too), compiled
     for sm_90 on any machine (Triton's interpreter off; the registers read by the ``cuobjdump`` Triton bundles):
     without a bias, at 32 warps (1024 threads), the training call and the inference call hold at most 32 registers a
     thread and spill nothing, so two programs fill a SM's 64 warps and 65536 registers, whatever the dtypes, at 16384
@@ -3906,17 +3906,19 @@ def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(
     dram(True)
     names = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
     # (n, x, w, zero-centered, bias, training, forced: the warps of the head and tail, or 0 for the rule's launch);
-    # forced where round 133 takes the rows to chunks at 32 warps (float32 x; bf16 x with float32 weights and a bias at
-    # 16384), their own registers below
-    calls = [(16384, *DTYPES[3], False, False, True, 0), (16384, *DTYPES[1], False, False, True, 0)]
+    # forced where rounds 133-134 take the rows to chunks at 32 warps (float32 x; bf16 x with float32 weights and a bias
+    # at 16384; 16-bit x and weights without a bias), their own registers below
+    calls = [(16384, *DTYPES[3], False, False, True, 0), (16384, *DTYPES[1], False, False, True, 32)]
     calls += [(16384, *DTYPES[0], True, False, True, 32), (13000, *DTYPES[3], False, False, True, 0)]
     calls += [(16384, *DTYPES[3], False, False, False, 0), (16384, *DTYPES[0], False, False, False, 32)]
     calls += [(16384, *DTYPES[3], False, True, True, 16), (16384, *DTYPES[3], False, True, True, 32)]
     calls += [(13000, *DTYPES[0], False, True, True, 16), (14336, *DTYPES[1], True, True, True, 0)]  # round 131
-    # round 133's chunks at 32 warps, as the rule plans them: float32 x of 16384 with a bias (chunks of 8192), 12288
-    # without one in an inference call, 13000 zero-centered with a bias (chunks of 4096)
+    # rounds 133-134's chunks at 32 warps, as the rule plans them: float32 x of 16384 with a bias (chunks of 8192),
+    # 12288 without one in an inference call, 13000 zero-centered with a bias, bf16 x with float32 weights and a bias
+    # at 15360, fp16 x and weights without a bias at 12288 (round 134), 6144 float32 (round 134; chunks of 4096)
     chunked = [(16384, *DTYPES[0], False, True, True, 0), (12288, *DTYPES[0], False, False, False, 0)]
     chunked += [(13000, *DTYPES[0], True, True, True, 0), (15360, *DTYPES[3], False, True, True, 0)]
+    chunked += [(12288, *DTYPES[1], False, False, True, 0), (6144, *DTYPES[0], False, True, True, 0)]
     cases = []
     for n, x_dtype, w_dtype, zero_centered, bias, training, forced in calls + chunked:
         with config.forced(fwd=LaunchConfig(1, 8192, 1, forced, 0, tail_n=8192) if forced else None):
