@@ -2856,6 +2856,12 @@ def test_slower_dram_rms_forward_in_chunks_at_32_warps():
                     assert (ln == LaunchConfig(1, 4096, 4, 32)) is ln_taken or ln != chunks, (m, n, kwargs)
 
 
+def _chunked_rms_biases(dtypes, b):
+    """The biases rounds 133-134's RMSNorm chunks at 32 warps take: float32 x with and without, 16-bit x and weights
+    without, 16-bit x with float32 weights with."""
+    return {DTYPES[0]: (None, b), DTYPES[1]: (None,), DTYPES[2]: (None,)}.get(dtypes, (b,))
+
+
 @pytest.mark.parametrize("zero_centered", [False, True])
 def test_rms_forward_in_chunks_at_32_warps_forced_on_odd_rows(zero_centered):
     """Rounds 133-134's chunks at 32 warps forced on few rows, which the interpreter runs: float32 x and weights, 7
@@ -2873,8 +2879,7 @@ def test_rms_forward_in_chunks_at_32_warps_forced_on_odd_rows(zero_centered):
     for m, n, block_n, pad, dtypes in cases:
         with config.forced(fwd=LaunchConfig(1, block_n, -(-n // block_n), 32)):
             x, w, b = make_inputs(m, n, *dtypes, row_pad=pad)
-            biases = {DTYPES[0]: (None, b), DTYPES[1]: (None,), DTYPES[2]: (None,)}.get(dtypes, (b,))
-            for bias in biases:
+            for bias in _chunked_rms_biases(dtypes, b):
                 check_forward("triton", "rms_norm", x, w, bias, zero_centered_gamma=zero_centered)
                 y = ops.infer_unchecked("rms_norm", x, w, bias, 1e-5, zero_centered)
                 expected = reference.rms_norm_fwd(x, w, bias, 1e-5, zero_centered)[0]
@@ -2897,8 +2902,7 @@ def test_rms_forward_in_chunks_at_32_warps_on_the_gpu(dram, slower):
     cases += [(8200, 14336, DTYPES[3]), (4200, 16384, (torch.float16, torch.float32))]
     for m, n, dtypes in cases:
         x, w, b = make_inputs(m, n, *dtypes)
-        biases = {DTYPES[0]: (None, b), DTYPES[1]: (None,), DTYPES[2]: (None,)}.get(dtypes, (b,))
-        for bias in biases:
+        for bias in _chunked_rms_biases(dtypes, b):
             check_forward("triton", "rms_norm", x, w, bias)
             y = ops.infer_unchecked("rms_norm", x, w, bias, 1e-5, False)
             compare(y, reference.rms_norm_fwd(x, w, bias, 1e-5)[0], f"inference y at {m} x {n}, {dtypes}")
@@ -2928,8 +2932,8 @@ def test_slower_dram_layer_norm_forward_in_chunks_of_4096_at_32_warps():
                 for bias in (False, True):
                     slower = {**kwargs, "has_bias": bias, "slower_dram": True}
                     training = sixteen and (n >= 15360 or not bias)  # with a bias from 15360 (run 929)
-                    for mask, inference, taken in ((False, False, training), (True, False, False), (False, True, bias)):
-                        taken = taken and sixteen
+                    launches = ((False, False, training), (True, False, False), (False, True, sixteen and bias))
+                    for mask, inference, taken in launches:
                         assert config._slower_dram_ln_fwd_in_chunks_of_4096(
                             m, n, False, mask, bias, x_bytes, kwargs["w_bytes"], True, inference
                         ) is taken, (m, n, kwargs, bias, mask, inference)  # fmt: skip

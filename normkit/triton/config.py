@@ -1993,8 +1993,9 @@ def _long_rows(
     chunks = _slower_dram_rms_fwd_chunks_at_32_warps(m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram)
     if chunks:
         return chunks
-    ln_args = (m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram, inference)
-    if _slower_dram_ln_fwd_in_chunks_of_4096(*ln_args):
+    if _slower_dram_ln_fwd_in_chunks_of_4096(
+        m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram, inference
+    ):  # fmt: skip
         return LaunchConfig(1, 4096, 4, 32)
     warps = _rms_fwd_head_and_tail_of_8192(m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram)
     if warps and not (inference and has_bias and not slower_dram):
