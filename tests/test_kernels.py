@@ -2817,11 +2817,12 @@ def test_slower_dram_rms_forward_of_12289_to_16384_on_the_gpu(dram, slower):
 
 def test_slower_dram_rms_forward_in_chunks_at_32_warps():
     """On slower DRAM (an H100) RMSNorm's forward of more than 4096 rows is read twice in chunks at 32 warps, as
-    torch.compile's kernel there (rounds 133-134): float32 x of 6144-16384 columns, with a bias or without,
+    torch.compile's kernel there (rounds 133-135): float32 x of 6144-16384 columns, with a bias or without,
     zero-centered or not, in chunks of 4096 (two of 8192 at 16384 columns), 16-bit x and weights without a bias of
     12288-16384 columns and 16-bit x with float32 weights and a bias of 14336-16384 in chunks of 4096; the inference
-    call takes the same launch. 4096 rows, 6143 columns (12287 and 14335 for 16-bit x), 16-bit x with float32 weights
-    and no bias or with 16-bit weights and a bias, LayerNorm, the mask and an H200's DRAM keep their launches."""
+    call takes the same launch, and with float32 weights and a bias from 13824 (round 135). 4096 rows, 6143 columns
+    (12287, 13823 and 14335 for 16-bit x), 16-bit x with float32 weights and no bias or with 16-bit weights and a bias,
+    LayerNorm, the mask and an H200's DRAM keep their launches."""
     from normkit.triton import config
     from normkit.triton.config import LaunchConfig
 
@@ -2830,24 +2831,27 @@ def test_slower_dram_rms_forward_in_chunks_at_32_warps():
     wide_weights = [{"w_bytes": 4, "has_bias": True}, {"w_bytes": 4, "has_bias": True, "x_fp16": True}]
     wide_weights += [{"w_bytes": 4, "has_bias": True, "zero_centered": True}]
     others = [{"w_bytes": 4}, {"w_bytes": 2, "has_bias": True}, {"w_bytes": 2, "has_bias": True, "x_fp16": True}]
-    columns = (5120, 6143, 6144, 7168, 8192, 8193, 9216, 12287, 12288, 13000, 14335, 14336, 15360, 16383, 16384)
+    columns = (5120, 6143, 6144, 7168, 8192, 8193, 9216, 12287, 12288, 13000, 13823, 13824, 14080, 14335, 14336)
+    groups = ((float32, 6144, 6144), (narrow, 12288, 12288), (wide_weights, 14336, 13824), (others, None, None))
     for m in (4096, 4097, 8200, 32768):
-        for n in columns + (16385,):
-            for group, first in ((float32, 6144), (narrow, 12288), (wide_weights, 14336), (others, None)):
+        for n in columns + (15360, 16383, 16384, 16385):
+            for group, first, first_inferred in groups:  # the training forward's first columns, the inference call's
                 for kwargs in group:
                     taken = first is not None and m > 4096 and first <= n <= 16384
+                    inferred = first is not None and m > 4096 and first_inferred <= n <= 16384
                     block_n = 8192 if n == 16384 and kwargs.get("x_bytes") == 4 else 4096
                     chunks = LaunchConfig(1, block_n, -(-n // block_n), 32)
-                    rule = config._slower_dram_rms_fwd_chunks_at_32_warps(
-                        m, n, True, False, kwargs.get("has_bias", False), kwargs.get("x_bytes", 2), kwargs["w_bytes"],
-                        True,
-                    )  # fmt: skip
-                    assert rule == (chunks if taken else None), (m, n, kwargs)  # the rule's own answer
+                    for inference, expected in ((False, taken), (True, inferred)):
+                        rule = config._slower_dram_rms_fwd_chunks_at_32_warps(
+                            m, n, True, False, kwargs.get("has_bias", False), kwargs.get("x_bytes", 2),
+                            kwargs["w_bytes"], True, inference,
+                        )  # fmt: skip
+                        assert rule == (chunks if expected else None), (m, n, kwargs, inference)  # its own answer
                     if n > 16384:  # the heuristic's launch above 16384 columns is alike: chunks of 4096 at 32 warps
                         continue
                     slower = {**kwargs, "slower_dram": True}
                     assert (config.fwd_config(m, n, True, **slower) == chunks) is taken, (m, n, kwargs)
-                    assert (config.infer_config(m, n, True, **slower) == chunks) is taken, (m, n, kwargs)
+                    assert (config.infer_config(m, n, True, **slower) == chunks) is inferred, (m, n, kwargs)
                     assert config.fwd_config(m, n, True, **kwargs) != chunks, (m, n, kwargs)  # an H200
                     assert config.infer_config(m, n, True, **kwargs) != chunks, (m, n, kwargs)
                     assert config.fwd_config(m, n, True, has_mask=True, **slower) != chunks, (m, n, kwargs)
@@ -2889,17 +2893,18 @@ def test_rms_forward_in_chunks_at_32_warps_forced_on_odd_rows(zero_centered):
 @pytest.mark.gpu
 @pytest.mark.parametrize("slower", [False, True])
 def test_rms_forward_in_chunks_at_32_warps_on_the_gpu(dram, slower):
-    """Rounds 133-134's launches under each DRAM's rules against the reference, on whichever GPU: float32 RMSNorm of
+    """Rounds 133-135's launches under each DRAM's rules against the reference, on whichever GPU: float32 RMSNorm of
     4200 x 6144, 8200 x 7168, 4200 x 9216, 8200 x 12288 and 4200 x 16384 with a bias and without, zero-centered at 8200
     x 12288, fp16 / bf16 x and weights without a bias at 8200 x 12288 / 4200 x 13000, and bf16 / fp16 x with float32
-    weights and a bias at 8200 x 14336 and 4200 x 16384; training forward and inference call (on slower DRAM chunks of
-    4096 at 32 warps, of 8192 at 16384 for float32 x)."""
+    weights and a bias at 8200 x 14336 and 4200 x 16384 (and 8200 x 13824 bf16, where the inference call alone takes
+    them, round 135); training forward and inference call (on slower DRAM chunks of 4096 at 32 warps, of 8192 at 16384
+    for float32 x)."""
     from normkit.triton import ops
 
     dram(slower)
     cases = [(4200, 6144, DTYPES[0]), (8200, 7168, DTYPES[0]), (4200, 9216, DTYPES[0]), (8200, 12288, DTYPES[0])]
     cases += [(4200, 16384, DTYPES[0]), (8200, 12288, DTYPES[1]), (4200, 13000, DTYPES[2])]
-    cases += [(8200, 14336, DTYPES[3]), (4200, 16384, (torch.float16, torch.float32))]
+    cases += [(8200, 14336, DTYPES[3]), (4200, 16384, (torch.float16, torch.float32)), (8200, 13824, DTYPES[3])]
     for m, n, dtypes in cases:
         x, w, b = make_inputs(m, n, *dtypes)
         for bias in _chunked_rms_biases(dtypes, b):

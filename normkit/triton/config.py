@@ -420,7 +420,14 @@ def _slower_dram_bwd(n: int, has_dbias: bool, has_mask: bool, is_rms: bool, w_by
     without. With 16-bit weights every TMA-sized call gains: the masked backward x1.019 / 1.012 at 24576 bf16 and
     x1.030 / 1.020 at 16400 bf16 and fp16; LayerNorm's at 4096 x1.020 / 1.012 at 24576 bf16, x1.020 / 1.011 at 16400
     bf16, x1.028 with dB at 12300 fp16 and x1.035 at 8200 bf16 (without dB below 16385 rows is not a TMA call).
-    LayerNorm's without dB with float32 weights was timed at 32768 rows only."""
+    LayerNorm's without dB with float32 weights was timed at 32768 rows only.
+
+    Round 135 (GPU runs 931-936, H100, 32768 x 4096 bf16 x float32 weights, Nsight Compute): why float32 weights with
+    dB keep the TMA. The pointer kernel's one row of 8 warps holds 147 registers a thread with dB (128 without), so one
+    program fits a SM, not two: 315 us at 2.53 TB/s of DRAM against 264 us at 3.00 without dB; the TMA's launch (123
+    registers, two a SM) 270 us, 96% of the copy. Capped at 128 registers (Triton's ``maxnreg``) the pointer kernel
+    spills and ran x0.905 of the TMA's; every other launch forced in turns x0.50-1.002. At 8192 columns the TMA storing
+    dx too ran x1.005-1.008 (x0.96-0.99 at 6144 / 7168), not taken."""
     if n == 2048 and not has_mask:
         if has_dbias and not is_rms:
             return LaunchConfig(1, 2048, 1, 4, 8)
@@ -449,14 +456,14 @@ def infer_config(
     8200 x 1024 13.92 -> 13.50 (13.60). LayerNorm's rows of 512 and 1024 kept the training forward's tiles (every
     other tile within 1.6% or slower; level with torch.compile at 32768 rows), as did calls of 4096 rows (tiles of 1024
     at one warp 0.91-0.97x there). ``w_bytes``, ``x_fp16``, ``slower_dram``, ``has_bias``, ``zero_centered``,
-    ``staged``, ``x_bytes``: as ``fwd_config``'s. The inference calls of LayerNorm, RMSNorm and LayerNorm + clamped
-    ReLU take the split staged forward where LayerNorm's training forward does (``_split_staged_fwd``), the kernel
-    storing y alone (round 90). On slower DRAM (an H100) RMSNorm's inference calls without a bias of more than 4096
-    rows of 12289-16384 columns take the training forward's head tile of 8192 and tail of 8192 at 32 warps (round 128,
+    ``staged``, ``x_bytes``: as ``fwd_config``'s. The inference calls of LayerNorm, RMSNorm and LayerNorm + clamped ReLU
+    take the split staged forward where LayerNorm's training forward does (``_split_staged_fwd``), the kernel storing y
+    alone (round 90). On slower DRAM (an H100) RMSNorm's inference calls without a bias of more than 4096 rows of
+    12289-16384 columns take the training forward's head tile of 8192 and tail of 8192 at 32 warps (round 128,
     ``_rms_fwd_head_and_tail_of_8192``), and with a bias its launch at 16 warps (round 132), those of float32 x of
     6144-16384 columns (16-bit x and weights without a bias: 12288-16384; 16-bit x with float32 weights and a bias:
-    14336-16384) its chunks at 32 warps (rounds 133-134, ``_slower_dram_rms_fwd_chunks_at_32_warps``), LayerNorm's and
-    LayerNorm + clamped ReLU's of float32 x of 9217-16384 columns its head tile and tail at 16 warps
+    13824-16384, round 135) its chunks at 32 warps (rounds 133-135, ``_slower_dram_rms_fwd_chunks_at_32_warps``),
+    LayerNorm's and LayerNorm + clamped ReLU's of float32 x of 9217-16384 columns its head tile and tail at 16 warps
     (``_ln_fp32_fwd_head_and_tail``), and those of 16-bit x and weights with a bias of 14337-16384 columns chunks of
     4096 at 32 warps (round 133 at 16384, round 134 below, ``_slower_dram_ln_fwd_in_chunks_of_4096``); on an H200
     RMSNorm's of float32 x of 16384 columns without a bias its head and tail at 32 warps (round 129, the same helper;
@@ -1982,15 +1989,17 @@ def _long_rows(
     m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, w_bytes: int, slower_dram: bool,
     inference: bool = False,
 ) -> LaunchConfig | None:  # fmt: skip
-    """Rounds 127-134's launches of many long rows, for ``fwd_config`` and ``infer_config`` alike, or None: RMSNorm's on
-    slower DRAM in chunks at 32 warps (``_slower_dram_rms_fwd_chunks_at_32_warps``, rounds 133-134), and LayerNorm's of
+    """Rounds 127-135's launches of many long rows, for ``fwd_config`` and ``infer_config`` alike, or None: RMSNorm's on
+    slower DRAM in chunks at 32 warps (``_slower_dram_rms_fwd_chunks_at_32_warps``, rounds 133-135), and LayerNorm's of
     16-bit x and weights of 14337-16384 columns (the inference call with a bias, the training forward without the mask,
     with a bias from 15360) in chunks of 4096 at 32 warps there (``_slower_dram_ln_fwd_in_chunks_of_4096``, rounds
     133-134); the launches that hold a row whole as a head tile of 8192 columns and a tail: RMSNorm's, its warps from
     ``_rms_fwd_head_and_tail_of_8192`` (an ``inference`` call with a bias on an H200's DRAM keeps its chunks, not timed
     there), and LayerNorm's of float32 x at 16 warps (``_ln_fp32_fwd_head_and_tail``); each asks the GPU's DRAM
     (``slower_dram``)."""
-    chunks = _slower_dram_rms_fwd_chunks_at_32_warps(m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram)
+    chunks = _slower_dram_rms_fwd_chunks_at_32_warps(
+        m, n, is_rms, has_mask, has_bias, x_bytes, w_bytes, slower_dram, inference
+    )  # fmt: skip
     if chunks:
         return chunks
     if _slower_dram_ln_fwd_in_chunks_of_4096(
@@ -2006,17 +2015,18 @@ def _long_rows(
 
 
 def _slower_dram_rms_fwd_chunks_at_32_warps(
-    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, w_bytes: int, slower_dram: bool
-) -> LaunchConfig | None:
-    """RMSNorm's forward and inference call of more than 4096 rows on slower DRAM (an H100) in one program of 32 warps
-    a row, read twice in chunks of 4096 columns (4 elements a thread) or 8192 (8), as torch.compile's kernel there
-    (rounds 133-134), or None: float32 x of 6144-16384 columns, with a bias or without (chunks of 8192 at 16384),
-    16-bit x and weights without a bias of 12288-16384 columns, and 16-bit x with float32 weights and a bias of
-    14336-16384 (chunks of 4096). Before it, float32 x took chunks of 2048 at 16 warps up to 12288 columns and round
-    127-132's head tile of 8192 and tail at 32 warps (16 with a bias) above (``_rms_fwd_head_and_tail_of_8192``),
-    16-bit x and weights without a bias chunks of 2048 at 16 warps at 12288 and the head and tail at 32 warps above,
-    16-bit x with float32 weights and a bias chunks of 2048 at 16 warps below 16384 columns and the head and tail at
-    16 warps at 16384.
+    m: int, n: int, is_rms: bool, has_mask: bool, has_bias: bool, x_bytes: int, w_bytes: int, slower_dram: bool,
+    inference: bool = False,
+) -> LaunchConfig | None:  # fmt: skip
+    """RMSNorm's forward and inference call of more than 4096 rows on slower DRAM (an H100) in one program of 32 warps a
+    row, read twice in chunks of 4096 columns (4 elements a thread) or 8192 (8), as torch.compile's kernel there (rounds
+    133-135), or None: float32 x of 6144-16384 columns, with a bias or without (chunks of 8192 at 16384), 16-bit x and
+    weights without a bias of 12288-16384 columns, and 16-bit x with float32 weights and a bias of 14336-16384, its
+    ``inference`` call from 13824 (chunks of 4096). Before it, float32 x took chunks of 2048 at 16 warps up to 12288
+    columns and round 127-132's head tile of 8192 and tail at 32 warps (16 with a bias) above
+    (``_rms_fwd_head_and_tail_of_8192``), 16-bit x and weights without a bias chunks of 2048 at 16 warps at 12288 and
+    the head and tail at 32 warps above, 16-bit x with float32 weights and a bias chunks of 2048 at 16 warps below 16384
+    columns and the head and tail at 16 warps at 16384.
 
     Inductor's kernel for these rows on the H100 (GPU run 918, 32768 x 16384 float32, with a bias and without) is a
     looped reduction of one row a program, chunks of 8192 at 32 warps, 38 registers (one program a SM), its first
@@ -2054,9 +2064,13 @@ def _slower_dram_rms_fwd_chunks_at_32_warps(
     8960 (x1.025-1.028 without a bias from 8192), 101% of the copy (1.028x torch.compile at 8192), 8200 x 7168
     x1.002-1.007; 16-bit x and weights x1.011-1.012 at 12288, x1.003-1.006 at 13312-16384.
 
+    Round 135 (GPU run 932, forced in turns as above, 32768 rows): 16-bit x with float32 weights and a bias, the
+    inference call in chunks of 4096, x1.008 / 1.012 at 13824 and x1.010 / 1.018 at 14080 (bf16 / fp16 x; run 925
+    x1.019 / 1.020 at 13824), x1.004 / 0.997 at 13312 (run 925 x1.009 / 1.013), so from 13824; the training forward
+    x0.999-1.006 at 13312 / 13824 (run 925), not taken.
+
     Not taken: other 16-bit x (bf16 x float32 weights without a bias x0.94-0.98 at 9216-10240, x0.995-1.017 at
-    12288-16384; 16-bit weights with a bias x1.005-1.010 at 14336-16384; 16-bit x with float32 weights and a bias
-    x1.001-1.006 / 1.009-1.020 at 13312 / 13824, run 925),
+    12288-16384; 16-bit weights with a bias x1.005-1.010 at 14336-16384),
     LayerNorm (its float32 x x0.99-1.01 in chunks of 4096 against ``_ln_fp32_fwd_head_and_tail``), an H200 (not
     timed). Read on the CPU (sm_90, as ``ops`` plans them): chunks of 4096 hold 24-30 registers a thread (two
     programs of 1024 threads a SM), chunks of 8192 with a bias 38 (one), none spills
@@ -2068,7 +2082,7 @@ def _slower_dram_rms_fwd_chunks_at_32_warps(
         block_n = 8192 if n == 16384 else 4096
     elif x_bytes == 2 and w_bytes == 2 and not has_bias and n >= 12288:
         block_n = 4096
-    elif x_bytes == 2 and w_bytes == 4 and has_bias and n >= 14336:
+    elif x_bytes == 2 and w_bytes == 4 and has_bias and n >= (13824 if inference else 14336):
         block_n = 4096
     else:
         return None
