@@ -2838,7 +2838,7 @@ def test_slower_dram_rms_forward_in_chunks_at_32_warps():
             for group, first, first_inferred in groups:  # the training forward's first columns, the inference call's
                 for kwargs in group:
                     taken = first is not None and m > 4096 and first <= n <= 16384
-                    inferred = first is not None and m > 4096 and first_inferred <= n <= 16384
+                    inferred = first_inferred is not None and m > 4096 and first_inferred <= n <= 16384
                     block_n = 8192 if n == 16384 and kwargs.get("x_bytes") == 4 else 4096
                     chunks = LaunchConfig(1, block_n, -(-n // block_n), 32)
                     for inference, expected in ((False, taken), (True, inferred)):
