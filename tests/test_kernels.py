@@ -3962,6 +3962,37 @@ def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(
         assert c["registers"] <= 32 and c["stack"] == [0], (case, c)
 
 
+def test_rms_forward_of_256_columns_in_sixteen_row_tiles_fits_fewer_programs_a_sm_than_asked_on_hopper(dram):
+    """RMSNorm's forward of 16897-32768 rows of 256 columns without a bias in tiles of sixteen rows at 4 warps, as
+    ``ops`` plans it on an H200 (``config._faster_dram_rms_fwd_256_sixteen_rows``: 8 programs a SM asked, bf16 x) and
+    on an H100 (``_fwd_heuristic``'s rule of slower DRAM: 16 asked, fp16 x and weights or bf16 x with float32
+    weights), compiled for sm_90 on any machine (Triton's interpreter off; the registers read by the ``cuobjdump``
+    Triton bundles): nothing spills, and fewer programs than either count asked fit a SM (80-86 registers a thread: 5
+    or 6, round 139), so the grid ``ops._persistent_grid`` fits is the same for 8 or 16 asked, as the tuner found
+    them alike (GPU run 902), and the rules' passes are counted at what fits."""
+    from pathlib import Path
+
+    from normkit.triton import config, launch, ops
+
+    names = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
+    calls = [(False, *DTYPES[3], 8), (False, *DTYPES[2], 8), (True, *DTYPES[1], 16), (True, *DTYPES[3], 16)]
+    cases = []
+    for slower, x_dtype, w_dtype, asked in calls:
+        dram(slower)
+        key = (32768, 256, x_dtype, w_dtype, False, True, False, None, True, -1, config.generation)
+        plan = ops._forward_plan(*key)
+        values = dict(zip(ops.NORM_FWD.constexpr_names, plan.values))
+        assert (values["BLOCK_M"], plan.num_warps, plan.programs_per_sm) == (16, 4, asked), (slower, key)
+        values = {name: "fp32" if str(value) == "fp32" else value for name, value in values.items()}
+        cases.append((names[x_dtype], names[w_dtype], values, plan.num_warps))
+    compiled = compiled_on_the_cpu(NORM_FWD_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
+    assert len(compiled) == len(cases)
+    hopper = (65536, 2048, 228 * 1024)  # an H100's or H200's SM: registers, threads, shared memory bytes
+    for call, c in zip(calls, compiled):
+        fit = launch.programs_per_sm(c["registers"], 0, 4, hopper)
+        assert c["stack"] == [0] and 5 <= fit < 8, (call, c)
+
+
 def test_split_rows_kernel_compiles_for_hopper():
     """``split_rows_kernel`` compiled for sm_90 on any machine (Triton's interpreter off), which its interpreter runs
     cannot stand for: the interpreter took a string constexpr's default in a ``@triton.jit`` helper that the compiler

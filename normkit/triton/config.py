@@ -233,9 +233,9 @@ def fwd_config(
     9217-10240 too), LayerNorm's many rows of 7169-8192 columns chunks of 2048 at 16 warps, the clamped ReLU's
     forward of many rows of 4097-7168 columns chunks of 4 elements a thread (7169-8192 chunks of 2048 at 8 warps), and
     RMSNorm's of more than 16384 rows of 256 of fp16 x and weights (16385-32768 rows of bf16 x and float32 weights)
-    without a bias sixteen rows a tile of 4 warps, 16 programs a SM, LayerNorm's of 16897-32768 rows of 256 of 16-bit x
-    and weights with a bias and RMSNorm's of bf16 x and weights their eight rows a tile on 12 programs a SM
-    (``_slower_dram_fwd_256_twelve_a_sm``), LayerNorm's of more than 8192 rows of 1024 of 16-bit x with float32
+    without a bias sixteen rows a tile of 4 warps, 16 programs a SM asked (5-6 fit), LayerNorm's of 16897-32768 rows of
+    256 of 16-bit x and weights with a bias and RMSNorm's of bf16 x and weights their eight rows a tile on 12 programs
+    a SM (``_slower_dram_fwd_256_twelve_a_sm``), LayerNorm's of more than 8192 rows of 1024 of 16-bit x with float32
     weights and a bias tiles of two rows, not four (``_slower_dram_ln_fwd_1024_two_rows``), and RMSNorm's of more
     than 4096 rows of 12289-16384 columns a head tile of 8192 and a tail of 8192 at 32 warps (16 with a bias, which
     below 16384 columns leaves 16-bit x with float32 weights in chunks), not chunks
@@ -249,8 +249,8 @@ def fwd_config(
     On an H200 (not ``slower_dram``, round 129): RMSNorm's of float32 x of more than 4096 rows of 16384 columns that
     head and tail of 8192 at 32 warps (16 with a bias; ``_rms_fwd_head_and_tail_of_8192``), and its
     forward of 16897-32768 rows of 256 of bf16 x without a bias sixteen rows a tile of 4 warps, 8 programs a SM
-    (``_faster_dram_rms_fwd_256_sixteen_rows``). On either, the clamped ReLU's forward of float32 x of more than 4096
-    rows of 12288, 14336 and 16384 columns LayerNorm's head tile of 8192 and tail at 16 warps.
+    asked, 6 fitting (``_faster_dram_rms_fwd_256_sixteen_rows``). On either, the clamped ReLU's forward of float32 x
+    of more than 4096 rows of 12288, 14336 and 16384 columns LayerNorm's head tile of 8192 and tail at 16 warps.
     ``has_bias``: the call adds a bias, whose loads take RMSNorm's persistent grid to 8 warps a program.
     ``zero_centered``: the weights are zero-centered (``1 + gamma``), which keep LayerNorm's few waves of 8193-9216
     columns of fp16 x in chunks, off the head + tail launch (``_few_waves_fwd``). ``staged``: the split staged Gluon
@@ -759,18 +759,19 @@ def _fwd_heuristic(
         fp16_rows = x_fp16 and w_bytes == 2
         bf16_fp32_rows = m == 32768 and not x_fp16 and x_bytes == 2 and w_bytes == 4
         if m > 16384 and is_rms and slower_dram and (fp16_rows or bf16_fp32_rows) and not has_bias and not has_mask:
-            # RMSNorm's forward of more than 16384 rows of 256 of fp16 x and weights, no bias, on slower DRAM (an
-            # H100): sixteen rows a tile of 4 warps, 16 programs a SM (round 123; the tuner's best at 32768 x 256 bf16
-            # x float32, GPU runs 856 and 862). In turns against the rule below (``bench.ab``, H100, runs 857-859): fp16
-            # x1.162 / 1.117 / 1.091 / 1.118 / 1.078 / 1.071 at 16400 / 24576 / 32768 / 40000 / 65536 / 131072 rows;
-            # but fp16 x float32 weights x0.989, with a bias x0.982-1.033 and LayerNorm's x0.945-1.106 (x0.922 / 1.021
-            # / 0.995 at 16400 / 32768 / 65536 fp16, run 863), so none of those. bf16 x with float32 weights (genai's
-            # dtypes) at 16385-32768 rows (round 124, ``m`` as ``_rows_key`` rounds it; runs 857-863): x1.000 / 1.052
-            # / 1.019-1.020 at 16400 / 24576 / 32768, but x0.995-0.997 at 40000, x0.997-0.998 at 65536, x1.002 at
-            # 131072 (with a bias x0.986-1.030); bf16 weights x0.970 at 16400 (x1.051 / 1.016 at 24576 / 32768), so
-            # not those (16897-32768 rows of bf16 x and weights: 12 a SM, ``_slower_dram_fwd_256_twelve_a_sm``, round
-            # 125). On an H200 bf16 x's 16897-32768 rows take sixteen rows of 4 warps at 8 a SM (round 129,
-            # ``_faster_dram_rms_fwd_256_sixteen_rows``)
+            # RMSNorm's forward of more than 16384 rows of 256 of fp16 x and weights, no bias, on slower DRAM (an H100):
+            # sixteen rows a tile of 4 warps, 16 programs a SM asked (round 123; the tuner's best at 32768 x 256 bf16 x
+            # float32, GPU runs 856 and 862), of which 5 fit with fp16 x and weights (86 registers a thread) and 6 with
+            # bf16 x and float32 weights (80; both read on the CPU for sm_90, round 139). In turns against the rule
+            # below (``bench.ab``, H100, runs 857-859): fp16 x1.162 / 1.117 / 1.091 / 1.118 / 1.078 / 1.071 at 16400 /
+            # 24576 / 32768 / 40000 / 65536 / 131072 rows; but fp16 x float32 weights x0.989, with a bias x0.982-1.033
+            # and LayerNorm's x0.945-1.106 (x0.922 / 1.021 / 0.995 at 16400 / 32768 / 65536 fp16, run 863), so none of
+            # those. bf16 x with float32 weights (genai's dtypes) at 16385-32768 rows (round 124, ``m`` as ``_rows_key``
+            # rounds it; runs 857-863): x1.000 / 1.052 / 1.019-1.020 at 16400 / 24576 / 32768, but x0.995-0.997 at
+            # 40000, x0.997-0.998 at 65536, x1.002 at 131072 (with a bias x0.986-1.030); bf16 weights x0.970 at 16400
+            # (x1.051 / 1.016 at 24576 / 32768), so not those (16897-32768 rows of bf16 x and weights: 12 a SM,
+            # ``_slower_dram_fwd_256_twelve_a_sm``, round 125). On an H200 bf16 x's 16897-32768 rows take sixteen rows
+            # of 4 warps at 8 a SM asked, 6 fitting (round 129, ``_faster_dram_rms_fwd_256_sixteen_rows``)
             return LaunchConfig(16, 256, 1, 4, 16)
         return LaunchConfig(8, 256, 1, 2, 8 if m > 8192 else 0)
     if has_mask and m > 4096 and 512 <= block_n <= 4096:
@@ -2238,17 +2239,20 @@ def _faster_dram_rms_fwd_256_sixteen_rows(
 ) -> bool:
     """Whether RMSNorm's forward of 16897-32768 rows of 256 columns of bf16 x without a bias, no mask, on DRAM as fast
     as an H200's (not ``slower_dram``), takes tiles of sixteen rows at 4 warps on a persistent grid of 8 programs a
-    SM, not the heuristic's eight rows at 2 warps (round 129). The tuner on the H200 (``bench.tune``, GPU run 902,
-    32768 x 256 bf16 x float32) timed the heuristic at 2471 GB/s and sixteen rows of 4 warps at 2537, its best (8
-    programs a SM or 16 alike). In turns against the heuristic (``bench.ab``, probe runs 902-903, outputs checked
-    first): bf16 x float32 x1.055 / 1.053 / 1.024-1.027 at 20480 / 24576 / 32768 rows, bf16 x1.044 at 32768. The
-    rule (run 904): x1.003 / 1.041 / 1.017 at 17408 / 24576 / 32768 rows; 13.6 us at 32768 x 256, 0.993x
+    SM asked, not the heuristic's eight rows at 2 warps (round 129). Of the 8, 6 fit (``ops._persistent_grid``): the
+    program holds 80 registers a thread, bf16 or float32 weights (compiled for sm_90 on the CPU, round 139), so 792
+    programs on the H200's 132 SMs, 12672 rows a pass. The tuner on the H200 (``bench.tune``, GPU run 902, 32768 x
+    256 bf16 x float32) timed the heuristic at 2471 GB/s and sixteen rows of 4 warps at 2537, its best (8 programs a
+    SM or 16 alike: both run the 6 that fit). In turns against the heuristic (``bench.ab``, probe runs 902-903,
+    outputs checked first): bf16 x float32 x1.055 / 1.053 / 1.024-1.027 at 20480 / 24576 / 32768 rows, bf16 x1.044 at
+    32768. The rule (run 904): x1.003 / 1.041 / 1.017 at 17408 / 24576 / 32768 rows; 13.6 us at 32768 x 256, 0.993x
     torch.compile's 13.5 (the scoreboard's 0.973).
 
-    Not taken: 16400 rows (x0.940, though there the sixteen rows take one pass of 132 x 8 programs, 16896 rows, and
-    the eight two) nor 65536 (x0.978); fp16 x, float32 x and a bias (not timed), the inference call (its own launch,
-    ``infer_config``). The bounds: 16897 rows, from which the sixteen rows need a second pass, between 16400 (lost) and
-    20480 (gained).
+    Not taken: 16400 rows (x0.940: both take two passes there, the heuristic's eight rows, 8 programs a SM of 8 rows
+    taking 8448 rows a pass, a second of 994 programs of 1056, the sixteen rows one of 233 of 792) nor 65536 (x0.978);
+    fp16 x, float32 x and a bias (not timed), the inference call (its own launch, ``infer_config``). The bounds: 16897
+    rows, from which the eight rows need a third pass and the sixteen rows two up to 25344 (as
+    ``_slower_dram_fwd_256_twelve_a_sm``'s on an H100), between 16400 (lost) and 20480 (gained).
     On slower DRAM (an H100) round 123-125's rules stand (``_fwd_heuristic``, ``_slower_dram_fwd_256_twelve_a_sm``).
     ``m``: the call's rows, not as ``_rows_key`` rounds them (16400 and 32768 share a key)."""
     rows = n == 256 and 16896 < m <= 32768
