@@ -3993,6 +3993,55 @@ def test_rms_forward_of_256_columns_in_sixteen_row_tiles_fits_fewer_programs_a_s
         assert c["stack"] == [0] and 5 <= fit < 8, (call, c)
 
 
+NORM_BWD_USAGE = (
+    SM90_PRELUDE
+    + """
+kernel = importlib.import_module("normkit.triton.norm_bwd").norm_bwd_kernel
+for x_type, w_type, values, warps in json.loads(sys.argv[2]):
+    values = {name: tl.float32 if value == "fp32" else value for name, value in values.items()}
+    pointers = dict(DY=x_type, X=x_type, W=w_type, MEAN="*fp32", RSTD="*fp32", MASK="*u8", DX=x_type, PARTIAL="*fp32")
+    compiled = compile_sm90(kernel, values, warps, pointers, (*pointers, "N", "stride_dy", "stride_x", "stride_dx"))
+    usage = cuobjdump(compiled, "-res-usage")
+    print(json.dumps({"registers": int(re.search(r"REG:(\\d+)", usage).group(1)), "shared": compiled.metadata.shared,
+                      "stack": [int(k) for k in re.findall(r"STACK:(\\d+)", usage)]}))
+"""
+)
+
+
+def test_slower_dram_backward_launches_fit_fewer_programs_a_sm_than_asked_on_hopper(dram):
+    """``config._slower_dram_bwd``'s pointer-kernel launches on an H100, as ``ops`` plans them at 32768 rows, compiled
+    for sm_90 on any machine (Triton's interpreter off; registers by the ``cuobjdump`` Triton bundles, shared memory
+    from the compiled kernel): nothing spills, and of the programs a SM each asks fewer fit (round 139), which is what
+    its timings ran (``ops._backward_grid`` fits the grid): LayerNorm's one row of 4 warps with dB at 2048 columns 3-4
+    of 8, the two rows of 8 warps at 2048 (RMSNorm's, LayerNorm's without dB) 2 of 4, LayerNorm's one row of 8 warps at
+    4096 2 of 4."""
+    from pathlib import Path
+
+    from normkit.triton import config, launch, ops
+
+    dram(True)
+    names = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
+    # (n, x, w, dB, RMSNorm, the launch's rows, warps and programs a SM asked, those that fit at most)
+    calls = [(2048, *DTYPES[1], True, False, (1, 4, 8), 4), (2048, *DTYPES[3], True, False, (1, 4, 8), 3)]
+    calls += [(2048, *DTYPES[2], False, False, (2, 8, 4), 2), (2048, *DTYPES[1], False, True, (2, 8, 4), 2)]
+    calls += [(2048, *DTYPES[3], True, True, (2, 8, 4), 2), (4096, *DTYPES[1], True, False, (1, 8, 4), 2)]
+    cases = []
+    for n, x_dtype, w_dtype, has_dbias, is_rms, launch_asked, _ in calls:
+        key = (32768, n, x_dtype, w_dtype, has_dbias, False, is_rms, False, -1, True, config.generation, 1, True)
+        plan = ops._backward_plan(*key)
+        cfg = plan.cfg
+        assert not cfg.tma and (cfg.block_m, cfg.num_warps, cfg.programs_per_sm) == launch_asked, key
+        values = {name: "fp32" if str(value) == "fp32" else value  # ACC, tl.float32: by name in the JSON
+                  for name, value in zip(ops.NORM_BWD.constexpr_names, plan.values)}  # fmt: skip
+        cases.append((names[x_dtype], names[w_dtype], values, cfg.num_warps))
+    compiled = compiled_on_the_cpu(NORM_BWD_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
+    assert len(compiled) == len(cases)
+    hopper = (65536, 2048, 227 * 1024)  # an H100's or H200's SM: registers, threads, shared memory bytes
+    for call, c in zip(calls, compiled):
+        fit = launch.programs_per_sm(c["registers"], c["shared"], call[5][1], hopper)
+        assert c["stack"] == [0] and 2 <= fit <= call[6] < call[5][2], (call, c, fit)
+
+
 def test_split_rows_kernel_compiles_for_hopper():
     """``split_rows_kernel`` compiled for sm_90 on any machine (Triton's interpreter off), which its interpreter runs
     cannot stand for: the interpreter took a string constexpr's default in a ``@triton.jit`` helper that the compiler

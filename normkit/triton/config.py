@@ -427,7 +427,13 @@ def _slower_dram_bwd(n: int, has_dbias: bool, has_mask: bool, is_rms: bool, w_by
     program fits a SM, not two: 315 us at 2.53 TB/s of DRAM against 264 us at 3.00 without dB; the TMA's launch (123
     registers, two a SM) 270 us, 96% of the copy. Capped at 128 registers (Triton's ``maxnreg``) the pointer kernel
     spills and ran x0.905 of the TMA's; every other launch forced in turns x0.50-1.002. At 8192 columns the TMA storing
-    dx too ran x1.005-1.008 (x0.96-0.99 at 6144 / 7168), not taken."""
+    dx too ran x1.005-1.008 (x0.96-0.99 at 6144 / 7168), not taken.
+
+    The programs a SM above are those asked; fewer fit, and each launch was timed at what fits (``ops._backward_grid``).
+    Compiled for sm_90 on the CPU (round 139; round 135's 128 registers without dB at 4096 read again): LayerNorm's one
+    row of 4 warps with dB at 2048 holds 128 registers with 16-bit weights (4 a SM run) and 146-148 with float32 ones
+    (3), the two rows of 8 warps at 2048 121-128 (2), the one row of 8 warps at 4096 128 (2); the masked backward's
+    two rows of 4 warps 222-246 (the 2 asked)."""
     if n == 2048 and not has_mask:
         if has_dbias and not is_rms:
             return LaunchConfig(1, 2048, 1, 4, 8)
