@@ -3882,20 +3882,36 @@ def test_masked_backward_of_8192_columns_masks_before_its_next_loads_on_hopper()
     assert compiled[2]["moves"] >= 32, compiled[2]
 
 
-NORM_FWD_USAGE = (
+KERNEL_USAGE = (
     SM90_PRELUDE
     + """
-kernel = importlib.import_module("normkit.triton.norm_fwd").norm_fwd_kernel
-for x_type, w_type, values, warps in json.loads(sys.argv[2]):
-    values = {name: tl.float32 if value == "fp32" else value for name, value in values.items()}
-    pointers = dict(X=x_type, Y=x_type, W=w_type, B=w_type, MEAN="*fp32", RSTD="*fp32", MASK="*u8")
-    aligned_names = (*pointers, "N", "stride_x", "stride_y")
-    compiled = compile_sm90(kernel, values, warps, pointers, aligned_names, floats=("eps", "lower", "upper"))
+for module, name, pointers, aligned_names, floats, values, warps in json.loads(sys.argv[2]):
+    kernel = getattr(importlib.import_module(module), name)
+    values = {key: tl.float32 if value == "fp32" else value for key, value in values.items()}
+    compiled = compile_sm90(kernel, values, warps, pointers, aligned_names, floats)
     usage = cuobjdump(compiled, "-res-usage")
-    print(json.dumps({"registers": int(re.search(r"REG:(\\d+)", usage).group(1)),
+    print(json.dumps({"registers": int(re.search(r"REG:(\\d+)", usage).group(1)), "shared": compiled.metadata.shared,
                       "stack": [int(k) for k in re.findall(r"STACK:(\\d+)", usage)]}))
 """
 )
+
+
+def fwd_usage_case(x_type: str, w_type: str, values: dict, warps: int) -> tuple:
+    """A case of ``KERNEL_USAGE`` (registers, shared memory and stack of a kernel compiled for sm_90):
+    ``norm_fwd_kernel`` with these constexprs (ACC as "fp32"), x and y of ``x_type``, the weights and bias of
+    ``w_type`` ("*bf16"...), the pointers, N and the row strides specialized as multiples of 16, as in a call of whole
+    16-byte rows."""
+    pointers = dict(X=x_type, Y=x_type, W=w_type, B=w_type, MEAN="*fp32", RSTD="*fp32", MASK="*u8")
+    aligned_names = (*pointers, "N", "stride_x", "stride_y")
+    floats = ("eps", "lower", "upper")
+    return "normkit.triton.norm_fwd", "norm_fwd_kernel", pointers, aligned_names, floats, values, warps
+
+
+def bwd_usage_case(x_type: str, w_type: str, values: dict, warps: int) -> tuple:
+    """``fwd_usage_case``'s for ``norm_bwd_kernel``: dy, x and dx of ``x_type``, the weights of ``w_type``."""
+    pointers = dict(DY=x_type, X=x_type, W=w_type, MEAN="*fp32", RSTD="*fp32", MASK="*u8", DX=x_type, PARTIAL="*fp32")
+    aligned_names = (*pointers, "N", "stride_dy", "stride_x", "stride_dx")
+    return "normkit.triton.norm_bwd", "norm_bwd_kernel", pointers, aligned_names, (), values, warps
 
 
 def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(dram):
@@ -3945,8 +3961,8 @@ def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(
             ), key
         values = {name: "fp32" if str(value) == "fp32" else value  # ACC, tl.float32: by name in the JSON
                   for name, value in zip(ops.NORM_FWD.constexpr_names, plan.values)}  # fmt: skip
-        cases.append((names[x_dtype], names[w_dtype], values, plan.num_warps))
-    compiled = compiled_on_the_cpu(NORM_FWD_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
+        cases.append(fwd_usage_case(names[x_dtype], names[w_dtype], values, plan.num_warps))
+    compiled = compiled_on_the_cpu(KERNEL_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
     assert len(compiled) == len(cases)
     for case, c in zip(calls[:6], compiled[:6]):
         assert c["registers"] <= 32 and c["stack"] == [0], (case, c)
@@ -3984,28 +4000,13 @@ def test_rms_forward_of_256_columns_in_sixteen_row_tiles_fits_fewer_programs_a_s
         values = dict(zip(ops.NORM_FWD.constexpr_names, plan.values))
         assert (values["BLOCK_M"], plan.num_warps, plan.programs_per_sm) == (16, 4, asked), (slower, key)
         values = {name: "fp32" if str(value) == "fp32" else value for name, value in values.items()}
-        cases.append((names[x_dtype], names[w_dtype], values, plan.num_warps))
-    compiled = compiled_on_the_cpu(NORM_FWD_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
+        cases.append(fwd_usage_case(names[x_dtype], names[w_dtype], values, plan.num_warps))
+    compiled = compiled_on_the_cpu(KERNEL_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
     assert len(compiled) == len(cases)
     hopper = (65536, 2048, 228 * 1024)  # an H100's or H200's SM: registers, threads, shared memory bytes
     for call, c in zip(calls, compiled):
         fit = launch.programs_per_sm(c["registers"], 0, 4, hopper)
         assert c["stack"] == [0] and 5 <= fit < 8, (call, c)
-
-
-NORM_BWD_USAGE = (
-    SM90_PRELUDE
-    + """
-kernel = importlib.import_module("normkit.triton.norm_bwd").norm_bwd_kernel
-for x_type, w_type, values, warps in json.loads(sys.argv[2]):
-    values = {name: tl.float32 if value == "fp32" else value for name, value in values.items()}
-    pointers = dict(DY=x_type, X=x_type, W=w_type, MEAN="*fp32", RSTD="*fp32", MASK="*u8", DX=x_type, PARTIAL="*fp32")
-    compiled = compile_sm90(kernel, values, warps, pointers, (*pointers, "N", "stride_dy", "stride_x", "stride_dx"))
-    usage = cuobjdump(compiled, "-res-usage")
-    print(json.dumps({"registers": int(re.search(r"REG:(\\d+)", usage).group(1)), "shared": compiled.metadata.shared,
-                      "stack": [int(k) for k in re.findall(r"STACK:(\\d+)", usage)]}))
-"""
-)
 
 
 def test_slower_dram_backward_launches_fit_fewer_programs_a_sm_than_asked_on_hopper(dram):
@@ -4033,8 +4034,8 @@ def test_slower_dram_backward_launches_fit_fewer_programs_a_sm_than_asked_on_hop
         assert not cfg.tma and (cfg.block_m, cfg.num_warps, cfg.programs_per_sm) == launch_asked, key
         values = {name: "fp32" if str(value) == "fp32" else value  # ACC, tl.float32: by name in the JSON
                   for name, value in zip(ops.NORM_BWD.constexpr_names, plan.values)}  # fmt: skip
-        cases.append((names[x_dtype], names[w_dtype], values, cfg.num_warps))
-    compiled = compiled_on_the_cpu(NORM_BWD_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
+        cases.append(bwd_usage_case(names[x_dtype], names[w_dtype], values, cfg.num_warps))
+    compiled = compiled_on_the_cpu(KERNEL_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
     assert len(compiled) == len(cases)
     hopper = (65536, 2048, 227 * 1024)  # an H100's or H200's SM: registers, threads, shared memory bytes
     for call, c in zip(calls, compiled):
