@@ -3896,6 +3896,9 @@ for module, name, pointers, aligned_names, floats, values, warps in json.loads(s
 )
 
 
+HOPPER_SM = (65536, 2048, 228 * 1024)  # an H100's or H200's SM: registers, threads, shared memory bytes
+
+
 def fwd_usage_case(x_type: str, w_type: str, values: dict, warps: int) -> tuple:
     """A case of ``KERNEL_USAGE`` (registers, shared memory and stack of a kernel compiled for sm_90):
     ``norm_fwd_kernel`` with these constexprs (ACC as "fp32"), x and y of ``x_type``, the weights and bias of
@@ -4003,9 +4006,8 @@ def test_rms_forward_of_256_columns_in_sixteen_row_tiles_fits_fewer_programs_a_s
         cases.append(fwd_usage_case(names[x_dtype], names[w_dtype], values, plan.num_warps))
     compiled = compiled_on_the_cpu(KERNEL_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
     assert len(compiled) == len(cases)
-    hopper = (65536, 2048, 228 * 1024)  # an H100's or H200's SM: registers, threads, shared memory bytes
     for call, c in zip(calls, compiled):
-        fit = launch.programs_per_sm(c["registers"], 0, 4, hopper)
+        fit = launch.programs_per_sm(c["registers"], c["shared"], 4, HOPPER_SM)
         assert c["stack"] == [0] and 5 <= fit < 8, (call, c)
 
 
@@ -4037,9 +4039,8 @@ def test_slower_dram_backward_launches_fit_fewer_programs_a_sm_than_asked_on_hop
         cases.append(bwd_usage_case(names[x_dtype], names[w_dtype], values, cfg.num_warps))
     compiled = compiled_on_the_cpu(KERNEL_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
     assert len(compiled) == len(cases)
-    hopper = (65536, 2048, 228 * 1024)  # an H100's or H200's SM: registers, threads, shared memory bytes
     for call, c in zip(calls, compiled):
-        fit = launch.programs_per_sm(c["registers"], c["shared"], call[5][1], hopper)
+        fit = launch.programs_per_sm(c["registers"], c["shared"], call[5][1], HOPPER_SM)
         assert c["stack"] == [0] and 2 <= fit <= call[6] < call[5][2], (call, c, fit)
 
 
