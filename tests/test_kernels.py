@@ -3899,22 +3899,40 @@ for module, name, pointers, aligned_names, floats, values, warps in json.loads(s
 HOPPER_SM = (65536, 2048, 228 * 1024)  # an H100's or H200's SM: registers, threads, shared memory bytes
 
 
-def fwd_usage_case(x_type: str, w_type: str, values: dict, warps: int) -> tuple:
+POINTER_TYPES = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
+
+
+def _usage_values(launcher, plan) -> dict:
+    """A plan's constexprs by name for ``KERNEL_USAGE``'s JSON (ACC, tl.float32, by its name "fp32")."""
+    named = zip(launcher.constexpr_names, plan.values)
+    return {name: "fp32" if str(value) == "fp32" else value for name, value in named}
+
+
+def fwd_usage_case(x_dtype: torch.dtype, w_dtype: torch.dtype, plan) -> tuple:
     """A case of ``KERNEL_USAGE`` (registers, shared memory and stack of a kernel compiled for sm_90):
-    ``norm_fwd_kernel`` with these constexprs (ACC as "fp32"), x and y of ``x_type``, the weights and bias of
-    ``w_type`` ("*bf16"...), the pointers, N and the row strides specialized as multiples of 16, as in a call of whole
-    16-byte rows."""
+    ``norm_fwd_kernel`` with the constexprs and warps of ``plan`` (``ops._forward_plan``'s), x and y of ``x_dtype``,
+    the weights and bias of ``w_dtype``, the pointers, N and the row strides specialized as multiples of 16, as in a
+    call of whole 16-byte rows."""
+    from normkit.triton import ops
+
+    x_type, w_type = POINTER_TYPES[x_dtype], POINTER_TYPES[w_dtype]
     pointers = dict(X=x_type, Y=x_type, W=w_type, B=w_type, MEAN="*fp32", RSTD="*fp32", MASK="*u8")
     aligned_names = (*pointers, "N", "stride_x", "stride_y")
     floats = ("eps", "lower", "upper")
-    return "normkit.triton.norm_fwd", "norm_fwd_kernel", pointers, aligned_names, floats, values, warps
+    values = _usage_values(ops.NORM_FWD, plan)
+    return "normkit.triton.norm_fwd", "norm_fwd_kernel", pointers, aligned_names, floats, values, plan.num_warps
 
 
-def bwd_usage_case(x_type: str, w_type: str, values: dict, warps: int) -> tuple:
-    """``fwd_usage_case``'s for ``norm_bwd_kernel``: dy, x and dx of ``x_type``, the weights of ``w_type``."""
+def bwd_usage_case(x_dtype: torch.dtype, w_dtype: torch.dtype, plan) -> tuple:
+    """``fwd_usage_case``'s for ``norm_bwd_kernel`` and ``ops._backward_plan``'s pointer-kernel ``plan``: dy, x and dx
+    of ``x_dtype``, the weights of ``w_dtype``."""
+    from normkit.triton import ops
+
+    x_type, w_type = POINTER_TYPES[x_dtype], POINTER_TYPES[w_dtype]
     pointers = dict(DY=x_type, X=x_type, W=w_type, MEAN="*fp32", RSTD="*fp32", MASK="*u8", DX=x_type, PARTIAL="*fp32")
     aligned_names = (*pointers, "N", "stride_dy", "stride_x", "stride_dx")
-    return "normkit.triton.norm_bwd", "norm_bwd_kernel", pointers, aligned_names, (), values, warps
+    values = _usage_values(ops.NORM_BWD, plan)
+    return "normkit.triton.norm_bwd", "norm_bwd_kernel", pointers, aligned_names, (), values, plan.cfg.num_warps
 
 
 def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(dram):
@@ -3932,7 +3950,6 @@ def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(
     from normkit.triton.config import LaunchConfig
 
     dram(True)
-    names = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
     # (n, x, w, zero-centered, bias, training, forced: the warps of the head and tail, or 0 for the rule's launch);
     # forced where rounds 133-134 take the rows to chunks at 32 warps (float32 x; bf16 x with float32 weights and a bias
     # at 16384; 16-bit x and weights without a bias), their own registers below
@@ -3962,9 +3979,7 @@ def test_slower_dram_rms_forward_head_and_tail_fits_two_programs_a_sm_on_hopper(
                 2 if x_dtype == w_dtype == torch.float32 and n == 16384 else -(-n // 4096),
                 32,
             ), key
-        values = {name: "fp32" if str(value) == "fp32" else value  # ACC, tl.float32: by name in the JSON
-                  for name, value in zip(ops.NORM_FWD.constexpr_names, plan.values)}  # fmt: skip
-        cases.append(fwd_usage_case(names[x_dtype], names[w_dtype], values, plan.num_warps))
+        cases.append(fwd_usage_case(x_dtype, w_dtype, plan))
     compiled = compiled_on_the_cpu(KERNEL_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
     assert len(compiled) == len(cases)
     for case, c in zip(calls[:6], compiled[:6]):
@@ -3993,17 +4008,15 @@ def test_rms_forward_of_256_columns_in_sixteen_row_tiles_fits_fewer_programs_a_s
 
     from normkit.triton import config, launch, ops
 
-    names = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
     calls = [(False, *DTYPES[3], 8), (False, *DTYPES[2], 8), (True, *DTYPES[1], 16), (True, *DTYPES[3], 16)]
     cases = []
     for slower, x_dtype, w_dtype, asked in calls:
         dram(slower)
         key = (32768, 256, x_dtype, w_dtype, False, True, False, None, True, -1, config.generation)
         plan = ops._forward_plan(*key)
-        values = dict(zip(ops.NORM_FWD.constexpr_names, plan.values))
-        assert (values["BLOCK_M"], plan.num_warps, plan.programs_per_sm) == (16, 4, asked), (slower, key)
-        values = {name: "fp32" if str(value) == "fp32" else value for name, value in values.items()}
-        cases.append(fwd_usage_case(names[x_dtype], names[w_dtype], values, plan.num_warps))
+        block_m = plan.values[ops.NORM_FWD.constexpr_names.index("BLOCK_M")]
+        assert (block_m, plan.num_warps, plan.programs_per_sm) == (16, 4, asked), (slower, key)
+        cases.append(fwd_usage_case(x_dtype, w_dtype, plan))
     compiled = compiled_on_the_cpu(KERNEL_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
     assert len(compiled) == len(cases)
     for call, c in zip(calls, compiled):
@@ -4023,7 +4036,6 @@ def test_slower_dram_backward_launches_fit_fewer_programs_a_sm_than_asked_on_hop
     from normkit.triton import config, launch, ops
 
     dram(True)
-    names = {torch.float32: "*fp32", torch.float16: "*fp16", torch.bfloat16: "*bf16"}
     # (n, x, w, dB, RMSNorm, the launch's rows, warps and programs a SM asked, those that fit at most)
     calls = [(2048, *DTYPES[1], True, False, (1, 4, 8), 4), (2048, *DTYPES[3], True, False, (1, 4, 8), 3)]
     calls += [(2048, *DTYPES[2], False, False, (2, 8, 4), 2), (2048, *DTYPES[1], False, True, (2, 8, 4), 2)]
@@ -4034,14 +4046,13 @@ def test_slower_dram_backward_launches_fit_fewer_programs_a_sm_than_asked_on_hop
         plan = ops._backward_plan(*key)
         cfg = plan.cfg
         assert not cfg.tma and (cfg.block_m, cfg.num_warps, cfg.programs_per_sm) == launch_asked, key
-        values = {name: "fp32" if str(value) == "fp32" else value  # ACC, tl.float32: by name in the JSON
-                  for name, value in zip(ops.NORM_BWD.constexpr_names, plan.values)}  # fmt: skip
-        cases.append(bwd_usage_case(names[x_dtype], names[w_dtype], values, cfg.num_warps))
+        cases.append(bwd_usage_case(x_dtype, w_dtype, plan))
     compiled = compiled_on_the_cpu(KERNEL_USAGE, Path(__file__).resolve().parents[1], cases, timeout=400)
     assert len(compiled) == len(cases)
     for call, c in zip(calls, compiled):
-        fit = launch.programs_per_sm(c["registers"], c["shared"], call[5][1], HOPPER_SM)
-        assert c["stack"] == [0] and 2 <= fit <= call[6] < call[5][2], (call, c, fit)
+        (_, warps, asked), most = call[5:]
+        fit = launch.programs_per_sm(c["registers"], c["shared"], warps, HOPPER_SM)
+        assert c["stack"] == [0] and 2 <= fit <= most < asked, (call, c, fit)
 
 
 def test_split_rows_kernel_compiles_for_hopper():
